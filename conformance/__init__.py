@@ -1,0 +1,1 @@
+"""memspec conformance: targets, scenarios, oracle, state machines, reports, CLI, bundled store."""

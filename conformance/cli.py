@@ -1,0 +1,77 @@
+"""The ``memspec`` command.
+
+Each subcommand lives in ``conformance/commands/<name>.py`` and exposes
+``register(subparsers) -> None``; the parser it adds sets ``func`` to a callable taking the
+parsed arguments and returning an exit code.
+
+Exit codes, for every subcommand: 0 conformant / success, 1 divergence found / check failed,
+2 usage error or target unreachable.  A user mistake never ends in a traceback: commands raise
+:class:`UsageError` (or :class:`TargetUnreachable`) and this module prints one line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+EXIT_OK = 0
+EXIT_DIVERGENCE = 1
+EXIT_USAGE = 2
+
+# One entry per subcommand module under conformance/commands/. Add a line to register a command.
+COMMAND_MODULES: tuple[str, ...] = (
+    "clauses",
+)
+
+
+class UsageError(Exception):
+    """A mistake in how memspec was called: printed as one line, exit code 2."""
+
+
+class TargetUnreachable(Exception):
+    """The target could not be reached at all: printed as one line, exit code 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        print(f"memspec: error: {message}", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="memspec",
+        description="Reference spec and conformance harness for agent-memory stores.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name in COMMAND_MODULES:
+        module = importlib.import_module(f"conformance.commands.{name}")
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    func = getattr(args, "func", None)
+    if func is None:
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    try:
+        return int(func(args))
+    except UsageError as exc:
+        print(f"memspec {args.command}: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except TargetUnreachable as exc:
+        print(f"memspec {args.command}: target unreachable: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print(f"memspec {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Subcommands of ``memspec``; each module exposes ``register(subparsers)``."""

@@ -1,0 +1,79 @@
+"""``memspec clauses``: every clause of the specs with the tests and scenarios that cover it."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from conformance.clauses import coverage
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "clauses",
+        help="list every spec clause with the tests and scenarios that cover it",
+        description="List every clause of specs/*.md with the tests and scenarios covering it.",
+    )
+    p.add_argument("--root", type=Path, default=Path("."), help="project root (default: .)")
+    p.add_argument("--spec", choices=["memory", "ledger", "all"], default="all")
+    p.add_argument("--check", action="store_true", help="exit 1 if a live clause has no coverage")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--verbose", "-v", action="store_true", help="name every covering test")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from conformance.cli import UsageError
+
+    root: Path = args.root
+    if not (root / "specs").is_dir():
+        raise UsageError(f"no specs/ folder under {root.resolve()} (use --root)")
+    try:
+        cov = coverage(root)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
+    prefix = {"memory": "MEM-", "ledger": "LED-", "all": ""}[args.spec]
+    clauses = [c for c in cov.clauses.values() if c.id.startswith(prefix)]
+    uncovered = [c for c in cov.uncovered() if c.id.startswith(prefix)]
+    if args.json:
+        json.dump(
+            {
+                "clauses": [
+                    {
+                        "id": c.id,
+                        "title": c.title,
+                        "level": c.level,
+                        "observable": c.observable,
+                        "retired": c.retired,
+                        "tests": cov.tests.get(c.id, []),
+                        "scenarios": cov.scenarios.get(c.id, []),
+                    }
+                    for c in clauses
+                ],
+                "uncovered": [c.id for c in uncovered],
+                "unknown": cov.unknown,
+            },
+            sys.stdout,
+            indent=2,
+        )
+        print()
+    else:
+        for c in clauses:
+            tests = cov.tests.get(c.id, [])
+            scen = cov.scenarios.get(c.id, [])
+            mark = "retired" if c.retired else ("UNCOVERED" if not (tests or scen) else "ok")
+            print(f"{c.id:<18} {mark:<9} tests={len(tests):<3} scenarios={len(scen):<3} {c.title}")
+            if args.verbose:
+                for t in tests:
+                    print(f"    test      {t}")
+                for s in scen:
+                    print(f"    scenario  {s}")
+        live = sum(1 for c in clauses if not c.retired)
+        print(f"\n{live} live clauses, {live - len(uncovered)} covered, {len(uncovered)} uncovered")
+        for cid, where in sorted(cov.unknown.items()):
+            print(f"cited but not defined: {cid} ({where[0]}{' …' if len(where) > 1 else ''})")
+    if args.check and (uncovered or cov.unknown):
+        return 1
+    return 0
