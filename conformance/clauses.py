@@ -62,7 +62,13 @@ def parse_spec(path: Path) -> list[Clause]:
     """Read the clauses of one spec file, in file order; duplicate ids are an error."""
     clauses: list[Clause] = []
     current: Clause | None = None
+    in_fence = False
     for line in path.read_text(encoding="utf-8").splitlines():
+        if line.lstrip().startswith("```"):
+            in_fence = not in_fence
+            continue
+        if in_fence:
+            continue
         m = _HEADING.match(line)
         if m:
             current = Clause(id=m.group(1), title=m.group(2).strip(), source=path.name)
@@ -86,6 +92,8 @@ def parse_spec(path: Path) -> list[Clause]:
 def load_clauses(specs_dir: Path) -> dict[str, Clause]:
     out: dict[str, Clause] = {}
     for path in sorted(specs_dir.glob("*.md")):
+        if path.name.lower() == "readme.md":
+            continue
         for c in parse_spec(path):
             if c.id in out:
                 raise ValueError(f"clause {c.id} is defined in {out[c.id].source} and {path.name}")
