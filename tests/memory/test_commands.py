@@ -1,0 +1,377 @@
+"""MEM-CMD: the `memory list` / `memory forget` grammar, sections, line format and forget gate."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
+from mem_strategies import T0, make_record
+
+from reference.memory.commands import (
+    LIST_SCOPES,
+    MEMORY_LIST_LIMIT,
+    MEMORY_LIST_MAX_LIMIT,
+    Allowed,
+    ForgetCommand,
+    ListCommand,
+    ListRefusal,
+    ListSections,
+    Refused,
+    UsageError,
+    forget_gate,
+    forget_receipt,
+    list_scopes_for,
+    needs_repo_resolution,
+    parse_memory_command,
+    render_list_line,
+    utc_date,
+)
+
+OPTION_SHAPED = re.compile(r"--?[A-Za-z]")
+
+# Filter words: no whitespace, never option-shaped; scope names included so that the
+# bare-scope-word rule is exercised often.
+_plain = st.text(
+    alphabet=st.characters(blacklist_categories=("Cs", "Zs", "Zl", "Zp", "Cc")),
+    min_size=1,
+    max_size=8,
+).filter(lambda w: not w.split() == [] and len(w.split()) == 1 and w == w.split()[0])
+filter_word = st.one_of(
+    st.sampled_from(["deploy", "ship", "org", "ME", "repo", "channel", "all", "x-1", "-5", "é"]),
+    _plain,
+).filter(lambda w: not OPTION_SHAPED.match(w))
+memory_word = st.sampled_from(["memory", "Memory", "MEMORY"])
+space = st.sampled_from([" ", "  ", "\t", " \n "])
+
+
+def _join(tokens: list[str], seps: list[str]) -> str:
+    out = tokens[0]
+    for tok, sep in zip(tokens[1:], seps, strict=False):
+        out += sep + tok
+    return out
+
+
+# --------------------------------------------------------------------------- MEM-CMD.1
+
+
+@pytest.mark.clause("MEM-CMD.1")
+@given(st.text(max_size=40))
+def test_prose_is_never_a_command(text: str) -> None:
+    words = text.split()
+    assume(not words or words[0].lower() != "memory")
+    assert parse_memory_command(text) is None
+
+
+@pytest.mark.clause("MEM-CMD.1")
+@pytest.mark.parametrize(
+    "text",
+    ["what is in memory list?", "memorylist", "please memory list", "", "   ", "memories list"],
+)
+def test_prose_examples(text: str) -> None:
+    assert parse_memory_command(text) is None
+
+
+@pytest.mark.clause("MEM-CMD.1", "MEM-CMD.2")
+def test_command_words_are_case_insensitive() -> None:
+    assert parse_memory_command("MEMORY LIST") == ListCommand()
+    assert parse_memory_command("  Memory Forget mem:org:acme:1 ") == ForgetCommand(
+        "mem:org:acme:1"
+    )
+
+
+# --------------------------------------------------------------------------- MEM-CMD.2
+
+
+@pytest.mark.clause("MEM-CMD.2")
+@given(
+    mem=memory_word,
+    words=st.lists(filter_word, max_size=4),
+    scope=st.one_of(st.none(), st.sampled_from(LIST_SCOPES)),
+    limit=st.one_of(st.none(), st.integers(1, MEMORY_LIST_MAX_LIMIT)),
+    repo=st.one_of(st.none(), st.sampled_from(["owner/name", "a.b/c-d_e"])),
+    data=st.data(),
+)
+def test_list_grammar_roundtrip(
+    mem: str,
+    words: list[str],
+    scope: str | None,
+    limit: int | None,
+    repo: str | None,
+    data: st.DataObject,
+) -> None:
+    options: list[list[str]] = []
+    for name, value in (("--scope", scope), ("--limit", limit), ("--repo", repo)):
+        if value is None:
+            continue
+        shown = str(value)
+        if name == "--scope":
+            shown = data.draw(st.sampled_from([shown, shown.upper()]))
+        if name == "--limit":
+            shown = data.draw(st.sampled_from([shown, "0" + shown]))
+        if data.draw(st.booleans()):
+            options.append([f"{name}={shown}"])
+        else:
+            options.append([name, shown])
+    # Interleave the options anywhere among the filter words, keeping the words' order.
+    tokens: list[str] = list(words)
+    for opt in options:
+        pos = data.draw(st.integers(0, len(tokens)))
+        while (
+            pos > 0
+            and pos < len(tokens)
+            and tokens[pos - 1].startswith("--")
+            and "=" not in tokens[pos - 1]
+        ):
+            pos -= 1  # never split an option from its value
+        tokens[pos:pos] = opt
+    all_tokens = [mem, "list", *tokens]
+    seps = data.draw(st.lists(space, min_size=len(all_tokens), max_size=len(all_tokens)))
+    text = data.draw(space) + _join(all_tokens, seps)
+
+    expected_scope = scope
+    expected_words = list(words)
+    if scope is None and expected_words and expected_words[0].lower() in LIST_SCOPES:
+        expected_scope = expected_words.pop(0).lower()
+    expected = ListCommand(
+        scope=expected_scope or "all",
+        limit=limit if limit is not None else MEMORY_LIST_LIMIT,
+        query=" ".join(expected_words) if expected_words else None,
+        repo=repo,
+    )
+    assert parse_memory_command(text) == expected
+
+
+@pytest.mark.clause("MEM-CMD.2")
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("memory list", ListCommand("all", 20, None)),
+        ("memory list org deploy", ListCommand("org", 20, "deploy")),
+        ("memory list me", ListCommand("me", 20, None)),
+        ("memory list deploy org", ListCommand("all", 20, "deploy org")),
+        ("memory list --scope me org deploy", ListCommand("me", 20, "org deploy")),
+        ("memory list --limit 5 org", ListCommand("org", 5, None)),
+        ("memory list deploy --limit=50", ListCommand("all", 50, "deploy")),
+        ("memory list --limit 007 x", ListCommand("all", 7, "x")),
+        ("memory list repo --repo acme/api", ListCommand("repo", 20, None, "acme/api")),
+        ("memory list channel ci  flaky", ListCommand("channel", 20, "ci flaky")),
+        ("memory list ???", ListCommand("all", 20, "???")),
+    ],
+)
+def test_list_examples(text: str, expected: ListCommand) -> None:
+    assert parse_memory_command(text) == expected
+
+
+# --------------------------------------------------------------------------- MEM-CMD.3
+
+
+@pytest.mark.clause("MEM-CMD.3")
+@pytest.mark.parametrize(
+    "text",
+    [
+        "memory",
+        "memory lst",
+        "memory remember this",
+        "memory list --limit 0",
+        "memory list --limit 51",
+        "memory list --limit 5.0",
+        "memory list --limit -1",
+        "memory list --limit abc",
+        "memory list --limit +5",
+        "memory list --limit",
+        "memory list --limit=",
+        "memory list --limit 5 --limit 6",
+        "memory list --scope",
+        "memory list --scope everyone",
+        "memory list --scope=",
+        "memory list --scope me --scope org",
+        "memory list --verbose",
+        "memory list -v",
+        "memory list --repo",
+        "memory list --repo notarepo",
+        "memory forget",
+        "memory forget a b",
+        "memory forget --force mem:org:acme:1",
+    ],
+)
+def test_usage_errors(text: str) -> None:
+    assert isinstance(parse_memory_command(text), UsageError)
+
+
+@pytest.mark.clause("MEM-CMD.3")
+@given(st.text(min_size=1, max_size=6))
+def test_limit_accepts_only_plain_digits_1_to_50(value: str) -> None:
+    assume(not any(c.isspace() for c in value))
+    got = parse_memory_command(f"memory list --limit={value}")
+    ok = value.isascii() and value.isdigit() and 1 <= int(value) <= 50
+    if ok:
+        assert got == ListCommand(limit=int(value))
+    else:
+        assert isinstance(got, UsageError)
+
+
+# --------------------------------------------------------------------------- MEM-CMD.4
+
+
+@pytest.mark.clause("MEM-CMD.4")
+@given(
+    scope=st.sampled_from(LIST_SCOPES),
+    user=st.one_of(st.none(), st.just("slack:U1")),
+    channel=st.one_of(st.none(), st.just("slack:C9")),
+    bound=st.one_of(st.none(), st.just("acme/api")),
+    flag=st.one_of(st.none(), st.just("acme/web")),
+)
+def test_sections_are_the_requests_own_scopes(
+    scope: str, user: str | None, channel: str | None, bound: str | None, flag: str | None
+) -> None:
+    cmd = ListCommand(scope=scope, repo=flag)
+    got = list_scopes_for(
+        cmd, org_key="org:acme", caller_user_id=user, channel_id=channel, bound_repo=bound
+    )
+    repo = flag or bound
+    own = {
+        "me": f"user:{user}" if user else None,
+        "repo": f"repo:{repo}" if repo else None,
+        "channel": f"channel:{channel}" if channel else None,
+        "org": "org:acme",
+    }
+    if scope == "all":
+        expected = tuple(
+            k for k in (own["me"], own["repo"], own["channel"], own["org"]) if k is not None
+        )
+        assert got == ListSections(expected)
+    elif own[scope] is None:
+        assert isinstance(got, ListRefusal) and got.message
+    else:
+        assert got == ListSections((own[scope],))  # type: ignore[arg-type]
+    assert needs_repo_resolution(cmd) == (scope in ("repo", "all") and flag is None)
+
+
+@pytest.mark.clause("MEM-CMD.4")
+def test_repo_scope_without_repo_says_so() -> None:
+    got = list_scopes_for(ListCommand("repo"), org_key="org:acme", caller_user_id="slack:U1")
+    assert isinstance(got, ListRefusal) and "repo" in got.message
+    assert not needs_repo_resolution(ListCommand("org"))
+    assert not needs_repo_resolution(ListCommand("me"))
+    assert not needs_repo_resolution(ListCommand("channel"))
+
+
+# --------------------------------------------------------------------------- MEM-CMD.5
+
+
+@pytest.mark.clause("MEM-CMD.5")
+@given(rid=st.text(min_size=1, max_size=30).filter(lambda s: len(s.split()) == 1))
+def test_forget_takes_one_word_as_typed(rid: str) -> None:
+    word = rid.split()[0]
+    assume(not OPTION_SHAPED.match(word))
+    assert parse_memory_command(f"memory forget {word}") == ForgetCommand(word)
+
+
+# --------------------------------------------------------------------------- MEM-CMD.6
+
+
+@pytest.mark.clause("MEM-CMD.6")
+def test_list_line_exact() -> None:
+    rec = make_record(
+        "mem:org:acme:12",
+        text="Deploys go through make ship",
+        source_thread_key="slack:C1:1712",
+        created_at=1_767_225_599_999,  # 2025-12-31T23:59:59.999Z
+    )
+    assert render_list_line(rec) == (
+        "\u2022 `mem:org:acme:12` [fact, 2025-12-31] Deploys go through make ship"
+        " (source: `slack:C1:1712`)"
+    )
+    nxt = make_record("mem:org:acme:13", kind="summary", created_at=1_767_225_600_000)
+    assert render_list_line(nxt).startswith("\u2022 `mem:org:acme:13` [summary, 2026-01-01] ")
+
+
+@pytest.mark.clause("MEM-CMD.6")
+@given(st.integers(-62_135_596_800_000, 253_402_300_799_999))
+def test_utc_date_matches_the_calendar(ms: int) -> None:
+    d = datetime(1970, 1, 1, tzinfo=UTC) + timedelta(milliseconds=ms)
+    assert utc_date(ms) == f"{d.year:04d}-{d.month:02d}-{d.day:02d}"
+
+
+# --------------------------------------------------------------------------- MEM-CMD.7 / .8
+
+scope_value = st.one_of(
+    st.sampled_from(["acme", "slack:U1", "slack:U2", "owner/name", "slack:C9", "a:b:c"]),
+    st.text(alphabet="abc:/U1", min_size=1, max_size=8),
+)
+
+
+@pytest.mark.clause("MEM-CMD.7", "MEM-CMD.8")
+@given(
+    kind=st.sampled_from(["user", "org", "repo", "channel"]),
+    value=scope_value,
+    n=st.integers(0, 10**6),
+    caller=st.one_of(st.none(), st.sampled_from(["slack:U1", "slack:U2", "a:b:c"])),
+    is_admin=st.booleans(),
+)
+def test_forget_gate(kind: str, value: str, n: int, caller: str | None, is_admin: bool) -> None:
+    assume(value.strip())
+    rid = f"mem:{kind}:{value}:{n}"
+    got = forget_gate(rid, caller, is_admin)
+    if kind == "user":
+        if caller is not None and value == caller:
+            assert got == Allowed(f"user:{value}", rid)
+        else:
+            assert isinstance(got, Refused) and got.code == "foreign_scope"
+    elif is_admin:
+        assert got == Allowed(f"{kind}:{value}", rid)
+    else:
+        assert isinstance(got, Refused) and got.code == "admin_required"
+        assert "memory list me" in got.reason
+
+
+@pytest.mark.clause("MEM-CMD.7")
+def test_admins_cannot_forget_another_users_record() -> None:
+    got = forget_gate("mem:user:slack:U2:4", "slack:U1", True)
+    assert isinstance(got, Refused) and got.code == "foreign_scope"
+    assert forget_gate("mem:user:slack:U1:4", "slack:U1", False) == Allowed(
+        "user:slack:U1", "mem:user:slack:U1:4"
+    )
+    assert isinstance(forget_gate("mem:user:slack:U1:4", None, True), Refused)
+
+
+@pytest.mark.clause("MEM-CMD.8")
+@pytest.mark.parametrize(
+    "rid",
+    [
+        "hello",
+        "mem:org:acme",
+        "org:acme:1",
+        "mem::1",
+        "mem:user::1",
+        "mem:foo:1",
+        "mem:org:acme:1a",
+        "mem:org:acme:",
+        "mem:org:acme:\uff11",
+        "MEM:org:acme:1",
+    ],
+)
+@pytest.mark.parametrize("is_admin", [True, False])
+def test_non_ids_are_invalid_input_with_the_format(rid: str, is_admin: bool) -> None:
+    got = forget_gate(rid, "slack:U1", is_admin)
+    assert isinstance(got, Refused) and got.code == "invalid_input"
+    assert "mem:<scope>:<n>" in got.reason
+
+
+@pytest.mark.clause("MEM-CMD.8")
+def test_forget_receipts() -> None:
+    assert "Forgot" in forget_receipt("mem:org:acme:1", True)
+    nothing = forget_receipt("mem:org:acme:1", False)
+    assert nothing.startswith("Nothing to forget")
+    assert forget_receipt("mem:org:acme:1", None).startswith("\u26a0")
+
+
+@pytest.mark.clause("MEM-CMD.6")
+def test_list_line_dates_before_epoch() -> None:
+    assert render_list_line(make_record("mem:org:acme:1", created_at=-1)).startswith(
+        "\u2022 `mem:org:acme:1` [fact, 1969-12-31]"
+    )
+    assert utc_date(T0) == "2026-05-28"
