@@ -1,0 +1,143 @@
+"""``memspec serve``: run the bundled store (Memory Worker protocol + ledger binding)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+from types import FrameType
+
+DEFAULT_DB = "./memspec-data/store.sqlite3"
+DEFAULT_TOKEN_ENV = "MEMSPEC_TOKEN"
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "serve",
+        help="run the bundled store (SQLite + FTS5) over HTTP on loopback",
+        description=(
+            "Serve the Memory Worker protocol (/healthz, /retrieve, /write, /list, /forget) and "
+            "the ledger binding (/ledger/<method>) from one SQLite database.  Data routes need "
+            "'Authorization: Bearer <token>' with the token read from an environment variable."
+        ),
+    )
+    p.add_argument(
+        "--host",
+        default=None,
+        help="address to bind (default 127.0.0.1; a non-loopback address must be given here "
+        "explicitly and is announced with a warning)",
+    )
+    p.add_argument("--port", type=int, default=8787, help="port (default 8787; 0 = any free one)")
+    p.add_argument(
+        "--db",
+        default=DEFAULT_DB,
+        help=f"SQLite file (default {DEFAULT_DB}) or :memory: (nothing survives a restart)",
+    )
+    auth = p.add_mutually_exclusive_group()
+    auth.add_argument(
+        "--token-env",
+        metavar="VAR",
+        default=DEFAULT_TOKEN_ENV,
+        help=f"environment variable holding the bearer token (default {DEFAULT_TOKEN_ENV})",
+    )
+    auth.add_argument(
+        "--no-auth",
+        action="store_true",
+        help="accept every request without a bearer token (loopback only; prints a warning)",
+    )
+    p.add_argument(
+        "--cap", type=int, default=500, help="default per-scope cap of active records (1-10000)"
+    )
+    p.add_argument(
+        "--test-control",
+        action="store_true",
+        help="enable the ledger's POST /ledger/_test/* controls (reset, clock, sweep, ...)",
+    )
+    p.add_argument("--quiet", action="store_true", help="no access log on stderr")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from conformance.cli import UsageError
+    from conformance.embedded.server import is_loopback, pause_hook_from_env, start_server
+
+    host = args.host if args.host is not None else "127.0.0.1"
+    explicit_host = args.host is not None
+    if not is_loopback(host):
+        if not explicit_host:  # pragma: no cover - the default is loopback
+            raise UsageError(f"refusing non-loopback host {host}")
+        if args.no_auth:
+            raise UsageError(f"--no-auth is refused on a non-loopback host ({host})")
+        print(
+            f"memspec serve: WARNING: binding {host}, which is reachable from other machines",
+            file=sys.stderr,
+        )
+    if not 0 <= args.port <= 65535:
+        raise UsageError(f"--port must be 0-65535, not {args.port}")
+    if not 1 <= args.cap <= 10000:
+        raise UsageError(f"--cap must be an integer from 1 to 10000, not {args.cap}")
+
+    token: str | None = None
+    if args.no_auth:
+        print(
+            "memspec serve: WARNING: --no-auth: every request is accepted WITHOUT a bearer token."
+            " Never expose this server.",
+            file=sys.stderr,
+        )
+    else:
+        token = os.environ.get(args.token_env) or None
+        if token is None:
+            raise UsageError(
+                f"no bearer token: set {args.token_env} (or name another variable with "
+                "--token-env VAR), or pass --no-auth for an unauthenticated local server"
+            )
+
+    db: str = args.db
+    if db != ":memory:":
+        path = Path(db)
+        if path.is_dir():
+            raise UsageError(f"--db {db} is a directory")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UsageError(f"cannot create {path.parent}: {exc.strerror}") from exc
+
+    try:
+        handle = start_server(
+            host=host,
+            port=args.port,
+            db=db,
+            token=token,
+            test_control=args.test_control,
+            cap_default=args.cap,
+            require_auth=not args.no_auth,
+            allow_non_loopback=explicit_host,
+            access_log=None if args.quiet else sys.stderr,
+            write_hook=pause_hook_from_env(),
+        )
+    except OSError as exc:
+        raise UsageError(f"cannot listen on {host}:{args.port}: {exc.strerror or exc}") from exc
+    except Exception as exc:  # e.g. a file that is not a SQLite database
+        raise UsageError(f"cannot open the store at {db}: {exc}") from exc
+
+    done = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        done.set()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        print(f"memspec serve: listening on {handle.url}", flush=True)
+        if handle.ledger is None:
+            print("memspec serve: ledger binding not available (503 on /ledger/*)", file=sys.stderr)
+        while not done.wait(timeout=0.5):
+            pass
+    finally:
+        handle.stop()
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+    print("memspec serve: stopped", flush=True)
+    return 0

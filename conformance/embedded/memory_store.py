@@ -1,0 +1,469 @@
+"""SQLite persistence of the bundled Memory Worker (seed §15, §17, §18, §26-§28).
+
+One database holds every scope: a ``records`` table keyed by ``(scope_key, seq)`` with the
+record fields plus ``norm`` (the dedup key), and an FTS5 shadow table ``records_fts`` whose
+rowid is the record's ``rid`` and which holds exactly the ACTIVE rows.  Every soft delete
+(supersede, forget, evict) deletes the row's FTS entry in the same transaction, and every
+start re-applies the idempotent schema and reconciles the FTS table down (and up) to the
+active rows.
+
+The FTS table indexes the engine's own tokens -- ``tokenize(text + keywords)`` joined by
+spaces, under FTS5's ``ascii`` tokenizer -- so an FTS match on a quoted ``[a-z0-9]+`` token is
+exactly the engine's whole-token test.  User text never reaches the FTS query parser: a MATCH
+is built only from ``fts_match_tokens`` output, each token double-quoted and OR-joined.
+
+Ranking, write planning, minting and eviction are the pure engine's
+(``reference.memory.engine``), called here the way the real Worker bundles its engine; this
+module only persists.  It does no wire validation: ``memory_http`` hands it validated values.
+
+Concurrency: one connection in autocommit mode, guarded by one lock; every mutating
+operation is one ``BEGIN IMMEDIATE`` transaction, so a batch commits whole or not at all and
+concurrent writers to one scope can never interleave between the ``seq`` read and the
+inserts.  File databases run in WAL mode with ``synchronous=NORMAL``: every committed
+transaction survives a process crash (SIGKILL); an OS crash may roll back the last few.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from typing import Any
+
+from reference.memory.engine import (
+    DEFAULT_SCOPE_CAP,
+    Dedup,
+    candidate_cap,
+    fts_match_tokens,
+    mint_record,
+    normalize_text,
+    plan_eviction,
+    plan_write,
+    rank_records,
+)
+from reference.memory.records import MemoryCandidate, MemoryRecord
+from reference.memory.scoring import keyword_match, tokenize
+
+SCHEMA: tuple[str, ...] = (
+    """
+    CREATE TABLE IF NOT EXISTS records (
+        rid               INTEGER PRIMARY KEY,
+        id                TEXT    NOT NULL UNIQUE,
+        scope_key         TEXT    NOT NULL,
+        seq               INTEGER NOT NULL CHECK (seq >= 1),
+        kind              TEXT    NOT NULL CHECK (kind IN ('fact', 'summary')),
+        text              TEXT    NOT NULL,
+        norm              TEXT    NOT NULL,
+        keywords          TEXT    NOT NULL,
+        source_thread_key TEXT    NOT NULL,
+        source_run_id     TEXT,
+        created_at        INTEGER NOT NULL,
+        last_used_at      INTEGER,
+        use_count         INTEGER NOT NULL DEFAULT 0,
+        confidence        REAL,
+        supersedes        TEXT,
+        status            TEXT    NOT NULL
+                          CHECK (status IN ('active', 'superseded', 'forgotten', 'evicted')),
+        UNIQUE (scope_key, seq)
+    )
+    """,
+    # Write-time dedup: the active rows of one scope with one normalized text.
+    "CREATE INDEX IF NOT EXISTS records_status_norm ON records (scope_key, status, norm)",
+    # /list's newest-first page.
+    "CREATE INDEX IF NOT EXISTS records_active_seq ON records (scope_key, status, seq DESC)",
+    # Status-prefixed scans: the active COUNT(*) and the eviction fetch.
+    "CREATE INDEX IF NOT EXISTS records_active_used"
+    " ON records (scope_key, status, last_used_at DESC, created_at DESC)",
+    "CREATE VIRTUAL TABLE IF NOT EXISTS records_fts USING fts5(tokens, tokenize = 'ascii')",
+)
+
+_COLUMNS = (
+    "id, scope_key, kind, text, keywords, source_thread_key, source_run_id, created_at,"
+    " last_used_at, use_count, confidence, supersedes, status"
+)
+_R_COLUMNS = ", ".join(f"r.{c.strip()}" for c in _COLUMNS.split(","))
+
+# SQLite's default SQLITE_MAX_VARIABLE_NUMBER is 32766 since 3.32; a usage bump binds at most
+# MAX limit (50) ids plus one timestamp, far below it.
+
+
+def system_clock_ms() -> int:
+    """Wall-clock time in integer milliseconds since the Unix epoch."""
+    return time.time_ns() // 1_000_000
+
+
+@dataclass(frozen=True)
+class WriteCounts:
+    """What one ``/write`` batch did (seed §18, §28)."""
+
+    inserted: int
+    deduped: int
+    superseded: int
+    evicted: int
+
+
+def fts_document(text: str, keywords: Sequence[str]) -> str:
+    """The FTS row of a record: the engine's tokens of its text (with repeats), then those of
+    its keywords that the text lacks, space-joined.  Its token set is exactly the set the
+    engine matches a record by (text tokens and keyword tokens)."""
+    tokens = tokenize(text)
+    seen = set(tokens)
+    for kw in keywords:
+        for t in tokenize(kw):
+            if t not in seen:
+                seen.add(t)
+                tokens.append(t)
+    return " ".join(tokens)
+
+
+def match_expression(tokens: Sequence[str]) -> str:
+    """A quoted-OR FTS5 MATCH over engine tokens (``[a-z0-9]+`` only, so quoting is total)."""
+    for t in tokens:
+        if not t or not t.isascii() or not t.isalnum() or t != t.lower():
+            raise ValueError(f"not an engine token: {t!r}")
+    return " OR ".join(f'"{t}"' for t in tokens)
+
+
+def _record(row: Sequence[Any]) -> MemoryRecord:
+    return MemoryRecord(
+        id=row[0],
+        scope_key=row[1],
+        kind=row[2],
+        text=row[3],
+        keywords=tuple(json.loads(row[4])),
+        source_thread_key=row[5],
+        source_run_id=row[6],
+        created_at=row[7],
+        last_used_at=row[8],
+        use_count=row[9],
+        confidence=row[10],
+        supersedes=row[11],
+        status=row[12],
+    )
+
+
+def _seq_of(record_id: str) -> int:
+    return int(record_id.rsplit(":", 1)[1])
+
+
+class MemoryStore:
+    """All scopes of the bundled Memory Worker in one SQLite database.
+
+    ``db`` is a file path or ``":memory:"``.  ``clock`` returns the store's "now" in epoch
+    milliseconds (read once per operation, inside the lock).  ``write_hook``, when set, is
+    called inside the write transaction right after a batch's first candidate has been applied
+    -- a test seam for killing the process mid-batch; production never sets it.
+    """
+
+    def __init__(
+        self,
+        db: str = ":memory:",
+        *,
+        clock: Callable[[], int] | None = None,
+        cap_default: int = DEFAULT_SCOPE_CAP,
+        write_hook: Callable[[], None] | None = None,
+    ) -> None:
+        self.db = db
+        self.cap_default = cap_default
+        self._clock = clock or system_clock_ms
+        self._write_hook = write_hook
+        self._lock = threading.RLock()
+        self._closed = False
+        self._conn = sqlite3.connect(
+            db, isolation_level=None, check_same_thread=False, timeout=10.0
+        )
+        try:
+            in_memory = db == ":memory:" or db.startswith("file::memory:") or "mode=memory" in db
+            if not in_memory:
+                self._conn.execute("PRAGMA journal_mode = WAL")
+                self._conn.execute("PRAGMA synchronous = NORMAL")
+            # The one migration path: the idempotent schema, re-applied at every start.
+            with self._tx() as c:
+                for statement in SCHEMA:
+                    c.execute(statement)
+            self.reconcile_fts()
+        except BaseException:
+            self.close()
+            raise
+
+    # ------------------------------------------------------------------ plumbing
+
+    @contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        """One ``BEGIN IMMEDIATE`` transaction under the store lock: all or nothing."""
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("memory store is closed")
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._conn
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+
+    @contextmanager
+    def _read(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("memory store is closed")
+            yield self._conn
+
+    def close(self) -> None:
+        """Close the connection (WAL is checkpointed by SQLite on the last close)."""
+        with self._lock:
+            if not self._closed:
+                self._closed = True
+                self._conn.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def now(self) -> int:
+        return int(self._clock())
+
+    # ------------------------------------------------------------------ maintenance
+
+    def reconcile_fts(self) -> tuple[int, int]:
+        """Make ``records_fts`` hold exactly the active rows (seed §15).
+
+        Deletes FTS rows whose record is missing or not active, and indexes any active record
+        that lacks its FTS row.  Returns ``(deleted, added)``.  Idempotent; O(active rows).
+        """
+        with self._tx() as c:
+            deleted = c.execute(
+                "DELETE FROM records_fts WHERE rowid NOT IN"
+                " (SELECT rid FROM records WHERE status = 'active')"
+            ).rowcount
+            missing = c.execute(
+                "SELECT rid, text, keywords FROM records WHERE status = 'active'"
+                " AND rid NOT IN (SELECT rowid FROM records_fts)"
+            ).fetchall()
+            for rid, text, keywords in missing:
+                c.execute(
+                    "INSERT INTO records_fts (rowid, tokens) VALUES (?, ?)",
+                    (rid, fts_document(text, json.loads(keywords))),
+                )
+        return deleted, len(missing)
+
+    def seed(self, records: Iterable[MemoryRecord]) -> int:
+        """Insert already-minted records verbatim in one transaction (benchmarks, tests).
+
+        Ids must be ``mem:<scope_key>:<seq>``.  Active ones get their FTS row.  Bypasses
+        planning, dedup and the cap: a loader, not a write path.
+        """
+        n = 0
+        with self._tx() as c:
+            for r in records:
+                self._insert(c, r)
+                n += 1
+        return n
+
+    # ------------------------------------------------------------------ internals
+
+    def _insert(self, c: sqlite3.Connection, r: MemoryRecord) -> None:
+        cur = c.execute(
+            "INSERT INTO records (id, scope_key, seq, kind, text, norm, keywords,"
+            " source_thread_key, source_run_id, created_at, last_used_at, use_count,"
+            " confidence, supersedes, status) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                r.id,
+                r.scope_key,
+                _seq_of(r.id),
+                r.kind,
+                r.text,
+                normalize_text(r.text),
+                json.dumps(list(r.keywords), ensure_ascii=False),
+                r.source_thread_key,
+                r.source_run_id,
+                r.created_at,
+                r.last_used_at,
+                r.use_count,
+                r.confidence,
+                r.supersedes,
+                r.status,
+            ),
+        )
+        if r.status == "active":
+            c.execute(
+                "INSERT INTO records_fts (rowid, tokens) VALUES (?, ?)",
+                (cur.lastrowid, fts_document(r.text, r.keywords)),
+            )
+
+    def _soft_delete(self, c: sqlite3.Connection, scope_key: str, record_id: str, to: str) -> bool:
+        """Flip one ACTIVE record of the scope to ``to`` and drop its FTS row; False if none."""
+        row = c.execute(
+            "UPDATE records SET status = ? WHERE id = ? AND scope_key = ? AND status = 'active'"
+            " RETURNING rid",
+            (to, record_id, scope_key),
+        ).fetchall()
+        if not row:
+            return False
+        c.execute("DELETE FROM records_fts WHERE rowid = ?", (row[0][0],))
+        return True
+
+    def _write_pool(
+        self, c: sqlite3.Connection, scope_key: str, cand: MemoryCandidate
+    ) -> list[MemoryRecord]:
+        """The rows ``plan_write`` can look at: same-norm actives and the supersedes target.
+
+        ``plan_write`` reads nothing else, so its plan over this pool equals its plan over
+        the whole active set (seed §18).  Ordered by seq = insertion order.
+        """
+        # No ORDER BY in SQL: it would tempt the planner onto records_active_seq (a scan of
+        # every active row); the norm hits are few, so they are ordered here.
+        rows = c.execute(
+            f"SELECT seq, {_COLUMNS} FROM records INDEXED BY records_status_norm"
+            " WHERE scope_key = ? AND status = 'active' AND norm = ?",
+            (scope_key, normalize_text(cand.text)),
+        ).fetchall()
+        if cand.supersedes:  # plan_write's own truthiness: "" is no supersede
+            target = c.execute(
+                f"SELECT seq, {_COLUMNS} FROM records"
+                " WHERE id = ? AND scope_key = ? AND status = 'active'",
+                (cand.supersedes, scope_key),
+            ).fetchone()
+            if target is not None and all(target[0] != r[0] for r in rows):
+                rows.append(target)
+        rows.sort(key=lambda r: r[0])
+        return [_record(r[1:]) for r in rows]
+
+    # ------------------------------------------------------------------ operations
+
+    def write(
+        self,
+        scope_key: str,
+        candidates: Sequence[MemoryCandidate],
+        cap: int | None = None,
+    ) -> WriteCounts:
+        """Apply one batch in one transaction: plan, dedup/supersede/insert, then evict."""
+        cap = self.cap_default if cap is None else cap
+        inserted = deduped = superseded = evicted = 0
+        with self._tx() as c:
+            now = self.now()
+            last = c.execute(
+                "SELECT seq FROM records WHERE scope_key = ? ORDER BY seq DESC LIMIT 1",
+                (scope_key,),
+            ).fetchone()
+            seq = last[0] if last else 0
+            for i, cand in enumerate(candidates):
+                plan = plan_write(self._write_pool(c, scope_key, cand), cand)
+                if isinstance(plan, Dedup):
+                    c.execute(
+                        "UPDATE records SET use_count = use_count + 1"
+                        " WHERE id = ? AND scope_key = ? AND status = 'active'",
+                        (plan.target_id, scope_key),
+                    )
+                    deduped += 1
+                else:
+                    if plan.supersede_id is not None:
+                        if self._soft_delete(c, scope_key, plan.supersede_id, "superseded"):
+                            superseded += 1
+                    seq += 1
+                    self._insert(c, mint_record(cand, scope_key, f"mem:{scope_key}:{seq}", now))
+                    inserted += 1
+                if i == 0 and self._write_hook is not None:
+                    self._write_hook()
+            # The cap holds after every batch (even one that only dedups, or an empty one
+            # carrying a lower cap).  The indexed COUNT(*) keeps the under-cap batch from
+            # ever fetching the whole active set.
+            (active,) = c.execute(
+                "SELECT COUNT(*) FROM records WHERE scope_key = ? AND status = 'active'",
+                (scope_key,),
+            ).fetchone()
+            if active > cap:
+                rows = c.execute(
+                    f"SELECT {_COLUMNS} FROM records"
+                    " WHERE scope_key = ? AND status = 'active' ORDER BY seq",
+                    (scope_key,),
+                ).fetchall()
+                for rid in plan_eviction([_record(r) for r in rows], cap):
+                    if self._soft_delete(c, scope_key, rid, "evicted"):
+                        evicted += 1
+        return WriteCounts(inserted, deduped, superseded, evicted)
+
+    def retrieve(self, scope_key: str, query: str, limit: int) -> list[MemoryRecord]:
+        """FTS prefilter (bm25, capped) -> ``rank_records`` -> one batched usage bump.
+
+        Returns the ranked records as they are after the bump (``lastUsedAt = now``,
+        ``useCount + 1``), like the model's ``store_retrieve``.
+        """
+        tokens = fts_match_tokens(query)
+        if not tokens or limit <= 0:
+            return []
+        with self._tx() as c:
+            now = self.now()
+            # CROSS JOIN pins the FTS match as the outer loop (never a scan of the scope).
+            rows = c.execute(
+                f"SELECT {_R_COLUMNS} FROM records_fts CROSS JOIN records r"
+                " ON r.rid = records_fts.rowid"
+                " WHERE records_fts MATCH ? AND r.scope_key = ? AND r.status = 'active'"
+                " ORDER BY bm25(records_fts) LIMIT ?",
+                (match_expression(tokens), scope_key, candidate_cap(limit)),
+            ).fetchall()
+            ranked = rank_records([_record(r) for r in rows], query, limit, now)
+            if ranked:
+                marks = ", ".join("?" for _ in ranked)
+                c.execute(
+                    "UPDATE records SET last_used_at = ?, use_count = use_count + 1"
+                    f" WHERE id IN ({marks}) AND +scope_key = ?",
+                    (now, *(r.id for r in ranked), scope_key),
+                )
+        return [replace(r, last_used_at=now, use_count=r.use_count + 1) for r in ranked]
+
+    def list(self, scope_key: str, limit: int, query: str | None = None) -> list[MemoryRecord]:
+        """Active records newest first; with a query, only whole-token hits; no usage bump."""
+        with self._read() as c:
+            if query is None:
+                rows = c.execute(
+                    f"SELECT {_COLUMNS} FROM records WHERE scope_key = ? AND status = 'active'"
+                    " ORDER BY seq DESC LIMIT ?",
+                    (scope_key, limit),
+                ).fetchall()
+                return [_record(r) for r in rows]
+            tokens = fts_match_tokens(query)
+            if not tokens:
+                return []
+            cur = c.execute(
+                f"SELECT {_R_COLUMNS} FROM records_fts CROSS JOIN records r"
+                " ON r.rid = records_fts.rowid"
+                " WHERE records_fts MATCH ? AND r.scope_key = ? AND r.status = 'active'"
+                " ORDER BY r.seq DESC",
+                (match_expression(tokens), scope_key),
+            )
+            out: list[MemoryRecord] = []
+            for row in cur:
+                rec = _record(row)
+                # The engine's whole-token test (the relevance gate) over the full query.
+                if keyword_match(query, rec) > 0:
+                    out.append(rec)
+                    if len(out) >= limit:
+                        break
+            cur.close()
+            return out
+
+    def forget(self, scope_key: str, record_id: str) -> bool:
+        """Soft-delete one active record of the scope (status ``forgotten``) and its FTS row."""
+        with self._tx() as c:
+            return self._soft_delete(c, scope_key, record_id, "forgotten")
+
+    # ------------------------------------------------------------------ introspection
+
+    def get(self, record_id: str) -> MemoryRecord | None:
+        """Any record by id, whatever its status (tests and tools; not a wire route)."""
+        with self._read() as c:
+            row = c.execute(f"SELECT {_COLUMNS} FROM records WHERE id = ?", (record_id,)).fetchone()
+        return None if row is None else _record(row)
+
+    def active_count(self, scope_key: str) -> int:
+        with self._read() as c:
+            (n,) = c.execute(
+                "SELECT COUNT(*) FROM records WHERE scope_key = ? AND status = 'active'",
+                (scope_key,),
+            ).fetchone()
+        return int(n)

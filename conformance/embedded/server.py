@@ -1,0 +1,523 @@
+"""The bundled store's HTTP server: the Memory Worker protocol and the ledger binding.
+
+A stdlib ``ThreadingHTTPServer`` on loopback.  Every request goes through the same checks, in
+this precedence (seed §15-§16): unknown path 404 -> wrong method 405 -> bearer 401 ->
+``Content-Length`` not a plain ASCII digit string 411 -> longer than 512 KiB 413 -> the route
+(400 / 200).  The length is judged from the raw header BEFORE any body byte is read, and an
+unsized body is never read.  After an early answer the connection is kept alive only when the
+request's framing is known and its body (at most 512 KiB) has been drained; otherwise it is
+closed.
+
+* ``GET /healthz`` (no auth) -> ``{"ok": true, ...}``.
+* ``POST /retrieve|/write|/list|/forget`` -> ``memory_http``.
+* ``POST /ledger/<method>`` -> ``LedgerService.handle``; ``POST /ledger/_test/<name>`` ->
+  ``LedgerService.handle_test`` only when started with ``test_control`` (else 404).  The
+  ledger binding is imported lazily; without it those routes answer 503.
+
+Each request is logged as one JSON line (method, path, status, duration, scope key, counts --
+never bodies, text or tokens) when an access log stream is given.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import json
+import os
+import re
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from socket import AF_INET6, SHUT_RDWR, socket
+from types import TracebackType
+from typing import IO, Any
+from urllib.parse import urlsplit
+
+from conformance.embedded import memory_http
+from conformance.embedded.memory_store import MemoryStore
+from reference.memory.engine import DEFAULT_SCOPE_CAP
+
+MAX_BODY = 512 * 1024
+_DIGITS = re.compile(r"[0-9]+")
+_OWS = " \t"
+_LEDGER_PREFIX = "/ledger/"
+_LEDGER_TEST_PREFIX = "/ledger/_test/"
+PAUSE_ENV = "MEMSPEC_TEST_PAUSE_IN_WRITE"
+
+_LEDGER_UNAVAILABLE = {"error": {"code": -32603, "message": "ledger binding not available"}}
+
+
+def is_loopback(host: str) -> bool:
+    """True for ``localhost`` and every loopback address (127.0.0.0/8, ::1)."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _load_ledger(db: str, test_control: bool, clock: Callable[[], int] | None) -> Any | None:
+    """The ledger binding (engineer D2's ``ledger_service``), or None while it is absent."""
+    try:
+        from conformance.embedded import ledger_service
+    except ModuleNotFoundError as exc:
+        if exc.name == "conformance.embedded.ledger_service":
+            return None
+        raise
+    return ledger_service.LedgerService(db, clock=clock, test_control=test_control)
+
+
+# --------------------------------------------------------------------------- the handler
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    # Set by start_server before serving.
+    store: MemoryStore
+    ledger: Any | None
+    token: bytes | None
+    require_auth: bool
+    test_control: bool
+    access_log: IO[str] | None
+
+    def server_bind(self) -> None:
+        self.stopping = False
+        self.in_flight = 0
+        self.idle = threading.Condition()
+        self.connections: set[socket] = set()
+        super().server_bind()
+
+
+class _Server6(_Server):
+    address_family = AF_INET6
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body are two writes: no 40 ms delayed-ACK stall
+    server_version = "memspec-embedded"
+    sys_version = ""
+    timeout = 30  # an idle keep-alive connection or a stalled body is dropped after this
+    server: _Server
+
+    # ---- connection bookkeeping (so stop() can wake idle keep-alive threads)
+
+    def setup(self) -> None:
+        super().setup()
+        with self.server.idle:
+            self.server.connections.add(self.connection)
+
+    def finish(self) -> None:
+        with self.server.idle:
+            self.server.connections.discard(self.connection)
+        try:
+            super().finish()
+        except OSError:
+            pass
+
+    # ---- stdlib hooks
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib name
+        pass  # replaced by the structured access log
+
+    def handle_expect_100(self) -> bool:
+        # Defer "100 Continue" until the request passed every check and its body is wanted.
+        self._expect_100 = True
+        return True
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        # Malformed request lines/headers (the stdlib parser): a JSON error with a status line
+        # even when no version could be parsed, a generic reason (never echoing the request),
+        # and a closed connection.
+        self.close_connection = True
+        if not getattr(self, "command", None) or self.request_version == "HTTP/0.9":
+            self.request_version = "HTTP/1.1"
+        reason = self.responses.get(code, ("error",))[0].lower()
+        self._send(code, {"error": reason}, close=True)
+        self._access(code)
+
+    def handle_one_request(self) -> None:
+        self._expect_100 = False
+        self._body_read = False
+        self._started = time.perf_counter()
+        self._fields: dict[str, Any] = {}
+        try:
+            self.raw_requestline = self.rfile.readline(65537)
+            if len(self.raw_requestline) > 65536:
+                self.requestline = self.request_version = self.command = ""
+                self.send_error(414)
+                return
+            if not self.raw_requestline:
+                self.close_connection = True
+                return
+            if not self.parse_request():
+                return
+            with self.server.idle:
+                self.server.in_flight += 1
+            try:
+                self._dispatch()
+            finally:
+                with self.server.idle:
+                    self.server.in_flight -= 1
+                    self.server.idle.notify_all()
+            self.wfile.flush()
+        except (TimeoutError, ConnectionError):
+            self.close_connection = True
+
+    # ---- responses
+
+    def _send(
+        self,
+        status: int,
+        body: dict[str, Any],
+        *,
+        close: bool = False,
+        allow: str | None = None,
+    ) -> None:
+        data = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        self.send_response_only(status)
+        self.send_header("Date", self.date_time_string())
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header("Cache-Control", "no-store")
+        if allow is not None:
+            self.send_header("Allow", allow)
+        if close or self.close_connection:
+            self.send_header("Connection", "close")
+        # Head and body leave in one write (one segment for small answers).
+        tail = b"\r\n" + (data if getattr(self, "command", "") != "HEAD" else b"")
+        if self.request_version != "HTTP/0.9":
+            self._headers_buffer.append(tail)  # type: ignore[attr-defined]
+            self.flush_headers()
+        else:
+            self.wfile.write(tail[2:])
+
+    def _access(self, status: int) -> None:
+        log = self.server.access_log
+        if log is None:
+            return
+        path = getattr(self, "path", "") or ""
+        entry: dict[str, Any] = {
+            "ts": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "method": (getattr(self, "command", "") or "")[:16],
+            "path": path.split("?", 1)[0][:200],
+            "status": status,
+            "ms": round((time.perf_counter() - self._started) * 1000, 2),
+        }
+        entry.update(self._fields)
+        try:
+            log.write(json.dumps(entry, ensure_ascii=True) + "\n")
+            log.flush()
+        except (OSError, ValueError):
+            pass
+
+    def _early(self, status: int, body: dict[str, Any], allow: str | None = None) -> None:
+        """Answer before the body was read: drain it if that is safe, else close."""
+        close = not self._drain_unread_body()
+        self._send(status, body, close=close, allow=allow)
+        self._access(status)
+
+    # ---- framing
+
+    def _declared_length(self) -> tuple[int | None, int]:
+        """(length, error status): the raw Content-Length judged as the fence demands.
+
+        Absent, blank, repeated, not a plain ASCII digit string, or combined with a
+        Transfer-Encoding -> 411.  A digit string over MAX_BODY -> 413.
+        """
+        values = self.headers.get_all("Content-Length") or []
+        if self.headers.get("Transfer-Encoding") is not None or len(values) != 1:
+            return None, 411
+        raw = values[0].strip(_OWS)
+        if not _DIGITS.fullmatch(raw):
+            return None, 411
+        if len(raw.lstrip("0")) > 7 or int(raw) > MAX_BODY:
+            return None, 413
+        return int(raw), 0
+
+    def _drain_unread_body(self) -> bool:
+        """Consume an unread request body so the connection can be reused; False = close."""
+        if self._body_read or self.close_connection:
+            return not self.close_connection
+        values = self.headers.get_all("Content-Length") or []
+        if self.headers.get("Transfer-Encoding") is not None:
+            return False
+        if not values:
+            return True  # HTTP/1.1 framing: no length, no transfer-coding -> no body
+        length, problem = self._declared_length()
+        if problem or length is None:
+            return False
+        if length == 0:
+            return True
+        if self._expect_100:
+            return False  # the client may or may not send a body it was never invited to
+        try:
+            got = self.rfile.read(length)
+        except OSError:
+            return False
+        self._body_read = True
+        return len(got) == length
+
+    def _read_body(self, length: int) -> bytes | None:
+        if self._expect_100 and length > 0:
+            self.send_response_only(100)
+            self.end_headers()
+        data = self.rfile.read(length) if length else b""
+        self._body_read = True
+        if len(data) != length:
+            self.close_connection = True
+            return None
+        return data
+
+    # ---- dispatch
+
+    def _authorized(self) -> bool:
+        if not self.server.require_auth:
+            return True
+        token = self.server.token
+        values = self.headers.get_all("Authorization") or []
+        if not token or len(values) != 1:
+            return False
+        # The whole field value (OWS trimmed, as Fetch's Headers do) must be exactly
+        # "Bearer <token>"; compared in constant time over the raw bytes.
+        presented = values[0].strip(_OWS).encode("latin-1", "replace")
+        return hmac.compare_digest(presented, b"Bearer " + token)
+
+    def _dispatch(self) -> None:
+        if self.server.stopping:
+            self.close_connection = True
+            self._early(503, {"error": "server is shutting down"})
+            return
+        path = _route_path(self.requestline)
+        kind: str | None
+        if path == "/healthz":
+            kind, allowed = "health", "GET"
+        elif path in memory_http.ROUTES:
+            kind, allowed = "memory", "POST"
+        elif path.startswith(_LEDGER_TEST_PREFIX) and len(path) > len(_LEDGER_TEST_PREFIX):
+            kind, allowed = ("ledger_test", "POST") if self.server.test_control else (None, "")
+        elif path.startswith(_LEDGER_PREFIX) and len(path) > len(_LEDGER_PREFIX):
+            kind, allowed = "ledger", "POST"
+        else:
+            kind, allowed = None, ""
+        ledger = path.startswith(_LEDGER_PREFIX)
+
+        if kind is None:
+            self._early(404, _error(ledger, -32601, "not found"))
+            return
+        if self.command != allowed:
+            self._early(405, _error(ledger, -32600, "method not allowed"), allow=allowed)
+            return
+        if kind == "health":
+            self._early(
+                200,
+                {
+                    "ok": True,
+                    "service": "memspec-embedded",
+                    "ledger": self.server.ledger is not None,
+                },
+            )
+            return
+        if not self._authorized():
+            self._early(401, _error(ledger, -32600, "unauthorized"))
+            return
+        length, problem = self._declared_length()
+        if problem == 411:
+            self.close_connection = True
+            self._early(411, _error(ledger, -32600, "length required"))
+            return
+        if problem == 413:
+            self.close_connection = True
+            self._early(413, _error(ledger, -32600, "payload too large"))
+            return
+        assert length is not None
+        raw = self._read_body(length)
+        if raw is None:
+            self._send(
+                400, _error(ledger, -32700, "body shorter than its Content-Length"), close=True
+            )
+            self._access(400)
+            return
+        try:
+            if kind == "memory":
+                reply = memory_http.handle(self.server.store, path, raw)
+                status, body = reply.status, reply.body
+                self._fields.update(reply.log)
+            else:
+                status, body = self._ledger(kind, path, raw)
+        except Exception:
+            traceback.print_exc(file=sys.stderr)
+            self.close_connection = True
+            status, body = 500, _error(ledger, -32603, "internal error")
+        self._send(status, body)
+        self._access(status)
+
+    def _ledger(self, kind: str, path: str, raw: bytes) -> tuple[int, dict[str, Any]]:
+        service = self.server.ledger
+        if service is None:
+            return 503, _LEDGER_UNAVAILABLE
+        if kind == "ledger_test":
+            name = path[len(_LEDGER_TEST_PREFIX) :]
+            self._fields["ledger"] = f"_test/{name}"[:80]
+            status, body = service.handle_test(name, raw)
+        else:
+            method = path[len(_LEDGER_PREFIX) :]
+            self._fields["ledger"] = method[:80]
+            status, body = service.handle(method, raw)
+        return int(status), body
+
+
+def _route_path(requestline: str) -> str:
+    """The path of the request target exactly as sent (the stdlib folds a leading ``//``).
+
+    Origin-form ``/p?q`` -> ``/p``; absolute-form ``http://h/p`` -> ``/p``.
+    """
+    words = requestline.split()
+    target = words[1] if len(words) >= 2 else "/"
+    if "://" in target.split("/", 1)[0] + "/":
+        target = urlsplit(target).path or "/"
+    return target.split("?", 1)[0].split("#", 1)[0]
+
+
+def _error(ledger: bool, code: int, message: str) -> dict[str, Any]:
+    """The error body: the Worker's ``{"error": reason}``, or the ledger's ``{code, message}``."""
+    if ledger:
+        return {"error": {"code": code, "message": message}}
+    return {"error": message}
+
+
+# --------------------------------------------------------------------------- lifecycle
+
+
+class ServerHandle:
+    """A running bundled store.  ``url`` is its base URL; ``stop()`` shuts it down cleanly."""
+
+    def __init__(self, server: _Server, thread: threading.Thread, url: str) -> None:
+        self._server = server
+        self._thread = thread
+        self.url = url
+        self.host, self.port = server.server_address[:2]
+        self._stopped = False
+        self._stop_lock = threading.Lock()
+
+    @property
+    def store(self) -> MemoryStore:
+        return self._server.store
+
+    @property
+    def ledger(self) -> Any | None:
+        return self._server.ledger
+
+    def stop(self, grace: float = 5.0) -> None:
+        """Stop accepting, let in-flight requests finish (up to ``grace`` s), close storage."""
+        with self._stop_lock:
+            if self._stopped:
+                return
+            self._stopped = True
+        srv = self._server
+        srv.shutdown()
+        deadline = time.monotonic() + grace
+        with srv.idle:
+            srv.stopping = True
+            while srv.in_flight and time.monotonic() < deadline:
+                srv.idle.wait(timeout=max(0.0, deadline - time.monotonic()))
+            for conn in list(srv.connections):
+                try:
+                    conn.shutdown(SHUT_RDWR)
+                except OSError:
+                    pass
+        srv.server_close()
+        self._thread.join(timeout=grace)
+        srv.store.close()
+        close = getattr(srv.ledger, "close", None)
+        if callable(close):
+            close()
+
+    def __enter__(self) -> ServerHandle:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+def start_server(
+    host: str = "127.0.0.1",
+    port: int = 0,
+    db: str = ":memory:",
+    token: str | None = None,
+    test_control: bool = False,
+    cap_default: int = DEFAULT_SCOPE_CAP,
+    *,
+    require_auth: bool = True,
+    allow_non_loopback: bool = False,
+    clock: Callable[[], int] | None = None,
+    access_log: IO[str] | None = None,
+    write_hook: Callable[[], None] | None = None,
+    with_ledger: bool = True,
+) -> ServerHandle:
+    """Start the bundled store on ``host:port`` (0 = an ephemeral port) in a background thread.
+
+    ``token`` is the bearer every data route requires; ``None`` or ``""`` grants nothing
+    (every data route answers 401) unless ``require_auth=False`` (``memspec serve --no-auth``).
+    A non-loopback ``host`` is refused unless ``allow_non_loopback`` is set.  ``clock`` is the
+    memory store's "now" in epoch ms (tests inject one); ``access_log`` receives one JSON line
+    per request; ``write_hook`` is the kill-mid-batch test seam (see ``MemoryStore``).
+    """
+    if not is_loopback(host) and not allow_non_loopback:
+        raise ValueError(
+            f"refusing to bind non-loopback host {host!r} (pass it explicitly to allow)"
+        )
+    if not 1 <= cap_default <= memory_http.MAX_CAP:
+        raise ValueError("cap_default must be an integer from 1 to 10000")
+    store = MemoryStore(db, clock=clock, cap_default=cap_default, write_hook=write_hook)
+    try:
+        ledger = _load_ledger(db, test_control, clock) if with_ledger else None
+        cls = _Server6 if ":" in host.strip("[]") else _Server
+        server = cls((host.strip("[]"), port), _Handler)
+    except BaseException:
+        store.close()
+        raise
+    server.store = store
+    server.ledger = ledger
+    server.token = token.encode("utf-8") if token else None
+    server.require_auth = require_auth
+    server.test_control = test_control
+    server.access_log = access_log
+    thread = threading.Thread(
+        target=server.serve_forever,
+        kwargs={"poll_interval": 0.05},
+        name="memspec-serve",
+        daemon=True,
+    )
+    thread.start()
+    bound_host, bound_port = str(server.server_address[0]), int(server.server_address[1])
+    shown = f"[{bound_host}]" if cls is _Server6 else bound_host
+    return ServerHandle(server, thread, f"http://{shown}:{bound_port}")
+
+
+def pause_hook_from_env() -> Callable[[], None] | None:
+    """The kill-mid-batch test seam: with ``MEMSPEC_TEST_PAUSE_IN_WRITE=<path>`` set, a write
+    batch creates ``<path>`` inside its transaction and then waits until ``<path>`` is removed
+    (a test SIGKILLs the process meanwhile).  Never set outside tests."""
+    path = os.environ.get(PAUSE_ENV)
+    if not path:
+        return None
+
+    def pause() -> None:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write("paused\n")
+        while os.path.exists(path):
+            time.sleep(0.05)
+
+    return pause
