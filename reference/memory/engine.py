@@ -1,0 +1,261 @@
+"""The pure memory engine shared by every store: ranking, write planning, minting, eviction.
+
+Stores call these functions directly (MEM-SEAM.2): the in-process model in ``store.py`` and
+the bundled SQLite store both apply exactly this algorithm.  Where the seed allows several
+answers (score ties, eviction ties) the ``*_allowed`` helpers describe the whole set of legal
+answers for the oracle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from reference.memory.records import ACTIVE, MemoryCandidate, MemoryRecord
+from reference.memory.scoring import collapse_whitespace, keyword_match, score_record, tokenize
+
+DEFAULT_SCOPE_CAP: Final = 500
+MAX_MATCH_TOKENS: Final = 24
+CANDIDATE_FLOOR: Final = 50
+CANDIDATE_FACTOR: Final = 5
+
+
+def normalize_text(text: str) -> str:
+    """The dedup key: trim, lower-case, collapse whitespace; punctuation kept (MEM-WRITE.2)."""
+    return collapse_whitespace(text.lower())
+
+
+# --------------------------------------------------------------------------- ranking
+
+
+def _scored(
+    records: Sequence[MemoryRecord], query: str, now: int
+) -> list[tuple[float, MemoryRecord]]:
+    if not tokenize(query):
+        return []
+    out = [(score_record(query, r, now), r) for r in records if keyword_match(query, r) > 0]
+    # Python's sort is stable: equal scores keep their input order.
+    out.sort(key=lambda sr: -sr[0])
+    return out
+
+
+def rank_records(
+    records: Sequence[MemoryRecord], query: str, limit: int, now: int
+) -> list[MemoryRecord]:
+    """Gate, score, sort and cut (MEM-SCORE.4, MEM-SCORE.5).
+
+    Keeps only records the query actually hits (``keyword_match > 0``), orders them by
+    ``score_record`` descending -- stable, so equal scores keep the input order -- and returns
+    at most ``limit`` of them.  A query without tokens returns ``[]``.  The records are
+    returned as given: ranking never bumps usage (the store does, MEM-STORE.3).  Callers pass
+    the scope's active records.
+    """
+    if limit <= 0:
+        return []
+    return [r for _, r in _scored(records, query, now)[:limit]]
+
+
+def rank_allowed(
+    records: Sequence[MemoryRecord], query: str, limit: int, now: int
+) -> list[frozenset[str]]:
+    """Every legal answer of a ranked retrieval, as a sequence of tie groups (MEM-SCORE.5).
+
+    The groups are the ids of equal-score matching records, best score first, stopping at the
+    group that reaches ``limit``.  An answer is legal iff it is a concatenation of permutations
+    of all groups but the last, followed by ``limit - (ids before it)`` distinct ids of the
+    last group (any subset of that size; all of it when fewer than ``limit`` records match).
+    ``is_allowed_ranking`` applies that rule.
+    """
+    if limit <= 0:
+        return []
+    groups: list[frozenset[str]] = []
+    current: list[str] = []
+    current_score: float | None = None
+    taken = 0
+    for score, r in _scored(records, query, now):
+        if current_score is not None and score != current_score:
+            groups.append(frozenset(current))
+            taken += len(current)
+            current = []
+            if taken >= limit:
+                return groups
+        current_score = score
+        current.append(r.id)
+    if current:
+        groups.append(frozenset(current))
+    return groups
+
+
+def is_allowed_ranking(
+    records: Sequence[MemoryRecord],
+    query: str,
+    limit: int,
+    now: int,
+    answer_ids: Sequence[str],
+) -> bool:
+    """True iff ``answer_ids`` is one of the answers ``rank_allowed`` describes (MEM-SCORE.5)."""
+    groups = rank_allowed(records, query, limit, now)
+    expected = min(max(limit, 0), sum(len(g) for g in groups))
+    if len(answer_ids) != expected or len(set(answer_ids)) != len(answer_ids):
+        return False
+    pos = 0
+    for g in groups:
+        chunk = answer_ids[pos : pos + len(g)]
+        if len(chunk) == len(g):
+            if set(chunk) != g:
+                return False
+        elif not set(chunk) <= g:
+            return False
+        pos += len(chunk)
+    return pos == len(answer_ids)
+
+
+def fts_match_tokens(query: str, max_tokens: int = MAX_MATCH_TOKENS) -> list[str]:
+    """The tokens a full-text prefilter may OR together (MEM-STORE.5).
+
+    The query's distinct tokens; when there are more than ``max_tokens``, the ``max_tokens``
+    longest ones, ties broken by first appearance.  Returned longest first (ties in
+    first-appearance order); the order carries no meaning for an OR.
+    """
+    distinct = list(dict.fromkeys(tokenize(query)))
+    ordered = sorted(distinct, key=lambda t: -len(t))  # stable: first appearance on ties
+    return ordered[: max(max_tokens, 0)]
+
+
+def candidate_cap(limit: int) -> int:
+    """How many prefiltered candidates a store must at least hand the engine (MEM-STORE.6)."""
+    return max(CANDIDATE_FLOOR, CANDIDATE_FACTOR * limit)
+
+
+# --------------------------------------------------------------------------- writing
+
+
+@dataclass(frozen=True)
+class Dedup:
+    """Do not insert; bump ``use_count`` of the active record ``target_id`` (MEM-WRITE.1)."""
+
+    target_id: str
+
+
+@dataclass(frozen=True)
+class Insert:
+    """Insert a fresh active record; first flip ``supersede_id`` (if any) to superseded."""
+
+    supersede_id: str | None
+
+
+WritePlan = Dedup | Insert
+
+
+def plan_write(active: Sequence[MemoryRecord], candidate: MemoryCandidate) -> WritePlan:
+    """Decide one candidate against the scope's active records (MEM-WRITE.1-5).
+
+    ``active`` is the scope's active set in insertion order (anything not active in it is
+    ignored).
+
+    * ``supersedes`` set (non-empty) and naming a record of ``active``: restating that record's
+      normalized text is ``Dedup(target)``; any other text is ``Insert(target)`` -- a collision
+      with some *other* record never swallows the correction.
+    * ``supersedes`` set but naming nothing in ``active`` (unknown, foreign scope, no longer
+      active): ``Insert(None)`` unconditionally -- no dedup at all.
+    * no ``supersedes`` (absent or ``""``): ``Dedup`` of the earliest active record with the
+      same normalized text, else ``Insert(None)``.
+    """
+    live = [r for r in active if r.status == ACTIVE]
+    norm = normalize_text(candidate.text)
+    if candidate.supersedes:
+        target = next((r for r in live if r.id == candidate.supersedes), None)
+        if target is None:
+            return Insert(None)
+        if normalize_text(target.text) == norm:
+            return Dedup(target.id)
+        return Insert(target.id)
+    for r in live:
+        if normalize_text(r.text) == norm:
+            return Dedup(r.id)
+    return Insert(None)
+
+
+def default_keywords(text: str) -> tuple[str, ...]:
+    """Keywords the model stores for a candidate written without any (MEM-RECORD.5).
+
+    The text's distinct tokens in first-appearance order.  Implementation-defined on a real
+    store; matching is unaffected because text tokens always count.
+    """
+    return tuple(dict.fromkeys(tokenize(text)))
+
+
+def mint_record(
+    candidate: MemoryCandidate, scope_key: str, record_id: str, now: int
+) -> MemoryRecord:
+    """The stored form of an inserted candidate (MEM-RECORD.4).
+
+    Active, ``created_at = now``, never used (``last_used_at`` absent, ``use_count`` 0), the
+    candidate's kind/text/provenance/confidence verbatim, and its ``supersedes`` pointer when
+    non-empty.
+    """
+    keywords = (
+        candidate.keywords if candidate.keywords is not None else default_keywords(candidate.text)
+    )
+    return MemoryRecord(
+        id=record_id,
+        scope_key=scope_key,
+        kind=candidate.kind,
+        text=candidate.text,
+        keywords=tuple(keywords),
+        source_thread_key=candidate.source_thread_key,
+        source_run_id=candidate.source_run_id,
+        created_at=now,
+        last_used_at=None,
+        use_count=0,
+        confidence=candidate.confidence,
+        supersedes=candidate.supersedes or None,
+        status=ACTIVE,
+    )
+
+
+# --------------------------------------------------------------------------- eviction
+
+
+def eviction_key(record: MemoryRecord) -> tuple[int, int]:
+    """LRU order: ``last_used_at ?? created_at``, then ``created_at`` (MEM-CAP.2)."""
+    used = record.last_used_at if record.last_used_at is not None else record.created_at
+    return (used, record.created_at)
+
+
+def plan_eviction(active: Sequence[MemoryRecord], cap: int) -> list[str]:
+    """Ids to evict so that at most ``cap`` active records remain, eviction order (MEM-CAP.1-2).
+
+    Only active records count and only they are candidates.  Nothing at or under the cap;
+    otherwise exactly ``len(active) - cap`` ids, least recently used first (``eviction_key``),
+    and on a complete tie the earlier-inserted record first (the model's pick of an
+    implementation-defined order; see ``eviction_allowed``).
+    """
+    live = [r for r in active if r.status == ACTIVE]
+    excess = len(live) - max(cap, 0)
+    if excess <= 0:
+        return []
+    ordered = sorted(live, key=eviction_key)  # stable: insertion order on full ties
+    return [r.id for r in ordered[:excess]]
+
+
+def eviction_allowed(active: Sequence[MemoryRecord], cap: int, evicted_ids: Sequence[str]) -> bool:
+    """True iff evicting exactly ``evicted_ids`` is a legal answer (MEM-CAP.1, MEM-CAP.2).
+
+    Legal: the ids are distinct active records, exactly ``max(0, len(active) - cap)`` of them,
+    and no kept active record has a strictly smaller ``eviction_key`` than an evicted one.
+    (Which of several records with equal keys goes is implementation-defined.)
+    """
+    live = [r for r in active if r.status == ACTIVE]
+    by_id = {r.id: r for r in live}
+    chosen = set(evicted_ids)
+    if len(chosen) != len(evicted_ids) or not chosen <= by_id.keys():
+        return False
+    if len(chosen) != max(0, len(live) - max(cap, 0)):
+        return False
+    if not chosen:
+        return True
+    worst_evicted = max(eviction_key(by_id[i]) for i in chosen)
+    kept = [r for r in live if r.id not in chosen]
+    return all(eviction_key(r) >= worst_evicted for r in kept)

@@ -1,0 +1,75 @@
+"""Tokenizing and retrieval scoring (MEM-SCORE).
+
+score = ALPHA * keyword_match + BETA * recency, with whole-token keyword matching and an
+exponential recency decay of time constant TAU_MS over ``last_used_at ?? created_at``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Final
+
+from reference.memory.records import MemoryRecord
+
+ALPHA: Final = 0.7
+BETA: Final = 0.3
+TAU_MS: Final = 7 * 24 * 3600 * 1000
+
+_TOKEN: Final = re.compile(r"[a-z0-9]+")
+
+# JavaScript's ``\s`` class (ECMA-262 WhiteSpace + LineTerminator).  Python's own ``\s``
+# differs (it lacks U+FEFF and adds U+001C-U+001F / U+0085), so the class is spelled out.
+JS_WHITESPACE: Final = "\t\n\v\f\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+_WS_RUN: Final = re.compile(f"[{JS_WHITESPACE}]+")
+
+
+def collapse_whitespace(text: str) -> str:
+    """Replace every run of (JavaScript) whitespace with one space and trim (MEM-WRITE.2)."""
+    return _WS_RUN.sub(" ", text).strip(" ")
+
+
+def tokenize(text: str) -> list[str]:
+    """Lower-case, then the ASCII runs ``[a-z0-9]+``, in order and with repeats (MEM-SCORE.2)."""
+    return _TOKEN.findall(text.lower())
+
+
+def record_tokens(record: MemoryRecord) -> frozenset[str]:
+    """The tokens a record can be matched by: its text's and its keywords' (MEM-SCORE.2).
+
+    Each keyword counts as the tokens ``tokenize`` finds in it, so a keyword is matched by
+    exactly the same rule as the text.
+    """
+    out = set(tokenize(record.text))
+    for kw in record.keywords:
+        out.update(tokenize(kw))
+    return frozenset(out)
+
+
+def keyword_match(query: str, record: MemoryRecord) -> float:
+    """Fraction of the query's tokens (repeats counted) the record holds whole (MEM-SCORE.2).
+
+    0.0 for a query without tokens.  Whole-token, never substring: ``"a"`` does not hit
+    ``"alpha"``.
+    """
+    q = tokenize(query)
+    if not q:
+        return 0.0
+    bag = record_tokens(record)
+    hits = sum(1 for t in q if t in bag)
+    return hits / len(q)
+
+
+def recency_score(record: MemoryRecord, now: int) -> float:
+    """``exp(-age / TAU_MS)`` with age measured from ``last_used_at ?? created_at`` (MEM-SCORE.3).
+
+    A negative age (a timestamp after ``now``) is clamped to 0, giving 1.0.
+    """
+    ref = record.last_used_at if record.last_used_at is not None else record.created_at
+    age = max(0, now - ref)
+    return math.exp(-age / TAU_MS)
+
+
+def score_record(query: str, record: MemoryRecord, now: int) -> float:
+    """``ALPHA * keyword_match + BETA * recency_score`` (MEM-SCORE.1)."""
+    return ALPHA * keyword_match(query, record) + BETA * recency_score(record, now)
