@@ -91,8 +91,12 @@ class WireRequest:
     body: bytes = b""
 
     def header(self, name: str) -> str | None:
-        """The header's value (case-insensitive name); repeats joined with ``", "`` as fetch does."""
-        values = [v for k, v in self.headers if k.lower() == name.lower()]
+        """The header's value (case-insensitive name); repeats joined with ``", "`` as fetch does.
+
+        Optional whitespace (SP, HTAB) around a field value is not part of it (RFC 9110 §5.5),
+        so it is stripped here exactly as every HTTP parser strips it.
+        """
+        values = [v.strip(" \t") for k, v in self.headers if k.lower() == name.lower()]
         return ", ".join(values) if values else None
 
     @property
@@ -894,7 +898,7 @@ def content_length_fault(value: str | None) -> int | None:
     """411, 413 or ``None`` for a Content-Length header value (MEM-WIRE.5, MEM-WIRE.6).
 
     Only a plain ASCII digit string (leading zeros allowed) declares a length; absent, blank
-    or any other form (``0x10``, ``5e2``, ``12.5``, ``+5``, `` 5``) is 411.  A declared length
+    or any other form (``0x10``, ``5e2``, ``12.5``, ``+5``) is 411.  A declared length
     over ``MAX_BODY_BYTES`` is 413.
     """
     if value is None or not _DIGITS.fullmatch(value):

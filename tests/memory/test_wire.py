@@ -152,7 +152,6 @@ def test_wrong_method_is_405_before_auth(path: str, method: str) -> None:
                 "Bearer ",
                 f"bearer {TOKEN}",
                 f"Bearer  {TOKEN}",
-                f"Bearer {TOKEN} ",
                 f"Basic {TOKEN}",
                 TOKEN,
                 f"Bearer {TOKEN[:-1]}",
@@ -163,7 +162,7 @@ def test_wrong_method_is_405_before_auth(path: str, method: str) -> None:
     ),
 )
 def test_bearer_must_match_exactly(route: str, auth: str | None) -> None:
-    assume(auth != f"Bearer {TOKEN}")
+    assume(auth is None or auth.strip(" \t") != f"Bearer {TOKEN}")  # OWS is not the value
     headers = (("Content-Length", "5e2"),) + (
         (("Authorization", auth),) if auth is not None else ()
     )
@@ -258,8 +257,6 @@ def test_precedence(route: str, faults: set[str]) -> None:
                 "5e2",
                 "12.5",
                 "+5",
-                " 5",
-                "5 ",
                 "-1",
                 "1_0",
                 "\uff15",
@@ -275,7 +272,8 @@ def test_precedence(route: str, faults: set[str]) -> None:
 def test_length_not_a_digit_string_is_411_whatever_the_body(
     route: str, length: str | None, body: bytes
 ) -> None:
-    assume(length is None or not (length.isascii() and length.isdigit()))
+    stripped = None if length is None else length.strip(" \t")
+    assume(stripped is None or not (stripped.isascii() and stripped.isdigit()))
     headers = (("Authorization", f"Bearer {TOKEN}"),) + (
         (("Content-Length", length),) if length is not None else ()
     )
@@ -287,7 +285,7 @@ def test_length_not_a_digit_string_is_411_whatever_the_body(
 @pytest.mark.clause("MEM-WIRE.5")
 @pytest.mark.parametrize(
     "length",
-    ["", " ", "0x10", "5e2", "12.5", "+5", " 5", "5 ", "-1", "1_0", "\uff15", "\u0665", "5,5"],
+    ["", " ", "0x10", "5e2", "12.5", "+5", "-1", "1_0", "\uff15", "\u0665", "5,5"],
 )
 def test_length_examples_are_411_before_the_body(length: str) -> None:
     body = json.dumps(VALID["/list"]).encode()
