@@ -633,7 +633,7 @@ def test_ledger_routes_are_503_without_the_binding(make_store: StoreFactory) -> 
 # --------------------------------------------------------------------------- access log
 
 
-@pytest.mark.clause("MEM-WIRE.3")
+@pytest.mark.clause("MEM-WIRE.17")
 def test_access_log_is_one_json_line_per_request_without_secrets(
     make_store: StoreFactory,
 ) -> None:
