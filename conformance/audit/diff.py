@@ -1,0 +1,437 @@
+"""Byte-for-byte comparison of two captures, explained in JSON terms.
+
+Two requests are identical only when their bytes are.  When they are not, an auditor needs to
+see *where*: the first differing byte offset with a little context around it (as text and as
+hex), and what that means for the JSON — a changed value at ``$.messages[0].content``, a key
+present on one side only, keys in another order (called out even when the parsed JSON is
+equal), a string or number spelled differently, or insignificant whitespace.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+
+from conformance.audit.capture import Capture, CapturedRequest
+from conformance.audit.jsonscan import (
+    JsonScanError,
+    Node,
+    decode,
+    path_at,
+    path_index,
+    path_key,
+    scan,
+)
+
+CONTEXT_TEXT = 24
+CONTEXT_HEX = 8
+MAX_DIFFERENCES = 12
+VALUE_WIDTH = 72
+
+
+@dataclass(frozen=True)
+class Difference:
+    """One readable JSON-level difference between side A and side B."""
+
+    path: str
+    kind: str  # value | type | missing | key-order | duplicate-key | length | spelling | whitespace | not-json
+    detail: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.detail}"
+
+
+@dataclass(frozen=True)
+class ByteContext:
+    """A window of bytes around an offset: ``text`` marks the offset with ``▶``."""
+
+    start: int
+    end: int
+    text: str
+    hex: str
+
+
+@dataclass(frozen=True)
+class BodyComparison:
+    """How two request bodies compare."""
+
+    identical: bool
+    len_a: int
+    len_b: int
+    offset: int | None = None
+    context_a: ByteContext | None = None
+    context_b: ByteContext | None = None
+    differences: tuple[Difference, ...] = ()
+    truncated: bool = False
+    label_a: str = "A"
+    label_b: str = "B"
+
+
+@dataclass(frozen=True)
+class RequestVerdict:
+    """The comparison of request ``index`` (either side may be missing)."""
+
+    index: int
+    identical: bool
+    a: CapturedRequest | None
+    b: CapturedRequest | None
+    problems: tuple[str, ...] = ()
+    body: BodyComparison | None = None
+
+
+@dataclass(frozen=True)
+class CaptureDiff:
+    """The comparison of two whole captures."""
+
+    count_a: int
+    count_b: int
+    requests: tuple[RequestVerdict, ...] = field(default=())
+    headers_compared: bool = False
+    ignored_headers: tuple[str, ...] = ()
+
+    @property
+    def identical(self) -> bool:
+        """Same number of requests and every request identical."""
+        return self.count_a == self.count_b and all(r.identical for r in self.requests)
+
+    @property
+    def differing(self) -> list[RequestVerdict]:
+        return [r for r in self.requests if not r.identical]
+
+
+# --------------------------------------------------------------------------------------------
+# bytes
+
+
+def first_difference(a: bytes, b: bytes) -> int | None:
+    """The first byte offset where ``a`` and ``b`` differ (the shorter length when one is a
+    prefix of the other), or ``None`` when they are equal."""
+    if a == b:
+        return None
+    n = min(len(a), len(b))
+    lo, hi = 0, n  # invariant: a[:lo] == b[:lo]; the answer is in [lo, n]
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[lo:mid] == b[lo:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _show_text(chunk: bytes) -> str:
+    out = []
+    for ch in chunk.decode("utf-8", "backslashreplace"):
+        if ch == "\n":
+            out.append("\\n")
+        elif ch == "\r":
+            out.append("\\r")
+        elif ch == "\t":
+            out.append("\\t")
+        elif ord(ch) < 0x20 or 0x7F <= ord(ch) < 0xA0 or ch in "\u2028\u2029":
+            out.append(f"\\u{ord(ch):04x}")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def byte_context(data: bytes, offset: int) -> ByteContext:
+    """The bytes around ``offset``: text (``▶`` before the offset byte) and hex (``[..]``)."""
+    start = max(0, offset - CONTEXT_TEXT)
+    end = min(len(data), offset + CONTEXT_TEXT)
+    text = (
+        ("…" if start > 0 else "")
+        + _show_text(data[start:offset])
+        + "▶"
+        + _show_text(data[offset:end])
+        + ("…" if end < len(data) else "")
+    )
+    hs = max(0, offset - CONTEXT_HEX)
+    he = min(len(data), offset + CONTEXT_HEX)
+    parts = [f"{b:02x}" for b in data[hs:offset]]
+    parts.append(f"[{data[offset]:02x}]" if offset < len(data) else "[EOF]")
+    parts.extend(f"{b:02x}" for b in data[offset + 1 : he])
+    return ByteContext(start=start, end=end, text=text, hex=" ".join(parts))
+
+
+# --------------------------------------------------------------------------------------------
+# JSON
+
+
+def _render(data: bytes, node: Node) -> str:
+    text = json.dumps(decode(data, node), ensure_ascii=False, separators=(",", ":"))
+    if len(text) > VALUE_WIDTH:
+        text = text[: VALUE_WIDTH - 1] + "…"
+    return text
+
+
+def _raw(data: bytes, node: Node) -> str:
+    text = _show_text(data[node.start : node.end])
+    if len(text) > VALUE_WIDTH:
+        text = text[: VALUE_WIDTH - 1] + "…"
+    return text
+
+
+def _keys(keys: list[str]) -> str:
+    shown = ", ".join(json.dumps(k, ensure_ascii=False) for k in keys[:10])
+    return "[" + shown + (", …" if len(keys) > 10 else "") + "]"
+
+
+class _Walker:
+    def __init__(self, a: bytes, b: bytes, label_a: str, label_b: str) -> None:
+        self.a = a
+        self.b = b
+        self.la = label_a
+        self.lb = label_b
+        self.out: list[Difference] = []
+
+    def add(self, path: str, kind: str, detail: str) -> None:
+        self.out.append(Difference(path, kind, detail))
+
+    def walk(self, na: Node, nb: Node, path: str) -> None:
+        a, b = self.a, self.b
+        if na.kind != nb.kind:
+            kind = "value" if {na.kind, nb.kind} <= {"true", "false"} else "type"
+            self.add(path, kind, f"{_render(a, na)} != {_render(b, nb)}")
+            return
+        if na.kind == "object":
+            self.walk_object(na, nb, path)
+        elif na.kind == "array":
+            for i, (ia, ib) in enumerate(zip(na.items, nb.items, strict=False)):
+                self.walk(ia, ib, path_index(path, i))
+            if len(na.items) != len(nb.items):
+                self.add(path, "length", f"array of {len(na.items)} != array of {len(nb.items)}")
+                a_longer = len(na.items) > len(nb.items)
+                longer = na if a_longer else nb
+                data = a if a_longer else b
+                for i in range(min(len(na.items), len(nb.items)), len(longer.items)):
+                    shown = _render(data, longer.items[i])
+                    detail = f"{shown} != absent" if a_longer else f"absent != {shown}"
+                    self.add(path_index(path, i), "missing", detail)
+        elif na.kind == "string":
+            if na.text != nb.text:
+                self.add(path, "value", f"{_render(a, na)} != {_render(b, nb)}")
+            elif a[na.start : na.end] != b[nb.start : nb.end]:
+                self.add(
+                    path,
+                    "spelling",
+                    f"same string, spelled differently: {_raw(a, na)} vs {_raw(b, nb)}",
+                )
+        elif na.kind == "number":
+            if na.text != nb.text:
+                try:
+                    same = Decimal(na.text) == Decimal(nb.text)
+                except InvalidOperation:  # pragma: no cover - the scanner admits only numbers
+                    same = False
+                if same:
+                    self.add(
+                        path,
+                        "spelling",
+                        f"same number, spelled differently: {na.text} vs {nb.text}",
+                    )
+                else:
+                    self.add(path, "value", f"{na.text} != {nb.text}")
+
+    def walk_object(self, na: Node, nb: Node, path: str) -> None:
+        keys_a = [m.key for m in na.members]
+        keys_b = [m.key for m in nb.members]
+        for keys, side in ((keys_a, self.la), (keys_b, self.lb)):
+            seen: set[str] = set()
+            for k in keys:
+                if k in seen:
+                    self.add(
+                        path_key(path, k),
+                        "duplicate-key",
+                        f"key appears {keys.count(k)} times in {side}",
+                    )
+                seen.add(k)
+        set_a, set_b = set(keys_a), set(keys_b)
+        for k in dict.fromkeys(keys_a):
+            if k not in set_b:
+                node = na.get(k)
+                assert node is not None
+                self.add(path_key(path, k), "missing", f"{_render(self.a, node)} != absent")
+        for k in dict.fromkeys(keys_b):
+            if k not in set_a:
+                node = nb.get(k)
+                assert node is not None
+                self.add(path_key(path, k), "missing", f"absent != {_render(self.b, node)}")
+        common_a = [k for k in dict.fromkeys(keys_a) if k in set_b]
+        common_b = [k for k in dict.fromkeys(keys_b) if k in set_a]
+        if common_a != common_b:
+            self.add(
+                path,
+                "key-order",
+                f"key order differs: {self.la} {_keys(common_a)} vs {self.lb} {_keys(common_b)}",
+            )
+        for k in common_a:
+            va, vb = na.get(k), nb.get(k)
+            assert va is not None and vb is not None
+            self.walk(va, vb, path_key(path, k))
+
+
+def json_differences(
+    a: bytes, b: bytes, label_a: str = "A", label_b: str = "B"
+) -> list[Difference]:
+    """Readable JSON-path differences between two bodies (empty when the bytes are equal).
+
+    Value changes, keys on one side only, key order, duplicate keys, array lengths and
+    spelling are found by walking both trees; when none is found but the bytes still differ,
+    the difference is insignificant whitespace and is reported at the first differing byte.
+    """
+    if a == b:
+        return []
+    errors = []
+    trees: list[Node] = []
+    for data, side in ((a, label_a), (b, label_b)):
+        try:
+            trees.append(scan(data))
+        except JsonScanError as exc:
+            errors.append(Difference("$", "not-json", f"{side} is not JSON ({exc})"))
+    if errors:
+        return errors
+    walker = _Walker(a, b, label_a, label_b)
+    walker.walk(trees[0], trees[1], "$")
+    if not walker.out:
+        off = first_difference(a, b)
+        assert off is not None
+        ca = _show_text(a[off : off + 1]) or "end of body"
+        cb = _show_text(b[off : off + 1]) or "end of body"
+        walker.add(
+            path_at(trees[0], off),
+            "whitespace",
+            f"insignificant whitespace differs at byte {off} ({label_a} {ca!r} vs "
+            f"{label_b} {cb!r}); "
+            "the parsed JSON is equal",
+        )
+    return walker.out
+
+
+def compare_bodies(a: bytes, b: bytes, label_a: str = "A", label_b: str = "B") -> BodyComparison:
+    """Compare two bodies byte for byte and explain the first difference."""
+    off = first_difference(a, b)
+    if off is None:
+        return BodyComparison(
+            identical=True, len_a=len(a), len_b=len(b), label_a=label_a, label_b=label_b
+        )
+    diffs = json_differences(a, b, label_a, label_b)
+    return BodyComparison(
+        identical=False,
+        len_a=len(a),
+        len_b=len(b),
+        offset=off,
+        context_a=byte_context(a, off),
+        context_b=byte_context(b, off),
+        differences=tuple(diffs[:MAX_DIFFERENCES]),
+        truncated=len(diffs) > MAX_DIFFERENCES,
+        label_a=label_a,
+        label_b=label_b,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# captures
+
+
+def _header_map(req: CapturedRequest, ignored: frozenset[str]) -> list[tuple[str, str]]:
+    return [(n.lower(), v) for n, v in req.headers if n.lower() not in ignored]
+
+
+def compare_requests(
+    index: int,
+    a: CapturedRequest,
+    b: CapturedRequest,
+    headers: bool = False,
+    ignored_headers: frozenset[str] = frozenset({"host"}),
+) -> RequestVerdict:
+    """Compare request ``index`` of both captures: method, path, body bytes (and headers)."""
+    problems: list[str] = []
+    if a.method != b.method:
+        problems.append(f"method {a.method} != {b.method}")
+    if a.path != b.path:
+        problems.append(f"path {a.path} != {b.path}")
+    if headers:
+        ha, hb = _header_map(a, ignored_headers), _header_map(b, ignored_headers)
+        if ha != hb:
+            names_a = [n for n, _ in ha]
+            names_b = [n for n, _ in hb]
+            if sorted(ha) == sorted(hb):
+                problems.append(f"headers in another order: A {names_a} vs B {names_b}")
+            else:
+                for name in dict.fromkeys(names_a + names_b):
+                    va = [v for n, v in ha if n == name]
+                    vb = [v for n, v in hb if n == name]
+                    if va != vb:
+                        show_a = ", ".join(va) if va else "absent"
+                        show_b = ", ".join(vb) if vb else "absent"
+                        problems.append(f"header {name}: {show_a} != {show_b}")
+    body = compare_bodies(a.body, b.body)
+    return RequestVerdict(
+        index=index,
+        identical=body.identical and not problems,
+        a=a,
+        b=b,
+        problems=tuple(problems),
+        body=body,
+    )
+
+
+def diff_captures(
+    a: Capture,
+    b: Capture,
+    headers: bool = False,
+    ignored_headers: frozenset[str] = frozenset({"host"}),
+) -> CaptureDiff:
+    """Compare two captures request by request; extra requests on either side differ."""
+    verdicts: list[RequestVerdict] = []
+    for i in range(max(len(a.requests), len(b.requests))):
+        ra = a.requests[i] if i < len(a.requests) else None
+        rb = b.requests[i] if i < len(b.requests) else None
+        if ra is not None and rb is not None:
+            verdicts.append(compare_requests(i, ra, rb, headers, ignored_headers))
+        else:
+            present = ra if ra is not None else rb
+            assert present is not None
+            side = "A" if ra is not None else "B"
+            verdicts.append(
+                RequestVerdict(
+                    index=i,
+                    identical=False,
+                    a=ra,
+                    b=rb,
+                    problems=(
+                        f"only in {side}: {present.label} ({len(present.body)} bytes, "
+                        f"sha256 {present.body_sha256[:16]}…)",
+                    ),
+                )
+            )
+    return CaptureDiff(
+        count_a=len(a.requests),
+        count_b=len(b.requests),
+        requests=tuple(verdicts),
+        headers_compared=headers,
+        ignored_headers=tuple(sorted(ignored_headers)) if headers else (),
+    )
+
+
+def describe_body(body: BodyComparison) -> list[str]:
+    """Lines explaining a body difference (empty when identical)."""
+    if body.identical or body.offset is None:
+        return []
+    label_a, label_b = body.label_a, body.label_b
+    width = max(len(label_a), len(label_b))
+    label_a, label_b = label_a.ljust(width), label_b.ljust(width)
+    assert body.context_a is not None and body.context_b is not None
+    lines = [
+        f"bodies differ at byte offset {body.offset} "
+        f"({body.label_a} {body.len_a} bytes, {body.label_b} {body.len_b} bytes)",
+        f"  {label_a} text: {body.context_a.text}",
+        f"  {label_b} text: {body.context_b.text}",
+        f"  {label_a} hex:  {body.context_a.hex}",
+        f"  {label_b} hex:  {body.context_b.hex}",
+    ]
+    lines.extend(f"  {d}" for d in body.differences)
+    if body.truncated:
+        lines.append(f"  … (first {MAX_DIFFERENCES} JSON differences shown)")
+    return lines
