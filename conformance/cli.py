@@ -23,6 +23,12 @@ EXIT_USAGE = 2
 # One entry per subcommand module under conformance/commands/. Add a line to register a command.
 COMMAND_MODULES: tuple[str, ...] = (
     "clauses",
+    "audit",
+    "serve",
+    "run",
+    "replay",
+    "fuzz",
+    "selftest",
 )
 
 

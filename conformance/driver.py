@@ -9,16 +9,108 @@ target only through a driver.  A driver owns, for one run:
 * the scope map (``{scope:x}`` placeholder → a key unique to this run),
 
 and turns each :class:`~conformance.scenario.Step` into a :class:`StepOutcome`.
+
+Drivers are found by protocol name in :data:`conformance.drivers.DRIVERS` and built from a
+:class:`RunContext` — the one object every driver, runner and machine receives: the target's
+configuration (URL, the bearer token wrapped so it never prints, declared capabilities), the
+run id that makes every scope key of the run unique, and the run's options.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from conformance.scenario import Step
 
 Verdict = Literal["pass", "diverge", "indeterminate", "skip"]
+
+#: A run id is lower-case letters, digits and ``-`` so that it fits into every protocol's key
+#: rules (no whitespace, no control or format characters) wherever a driver embeds it.
+RUN_ID = re.compile(r"memspec-[a-z0-9]{4,32}")
+
+
+class Secret:
+    """A bearer token that never prints: ``str``/``repr``/f-strings show ``***``.
+
+    Only :meth:`reveal` hands the value back, and only the target client calls it, to build the
+    ``Authorization`` header.  Reports, exchanges and logs never see it.
+    """
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def reveal(self) -> str:
+        return self._value
+
+    def __repr__(self) -> str:
+        return "Secret('***')"
+
+    def __str__(self) -> str:
+        return "***"
+
+    def __format__(self, spec: str) -> str:
+        return "***"
+
+    def __bool__(self) -> bool:
+        return bool(self._value)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Secret) and other._value == self._value
+
+    def __hash__(self) -> int:
+        return hash(("Secret", self._value))
+
+    def __reduce__(self) -> Any:  # pickling would copy the value out; refuse
+        raise TypeError("a Secret cannot be pickled")
+
+
+@dataclass(frozen=True)
+class TargetConfig:
+    """How to reach a target.  ``token`` is a :class:`Secret` (or ``None``: no bearer sent).
+
+    ``declared`` / ``denied`` are capabilities the user declared present / absent (CLI flags or
+    a ``--target-profile`` TOML file); a declaration always wins over what probing finds.
+    """
+
+    url: str
+    token: Secret | None = field(default=None, repr=False)
+    timeout_s: float = 10.0
+    max_response_bytes: int = 4 * 1024 * 1024
+    declared: frozenset[str] = frozenset()
+    denied: frozenset[str] = frozenset()
+    label: str = ""  # "bundled store" or the URL, for reports
+
+    def public(self) -> dict[str, Any]:
+        """What a report may say about the target (never the token)."""
+        return {
+            "url": self.url,
+            "label": self.label or self.url,
+            "token": "set" if self.token else "none",
+            "timeout_s": self.timeout_s,
+            "declared": sorted(self.declared),
+            "denied": sorted(self.denied),
+        }
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """Everything one run shares: the target, the run id, the options.
+
+    ``allow_dirty``: a driver whose protocol cannot be isolated by scope keys (the ledger's
+    single ``account:local`` scope) refuses to run against a target that already holds data,
+    unless the user passed ``--allow-dirty``.  ``seed`` is the run's seed (state machines).
+    """
+
+    run_id: str
+    target: TargetConfig
+    allow_dirty: bool = False
+    seed: int | None = None
+    options: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -33,6 +125,27 @@ class Exchange:
     raw_excerpt: str = ""  # first bytes of a non-JSON answer
     transport_error: str | None = None
     elapsed_ms: float = 0.0
+    body_error: str | None = None  # the answer had a body that is not JSON (or was too large)
+    request_headers: tuple[tuple[str, str], ...] = ()  # non-auth headers a raw request set
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "method": self.method,
+            "path": self.path,
+            "request": self.request_body,
+            "status": self.status,
+            "body": self.body,
+            "elapsed_ms": round(self.elapsed_ms, 3),
+        }
+        if self.raw_excerpt:
+            out["raw_excerpt"] = self.raw_excerpt
+        if self.transport_error:
+            out["transport_error"] = self.transport_error
+        if self.body_error:
+            out["body_error"] = self.body_error
+        if self.request_headers:
+            out["request_headers"] = [list(h) for h in self.request_headers]
+        return out
 
 
 @dataclass(frozen=True)
@@ -53,6 +166,21 @@ class StepOutcome:
     reason: str = ""  # why it diverged / is indeterminate / was skipped
     details: dict[str, Any] = field(default_factory=dict)
 
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "index": self.index,
+            "op": self.op,
+            "verdict": self.verdict,
+            "clauses": list(self.clauses),
+            "expected": self.expected,
+            "exchange": self.exchange.to_json() if self.exchange else None,
+        }
+        if self.reason:
+            out["reason"] = self.reason
+        if self.details:
+            out["details"] = self.details
+        return out
+
 
 class Driver(Protocol):
     protocol: str
@@ -68,3 +196,12 @@ class Driver(Protocol):
 
     def scopes_written(self) -> list[str]:
         """Every target scope key this run wrote into (for the report)."""
+
+    def close(self) -> None:
+        """Release the target client.  Idempotent."""
+
+
+#: What :data:`conformance.drivers.DRIVERS` resolves to: build a driver for one run.  It may
+#: raise :class:`conformance.targets.base.TargetError` when the target cannot be used at all
+#: (unreachable, token refused, dirty without ``--allow-dirty``) — the CLI prints one line.
+DriverFactory = Callable[[RunContext], Driver]

@@ -44,6 +44,7 @@ class Step(BaseModel):
     op: str
     args: dict[str, Any] = Field(default_factory=dict)
     bind: dict[str, Any] = Field(default_factory=dict)
+    expect: dict[str, Any] | None = None
     clauses: list[str] = Field(default_factory=list)
     note: str | None = None
     recorded: RecordedAnswer | None = None
@@ -54,6 +55,15 @@ class Step(BaseModel):
         for cid in v:
             if not CLAUSE_ID.fullmatch(cid):
                 raise ValueError(f"not a clause id: {cid!r}")
+        return v
+
+    @field_validator("expect")
+    @classmethod
+    def _expect_keys(cls, v: dict[str, Any] | None) -> dict[str, Any] | None:
+        if v is not None:
+            unknown = set(v) - {"status", "body", "count", "texts", "text_set"}
+            if unknown:
+                raise ValueError(f"unknown expect key(s): {sorted(unknown)}")
         return v
 
 
@@ -109,5 +119,7 @@ def load_scenario(path: Path) -> Scenario:
 
 def dump_scenario(scenario: Scenario, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(scenario.model_dump(mode="json", exclude_none=True), indent=2, ensure_ascii=False)
+    text = json.dumps(
+        scenario.model_dump(mode="json", exclude_none=True), indent=2, ensure_ascii=False
+    )
     path.write_text(text + "\n", encoding="utf-8")

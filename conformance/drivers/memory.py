@@ -1,0 +1,561 @@
+"""The Memory Worker driver: scenario steps → HTTP requests → the oracle's verdict.
+
+Ops (``Step.op``) and their ``args``:
+
+``write {scopeKey, records, cap?}``   ``POST /write`` with ``args`` as the JSON body
+``retrieve {scopeKey, query, limit}`` ``POST /retrieve``
+``list {scopeKey, limit, query?}``    ``POST /list``
+``forget {scopeKey, id}``             ``POST /forget``
+``healthz {}``                        ``GET /healthz``
+``raw {method, path, headers?, body?, auth?}``
+    any request, for the routing/auth/fence/shape cases.  ``body`` is a string (sent as UTF-8,
+    byte for byte) or any JSON value (serialized); ``headers`` is an object — a
+    ``Content-Length`` given there is sent verbatim (``null``: no such header; ``{"zero_pad": n}``:
+    the true length with leading zeros to ``n`` digits), otherwise the true length is sent.  ``auth`` is ``true`` (the bearer), ``false`` (none), ``"wrong"``
+    (same length, one character off), ``"scheme"`` (``Basic <token>``) or ``"empty"``
+    (``Bearer `` and nothing).  Raw requests go over a socket when the target has ``raw_http``.
+``pause_ms {ms}``                     wait, to space steps further apart
+
+Values in ``args`` are expanded first: ``{scope:a}`` inside any string becomes the run's key for
+placeholder ``a`` (``org:memspec-<run>-<n>-a``: unique to this run and this scenario, valid
+under the scope-key rules); a string ``"$r1"`` becomes the target id bound to ``r1``;
+``{"$repeat": "x", "times": 4001}``, ``{"$concat": [...]}`` and ``{"$pad": "{scope:a}", "to": 200,
+"with": "x"}`` (pad to an exact length) build long strings; a ``raw`` step's ``pad_to: n`` pads
+its body with spaces to exactly ``n`` bytes.
+
+``bind`` (on ``retrieve``/``list``) names records of the answer: ``{"r1": {"text": "…"}}``
+(the record with that text; ``"nth": k`` for the k-th of several) or ``{"r1": {"index": 0}}``.
+
+``expect`` narrows a step by hand — ``status``, ``body`` (members that must be equal),
+``count``, ``texts`` (record texts in order), ``text_set`` (in any order) — on top of the
+model's verdict, so a corpus scenario also catches a model and a store that agree on a
+mistake.
+
+Safety: a request whose body names a ``scopeKey`` that does not carry this run's id is never
+sent (the step is skipped with the reason), so a run can touch no data it did not create.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Iterable
+from typing import Any
+
+from conformance.driver import Exchange, RunContext, StepOutcome
+from conformance.oracle.memory import MemoryOracle, SentRequest
+from conformance.scenario import Scenario, Step
+from conformance.targets.base import AUTH, RAW_HTTP, TargetError
+from conformance.targets.memory import CAP, FORGET, LIST, MemoryTarget
+
+SPACING_S = 0.003
+_SCOPE_RE = re.compile(r"\{scope:([A-Za-z0-9_-]{1,24})\}")
+_SYMBOL_RE = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]{0,31})")
+ROUTES = {"write": "/write", "retrieve": "/retrieve", "list": "/list", "forget": "/forget"}
+MUTATING = {"write", "retrieve", "forget", "raw"}
+
+DEFAULT_CLAUSES: dict[str, tuple[str, ...]] = {
+    "write": ("MEM-WIRE.12", "MEM-WIRE.13"),
+    "retrieve": ("MEM-WIRE.11", "MEM-STORE.2"),
+    "list": ("MEM-WIRE.14", "MEM-STORE.7"),
+    "forget": ("MEM-WIRE.15", "MEM-STORE.8"),
+    "healthz": ("MEM-WIRE.1",),
+    "raw": ("MEM-WIRE.4",),
+    "pause_ms": (),
+}
+
+
+class StepError(Exception):
+    """A step the driver cannot run as written (unknown op, unbound symbol, unsafe scope)."""
+
+
+def step_requires(step: Step) -> set[str]:
+    """Capabilities one step needs."""
+    need: set[str] = set()
+    if step.op in ROUTES:
+        need.add(AUTH)
+    if step.op == "list":
+        need.add(LIST)
+    if step.op == "forget":
+        need.add(FORGET)
+    if step.op == "write" and "cap" in step.args:
+        need.add(CAP)
+    if step.op == "raw":
+        headers = step.args.get("headers") or {}
+        if any(k.lower() in ("content-length", "transfer-encoding") for k in headers):
+            need.add(RAW_HTTP)
+        if step.args.get("auth", True) is not False and step.args.get("path") in ROUTES.values():
+            need.add(AUTH)
+    return need
+
+
+def infer_requires(scenario: Scenario) -> set[str]:
+    """Every capability a memory scenario needs (declared ``requires`` plus what its steps use)."""
+    need = set(scenario.requires)
+    for step in scenario.steps:
+        need |= step_requires(step)
+    return need
+
+
+class MemoryDriver:
+    """Drives one Memory Worker target in lockstep with the model (see module docstring)."""
+
+    protocol = "memory"
+
+    def __init__(self, ctx: RunContext) -> None:
+        self.ctx = ctx
+        self.target = MemoryTarget(ctx.target)
+        self._scenario_no = 0
+        self._written: dict[str, None] = {}
+        self._probe_scope = self._make_scope(0, "probe")
+        try:
+            self._caps = self.target.probe(self._probe_scope)
+        except TargetError:
+            self.target.close()
+            raise
+        if CAP in self._caps or AUTH in self._caps:
+            self._written[self._probe_scope] = None
+        self.cap_default = int(ctx.options.get("memory_cap_default", 500))
+        self.spacing_slept_s = 0.0  # time spent keeping mutating steps apart (benchmarks)
+        self.settling_reads = 0  # follow-up /list reads that told equally legal states apart
+        self.begin("<init>")
+
+    # -- Driver protocol ------------------------------------------------------------------
+
+    def capabilities(self) -> frozenset[str]:
+        return self._caps
+
+    def begin(self, scenario_name: str) -> None:
+        self._scenario_no += 1
+        self.scenario_name = scenario_name
+        self.oracle = MemoryOracle(self.cap_default)
+        self.symbols: dict[str, str] = {}
+        self.scopes: dict[str, str] = {}
+        self._last_mutation: dict[str | None, float] = {}
+        self._now = 0
+
+    def scopes_written(self) -> list[str]:
+        return list(self._written)
+
+    def requirements(self, scenario: Scenario) -> set[str]:
+        """Capabilities ``scenario`` needs (its ``requires`` plus what its steps use)."""
+        return infer_requires(scenario)
+
+    def bind_from(self, ex: Exchange, bind: dict[str, Any]) -> str | None:
+        """Bind symbols from an answer already judged (the state machines bind after the fact)."""
+        return self._bind(bind, ex)
+
+    def close(self) -> None:
+        self.target.close()
+
+    # -- expansion ------------------------------------------------------------------------
+
+    def _make_scope(self, n: int, name: str) -> str:
+        return f"org:{self.ctx.run_id}-{n}-{name}"
+
+    def scope_key(self, placeholder: str) -> str:
+        """The run's key for ``{scope:<placeholder>}`` in the current scenario."""
+        if placeholder not in self.scopes:
+            self.scopes[placeholder] = self._make_scope(self._scenario_no, placeholder)
+        return self.scopes[placeholder]
+
+    def expand(self, value: Any) -> Any:
+        if isinstance(value, str):
+            if value.startswith("$") and _SYMBOL_RE.fullmatch(value):
+                name = value[1:]
+                if name not in self.symbols:
+                    raise StepError(f"symbol ${name} is not bound by an earlier step")
+                return self.symbols[name]
+            return _SCOPE_RE.sub(lambda m: self.scope_key(m.group(1)), value)
+        if isinstance(value, list):
+            return [self.expand(v) for v in value]
+        if isinstance(value, dict):
+            if set(value) == {"$repeat", "times"}:
+                unit = self.expand(value["$repeat"])
+                times = value["times"]
+                if (
+                    not isinstance(unit, str)
+                    or not isinstance(times, int)
+                    or not 0 <= times <= 1_000_000
+                ):
+                    raise StepError("$repeat needs a string and 0 <= times <= 1000000")
+                return unit * times
+            if set(value) == {"$pad", "to", "with"}:
+                base, fill, to = self.expand(value["$pad"]), value["with"], value["to"]
+                if (
+                    not isinstance(base, str)
+                    or not isinstance(fill, str)
+                    or len(fill) != 1
+                    or not isinstance(to, int)
+                ):
+                    raise StepError(
+                        "$pad needs a string, a one-character fill and an integer length"
+                    )
+                if len(base) > to:
+                    raise StepError(f"$pad: {base[:40]!r}… is already longer than {to}")
+                return base + fill * (to - len(base))
+            if set(value) == {"$concat"}:
+                parts = [self.expand(v) for v in value["$concat"]]
+                if not all(isinstance(p, str) for p in parts):
+                    raise StepError("$concat joins strings only")
+                return "".join(parts)
+            return {k: self.expand(v) for k, v in value.items()}
+        return value
+
+    def _check_scopes(self, body: Any) -> None:
+        for key in _scope_keys_in(body):
+            if key and self.ctx.run_id not in key:
+                raise StepError(
+                    f"refused to send scopeKey {key[:60]!r}: it is not a key of this run"
+                    " (use a {scope:x} placeholder)"
+                )
+
+    def _check_ids(self, route: str, body: Any) -> None:
+        """An id literal inside the request's own scope that the run never saw would be a guess
+        at the target's numbering, which is implementation-defined: refuse the step."""
+        if not isinstance(body, dict) or not isinstance(body.get("scopeKey"), str):
+            return
+        ids: list[str] = []
+        if route == "/forget" and isinstance(body.get("id"), str):
+            ids.append(body["id"])
+        if route == "/write" and isinstance(body.get("records"), list):
+            ids += [
+                r["supersedes"]
+                for r in body["records"]
+                if isinstance(r, dict) and isinstance(r.get("supersedes"), str)
+            ]
+        if not ids:
+            return
+        known = set(self.symbols.values())
+        for world in self.oracle.worlds:
+            known |= set(world.t2m)
+        prefix = f"mem:{body['scopeKey']}:"
+        for rid in ids:
+            if rid in known or not rid.startswith(prefix):
+                continue
+            if rid[len(prefix) :].isdigit():
+                raise StepError(
+                    f"id {rid!r} was never returned by the target: its numbering is"
+                    " implementation-defined, so bind it from an answer ($name) instead"
+                )
+
+    # -- execution ------------------------------------------------------------------------
+
+    def execute(self, index: int, step: Step) -> StepOutcome:
+        base_clauses = tuple(step.clauses) or DEFAULT_CLAUSES.get(step.op, ())
+        try:
+            return self._execute(index, step, base_clauses)
+        except StepError as exc:
+            return StepOutcome(index, step.op, "skip", base_clauses, "", None, reason=str(exc))
+
+    def _space(self, scope: str | None) -> None:
+        """Wait until the last mutating step on ``scope`` is SPACING_S old (``None``: any)."""
+        if scope is not None:
+            last = self._last_mutation.get(scope, 0.0)
+        else:
+            last = max(self._last_mutation.values(), default=0.0)
+        start = time.monotonic()
+        wait = last + SPACING_S - start
+        if wait > 0:
+            time.sleep(wait)
+            self.spacing_slept_s += time.monotonic() - start
+
+    def _mutated(self, scope: str | None) -> None:
+        now = time.monotonic()
+        if scope is None:  # a raw body without a readable scope: count it for every scope
+            for key in list(self._last_mutation):
+                self._last_mutation[key] = now
+        self._last_mutation[scope] = now
+
+    def _clock(self) -> int:
+        now = time.time_ns() // 1_000_000
+        self._now = max(now, self._now + 1)
+        return self._now
+
+    def _execute(self, index: int, step: Step, clauses: tuple[str, ...]) -> StepOutcome:
+        op = step.op
+        if op == "pause_ms":
+            ms = step.args.get("ms")
+            if not isinstance(ms, int) or not 0 <= ms <= 60_000:
+                raise StepError("pause_ms needs 0 <= ms <= 60000")
+            time.sleep(ms / 1000)
+            return StepOutcome(index, op, "pass", clauses, "(pause)", None)
+        if op not in ROUTES and op not in ("healthz", "raw"):
+            raise StepError(f"unknown memory op {op!r}")
+        for cap in step_requires(step):
+            if cap not in self._caps:
+                raise StepError(f"the target lacks capability {cap}")
+        args = self.expand(step.args)
+        if op == "healthz":
+            sent = SentRequest("GET", "/healthz", None, b"", None, False)
+            ex = self.target.healthz()
+        elif op == "raw":
+            sent, ex = self._raw(args)
+        else:
+            path = ROUTES[op]
+            self._check_scopes(args)
+            self._check_ids(path, args)
+            raw = json.dumps(
+                args, ensure_ascii=False, separators=(",", ":"), allow_nan=False
+            ).encode()
+            sent = SentRequest(
+                "POST",
+                path,
+                args,
+                raw,
+                str(len(raw)),
+                True,
+                (("Content-Type", "application/json"),),
+            )
+            scope = args.get("scopeKey") if isinstance(args.get("scopeKey"), str) else None
+            if op in MUTATING:
+                self._space(scope)
+            ex = self.target.request(
+                "POST", path, content=raw, headers={"Content-Type": "application/json"}
+            )
+            if op in MUTATING:
+                self._mutated(scope)
+            ex = _with_request(ex, args)
+            self._note_written(args)
+        now = self._clock()
+        judgement = self.oracle.judge(sent, ex, now)
+        if judgement.verdict != "pass":
+            return StepOutcome(
+                index,
+                op,
+                judgement.verdict,  # type: ignore[arg-type]
+                tuple(dict.fromkeys((*judgement.clauses, *step.clauses))),
+                judgement.expected,
+                ex,
+                reason=judgement.reason,
+            )
+        problem = _check_expect(step.expect, ex) if step.expect else None
+        if problem is not None:
+            return StepOutcome(
+                index,
+                op,
+                "diverge",
+                clauses,
+                judgement.expected,
+                ex,
+                reason=f"hand-written expectation: {problem}",
+            )
+        self.oracle.commit(judgement)
+        if len(self.oracle.worlds) > 1:
+            settled = self._settle(sent)
+            if settled is not None:
+                verdict, reason, settle_clauses = settled
+                return StepOutcome(
+                    index,
+                    op,
+                    verdict,  # type: ignore[arg-type]
+                    tuple(dict.fromkeys((*settle_clauses, *step.clauses))),
+                    judgement.expected,
+                    ex,
+                    reason=reason,
+                )
+        if step.bind:
+            bind_problem = self._bind(step.bind, ex)
+            if bind_problem is not None:
+                return StepOutcome(
+                    index, op, "indeterminate", clauses, judgement.expected, ex, reason=bind_problem
+                )
+        return StepOutcome(index, op, "pass", clauses, judgement.expected, ex)
+
+    def _settle(self, sent: SentRequest) -> tuple[str, str, tuple[str, ...]] | None:
+        """After a step that left several model states possible (an eviction among equally old
+        records, indistinguishable new records), look: one ``/list`` of the scope — which
+        changes nothing on a conforming store — shows which state the target is in.  Returns
+        (verdict, reason, clauses) when that look diverges, else ``None``."""
+        body = sent.body if isinstance(sent.body, dict) else {}
+        scope = body.get("scopeKey")
+        if not isinstance(scope, str) or LIST not in self._caps or self.ctx.run_id not in scope:
+            return None
+        args = {"scopeKey": scope, "limit": 50}
+        raw = json.dumps(args, separators=(",", ":")).encode()
+        look = SentRequest("POST", "/list", args, raw, str(len(raw)), True)
+        ex = self.target.request(
+            "POST", "/list", content=raw, headers={"Content-Type": "application/json"}
+        )
+        self.settling_reads += 1
+        judgement = self.oracle.judge(look, ex, self._clock())
+        if judgement.verdict == "pass":
+            self.oracle.commit(judgement)
+            return None
+        return (
+            judgement.verdict,
+            f"a follow-up /list of the scope (to see which of {len(self.oracle.worlds)} equally"
+            f" legal states the target chose) diverged: {judgement.reason}",
+            judgement.clauses,
+        )
+
+    def _note_written(self, body: Any) -> None:
+        for key in _scope_keys_in(body):
+            if key and self.ctx.run_id in key:
+                self._written.setdefault(key, None)
+
+    def _raw(self, args: dict[str, Any]) -> tuple[SentRequest, Exchange]:
+        method = args.get("method", "POST")
+        path = args.get("path")
+        if not isinstance(method, str) or not isinstance(path, str) or not path.startswith("/"):
+            raise StepError("raw needs a method and a path starting with /")
+        auth = args.get("auth", True)
+        if auth not in (True, False, "wrong", "scheme", "empty"):
+            raise StepError(f"raw: unknown auth form {auth!r}")
+        body_arg = args.get("body", None)
+        parsed: Any = None
+        if body_arg is None:
+            raw = b""
+        elif isinstance(body_arg, str):
+            raw = body_arg.encode("utf-8", "surrogatepass")
+            try:
+                parsed = json.loads(body_arg)
+            except ValueError:
+                parsed = None
+        else:
+            raw = json.dumps(body_arg, ensure_ascii=False, separators=(",", ":")).encode()
+            parsed = body_arg
+        if isinstance(parsed, dict):
+            self._check_scopes(parsed)
+            self._check_ids(path, parsed)
+        pad_to = args.get("pad_to")
+        if pad_to is not None:
+            if not isinstance(pad_to, int) or pad_to < len(raw) or pad_to > 2**21:
+                raise StepError(f"raw: pad_to must be an integer >= the body length ({len(raw)})")
+            raw += b" " * (pad_to - len(raw))
+        headers_arg = args.get("headers") or {}
+        if not isinstance(headers_arg, dict):
+            raise StepError("raw: headers must be an object")
+        headers: list[tuple[str, str]] = []
+        content_length: str | None = str(len(raw))
+        explicit_cl = False
+        for k, v in headers_arg.items():
+            if k.lower() == "content-length":
+                explicit_cl = True
+                if (
+                    isinstance(v, dict)
+                    and set(v) == {"zero_pad"}
+                    and isinstance(v["zero_pad"], int)
+                ):
+                    content_length = str(len(raw)).zfill(v["zero_pad"])  # the true length, 0-padded
+                elif v is None or isinstance(v, str):
+                    content_length = v
+                else:
+                    raise StepError('raw: Content-Length is a string, null or {"zero_pad": n}')
+                continue
+            if k.lower() == "authorization":
+                raise StepError("raw: set the Authorization form with auth, not a header")
+            if not isinstance(v, str):
+                raise StepError(f"raw: header {k} must be a string")
+            headers.append((k, v))
+        if content_length is not None and (method != "GET" or raw or explicit_cl):
+            headers.append(("Content-Length", content_length))
+        else:
+            content_length = None
+        scope = parsed.get("scopeKey") if isinstance(parsed, dict) else None
+        scope = scope if isinstance(scope, str) else None
+        self._space(scope)
+        if RAW_HTTP in self._caps:
+            ex = self.target.raw(
+                method, path, headers=headers, body=raw, auth=auth, described=_describe(parsed, raw)
+            )
+        else:
+            if explicit_cl:
+                raise StepError("raw: a hand-made Content-Length needs the raw_http capability")
+            ex = self.target.request(
+                method, path, content=raw if raw else None, headers=dict(headers), auth=auth
+            )
+        self._mutated(scope)
+        if isinstance(parsed, dict) and ex.status == 200:
+            self._note_written(parsed)
+        sent = SentRequest(
+            method,
+            path,
+            parsed,
+            raw,
+            content_length,
+            auth,
+            tuple((k, v) for k, v in headers if k.lower() != "content-length"),
+        )
+        return sent, ex
+
+    def _bind(self, bind: dict[str, Any], ex: Exchange) -> str | None:
+        records = ex.body.get("records") if isinstance(ex.body, dict) else None
+        if not isinstance(records, list):
+            return "bind: the answer has no records"
+        for name, sel in bind.items():
+            if not isinstance(sel, dict):
+                return f"bind {name}: selector must be an object"
+            if "index" in sel:
+                i = sel["index"]
+                if not isinstance(i, int) or not 0 <= i < len(records):
+                    return f"bind {name}: no record at index {i} (answer has {len(records)})"
+                self.symbols[name] = records[i]["id"]
+                continue
+            if "text" in sel:
+                hits = [r for r in records if isinstance(r, dict) and r.get("text") == sel["text"]]
+                nth = sel.get("nth", 0)
+                if not isinstance(nth, int) or not 0 <= nth < len(hits):
+                    return f"bind {name}: no record with text {sel['text']!r} in the answer"
+                self.symbols[name] = hits[nth]["id"]
+                continue
+            return f"bind {name}: selector needs text or index"
+        return None
+
+
+def _scope_keys_in(body: Any) -> Iterable[str]:
+    if isinstance(body, dict) and isinstance(body.get("scopeKey"), str):
+        yield body["scopeKey"]
+
+
+def _with_request(ex: Exchange, body: Any) -> Exchange:
+    from dataclasses import replace
+
+    return replace(ex, request_body=body)
+
+
+def _describe(parsed: Any, raw: bytes) -> Any:
+    if parsed is not None:
+        return parsed
+    if len(raw) <= 200:
+        return {"raw": raw.decode("utf-8", "replace")}
+    return {"raw_bytes": len(raw), "head": raw[:60].decode("utf-8", "replace")}
+
+
+def _subset(want: Any, got: Any) -> bool:
+    if isinstance(want, dict):
+        return isinstance(got, dict) and all(
+            k in got and _subset(v, got[k]) for k, v in want.items()
+        )
+    if isinstance(want, list):
+        return (
+            isinstance(got, list)
+            and len(want) == len(got)
+            and all(_subset(a, b) for a, b in zip(want, got, strict=True))
+        )
+    if isinstance(want, bool) or isinstance(got, bool):
+        return want is got
+    return bool(want == got)
+
+
+def _check_expect(expect: dict[str, Any], ex: Exchange) -> str | None:
+    if "status" in expect and ex.status != expect["status"]:
+        return f"status {ex.status}, expected {expect['status']}"
+    if "body" in expect and not _subset(expect["body"], ex.body):
+        return f"body {json.dumps(ex.body)[:200]} lacks {json.dumps(expect['body'])[:200]}"
+    records = ex.body.get("records") if isinstance(ex.body, dict) else None
+    texts = (
+        [r.get("text") for r in records if isinstance(r, dict)]
+        if isinstance(records, list)
+        else None
+    )
+    if "count" in expect and (texts is None or len(texts) != expect["count"]):
+        return (
+            f"{'no records' if texts is None else len(texts)} record(s), expected {expect['count']}"
+        )
+    if "texts" in expect and texts != expect["texts"]:
+        return f"texts {texts}, expected {expect['texts']} in this order"
+    if "text_set" in expect and (texts is None or sorted(texts) != sorted(expect["text_set"])):
+        return f"texts {texts}, expected {sorted(expect['text_set'])} in any order"
+    return None

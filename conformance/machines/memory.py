@@ -1,0 +1,293 @@
+"""The Memory Worker state machine: random valid and invalid requests, model and target in step.
+
+The alphabet is chosen so that the interesting rules fire often in short runs:
+
+* texts are one to three words from a six-word vocabulary, with case, whitespace and
+  punctuation variants — so dedup (MEM-WRITE.1/2), the collision guard (MEM-WRITE.5) and whole
+  token matching (MEM-SCORE.2) are hit constantly;
+* two scopes (``{scope:a}``, ``{scope:b}``) and ids used across them (MEM-SCOPE.5);
+* ``supersedes`` and ``forget`` take ids from a bundle filled by ``/list`` answers (the
+  machine never guesses an id), plus empty and unresolvable ids (MEM-WRITE.3/4/7, MEM-STORE.8);
+* small caps (1–5) so eviction and its ties happen (MEM-CAP.1–3);
+* invalid bodies and transport-level cases (bad auth, wrong method, unknown path, a
+  Content-Length that is not a digit string) mixed in (MEM-WIRE.*).
+
+Every request goes through :class:`~conformance.drivers.memory.MemoryDriver`, so the oracle's
+rules (ties, ids, times) are exactly the scenario runner's.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import strategies as st
+from hypothesis.stateful import Bundle, multiple, rule
+
+from conformance.machines import DifferentialMachine
+from conformance.scenario import Step
+from conformance.targets.base import RAW_HTTP
+
+VOCAB = ("deploy", "staging", "alpha", "beta", "gamma", "prod")
+SCOPES = ("a", "b")
+
+scopes = st.sampled_from(SCOPES)
+words = st.lists(st.sampled_from(VOCAB), min_size=1, max_size=3)
+
+
+@st.composite
+def texts(draw: st.DrawFn) -> str:
+    ws = draw(words)
+    style = draw(st.sampled_from(["plain", "plain", "upper", "spaces", "punct"]))
+    if style == "upper":
+        ws = [w.upper() if i == 0 else w for i, w in enumerate(ws)]
+    text = " ".join(ws)
+    if style == "spaces":
+        text = "  " + "   ".join(ws) + " "
+    if style == "punct":
+        text += "!"
+    return text
+
+
+queries = st.lists(st.sampled_from((*VOCAB, "zeta", "a")), min_size=0, max_size=3).map(" ".join)
+# Ids that can name no record of the scopes the machine writes: another (never written) scope
+# of this run, a non-id string, a key of no run at all.  Guessing an id *inside* a written
+# scope would assume the target's numbering, which is implementation-defined.
+foreign_ids = st.sampled_from(["mem:{scope:z}:1", "nope", "mem:org:elsewhere:1"])
+
+
+def candidate(draw: st.DrawFn, ids: Any) -> dict[str, Any]:
+    rec: dict[str, Any] = {
+        "kind": draw(st.sampled_from(["fact", "summary"])),
+        "text": draw(texts()),
+        "sourceThreadKey": draw(st.sampled_from(["thread:1", "thread:2"])),
+    }
+    if draw(st.booleans()):
+        rec["keywords"] = draw(
+            st.lists(st.sampled_from((*VOCAB, "zeta", "Deploy-Staging")), max_size=2)
+        )
+    # optional fields appear one time in four; "absent" is the simplest value, so shrinking
+    # removes them
+    if draw(st.integers(0, 3)) == 3:
+        rec["sourceRunId"] = "run-1"
+    if draw(st.integers(0, 3)) == 3:
+        rec["confidence"] = draw(st.sampled_from([0, 0.5, 1]))
+    return rec
+
+
+@st.composite
+def batches(draw: st.DrawFn) -> list[dict[str, Any]]:
+    return [candidate(draw, None) for _ in range(draw(st.integers(1, 4)))]
+
+
+INVALID_BODIES: list[tuple[str, dict[str, Any]]] = [
+    (
+        "write",
+        {
+            "scopeKey": "{scope:a}",
+            "records": [{"kind": "opinion", "text": "x", "sourceThreadKey": "t"}],
+        },
+    ),
+    (
+        "write",
+        {
+            "scopeKey": "{scope:a}",
+            "records": [{"kind": "fact", "text": "   ", "sourceThreadKey": "t"}],
+        },
+    ),
+    ("write", {"scopeKey": "{scope:a}", "records": [{"kind": "fact", "text": "deploy"}]}),
+    (
+        "write",
+        {
+            "scopeKey": "{scope:a}",
+            "records": [
+                {"kind": "fact", "text": "deploy", "sourceThreadKey": "t", "confidence": 1.5}
+            ],
+        },
+    ),
+    (
+        "write",
+        {
+            "scopeKey": "{scope:a}",
+            "records": [
+                {"kind": "fact", "text": "deploy", "sourceThreadKey": "t", "keywords": [""]}
+            ],
+        },
+    ),
+    ("write", {"scopeKey": "{scope:a}", "records": [], "cap": 0}),
+    ("write", {"scopeKey": "{scope:a}", "records": [], "cap": 2.5}),
+    ("write", {"scopeKey": "{scope:a}", "records": "deploy"}),
+    ("write", {"scopeKey": "{scope:a} x", "records": []}),
+    ("write", {"scopeKey": "", "records": []}),
+    ("retrieve", {"scopeKey": "{scope:a}", "query": "deploy", "limit": 0}),
+    ("retrieve", {"scopeKey": "{scope:a}", "query": "deploy", "limit": 51}),
+    ("retrieve", {"scopeKey": "{scope:a}", "query": "deploy", "limit": True}),
+    ("retrieve", {"scopeKey": "{scope:a}", "query": 7, "limit": 5}),
+    ("retrieve", {"scopeKey": "{scope:a}", "limit": 5}),
+    ("list", {"scopeKey": "{scope:a}", "limit": 0}),
+    ("list", {"scopeKey": "{scope:a}", "limit": 5, "query": ["deploy"]}),
+    ("forget", {"scopeKey": "{scope:a}", "id": ""}),
+    ("forget", {"scopeKey": "{scope:a}", "id": "mem:x 1"}),
+    # implementation-defined: null for an optional field (absent, or 400 naming it)
+    ("list", {"scopeKey": "{scope:a}", "limit": 5, "query": None}),
+    ("write", {"scopeKey": "{scope:a}", "records": [], "cap": None}),
+    # JavaScript integers: 5.0 is 5
+    ("retrieve", {"scopeKey": "{scope:a}", "query": "deploy", "limit": 5.0}),
+]
+
+RAW_CASES: list[dict[str, Any]] = [
+    {
+        "method": "POST",
+        "path": "/retrieve",
+        "auth": False,
+        "body": {"scopeKey": "{scope:a}", "query": "x", "limit": 1},
+    },
+    {
+        "method": "POST",
+        "path": "/write",
+        "auth": "wrong",
+        "body": {"scopeKey": "{scope:a}", "records": []},
+    },
+    {
+        "method": "POST",
+        "path": "/list",
+        "auth": "scheme",
+        "body": {"scopeKey": "{scope:a}", "limit": 1},
+    },
+    {"method": "GET", "path": "/retrieve"},
+    {"method": "POST", "path": "/healthz", "auth": False},
+    {"method": "POST", "path": "/nope", "body": {}},
+    {"method": "POST", "path": "/write", "body": "{not json"},
+    {"method": "POST", "path": "/write", "body": "[1, 2]"},
+]
+
+FENCE_CASES: list[dict[str, Any]] = [
+    {"method": "POST", "path": "/write", "headers": {"Content-Length": None}, "body": ""},
+    {"method": "POST", "path": "/list", "headers": {"Content-Length": "0x10"}, "body": "{}"},
+    {"method": "POST", "path": "/retrieve", "headers": {"Content-Length": "600000"}, "body": ""},
+]
+
+
+class MemoryMachine(DifferentialMachine):
+    """Differential exploration of the Memory Worker protocol (see module docstring)."""
+
+    protocol = "memory"
+    ids = Bundle("ids")
+
+    def __init__(self, session: Any) -> None:
+        super().__init__(session)
+        self._symbols = 0
+
+    def _step(self, op: str, args: dict[str, Any], clauses: tuple[str, ...] = ()) -> Any:
+        return self.run_step(Step(op=op, args=args, clauses=list(clauses)))
+
+    @rule(scope=scopes, records=batches(), cap=st.none() | st.integers(1, 5))
+    def write(self, scope: str, records: list[dict[str, Any]], cap: int | None) -> None:
+        args: dict[str, Any] = {"scopeKey": f"{{scope:{scope}}}", "records": records}
+        if cap is not None:
+            args["cap"] = cap
+        self._step("write", args)
+
+    @rule(scope=scopes, target_id=ids, text=texts())
+    def supersede(self, scope: str, target_id: str, text: str) -> None:
+        rec = {"kind": "fact", "text": text, "sourceThreadKey": "thread:1", "supersedes": target_id}
+        self._step("write", {"scopeKey": f"{{scope:{scope}}}", "records": [rec]})
+
+    @rule(scope=scopes, text=texts(), ptr=st.sampled_from(["", "mem:{scope:z}:1", "garbage"]))
+    def supersede_nothing(self, scope: str, text: str, ptr: str) -> None:
+        rec = {"kind": "summary", "text": text, "sourceThreadKey": "thread:2", "supersedes": ptr}
+        self._step("write", {"scopeKey": f"{{scope:{scope}}}", "records": [rec]})
+
+    @rule(scope=scopes, query=queries, limit=st.integers(1, 6))
+    def retrieve(self, scope: str, query: str, limit: int) -> None:
+        self._step("retrieve", {"scopeKey": f"{{scope:{scope}}}", "query": query, "limit": limit})
+
+    @rule(target=ids, scope=scopes, limit=st.integers(1, 8), query=st.none() | queries)
+    def list_records(self, scope: str, limit: int, query: str | None) -> Any:
+        args: dict[str, Any] = {"scopeKey": f"{{scope:{scope}}}", "limit": limit}
+        if query is not None:
+            args["query"] = query
+        step = Step(op="list", args=args)
+        outcome = self.run_step(step)
+        records = outcome.exchange.body.get("records", []) if outcome.exchange else []
+        bind: dict[str, Any] = {}
+        for i in range(len(records)):
+            self._symbols += 1
+            bind[f"r{self._symbols}"] = {"index": i}
+        if bind:
+            problem = self.driver.bind_from(outcome.exchange, bind)  # type: ignore[attr-defined]
+            assert problem is None, problem
+            self.recorded[-1] = step.model_copy(update={"bind": bind})
+        return multiple(*[f"${name}" for name in bind])
+
+    @rule(scope=scopes, target_id=ids)
+    def forget(self, scope: str, target_id: str) -> None:
+        self._step("forget", {"scopeKey": f"{{scope:{scope}}}", "id": target_id})
+
+    @rule(scope=scopes, target_id=foreign_ids)
+    def forget_unknown(self, scope: str, target_id: str) -> None:
+        self._step("forget", {"scopeKey": f"{{scope:{scope}}}", "id": target_id})
+
+    @rule(case=st.sampled_from(INVALID_BODIES))
+    def invalid_request(self, case: tuple[str, dict[str, Any]]) -> None:
+        op, args = case
+        self._step(op, args)
+
+    @rule(case=st.sampled_from(RAW_CASES))
+    def transport_case(self, case: dict[str, Any]) -> None:
+        self._step("raw", case)
+
+    @rule(case=st.sampled_from(FENCE_CASES))
+    def fence_case(self, case: dict[str, Any]) -> None:
+        if RAW_HTTP not in self.driver.capabilities():
+            return
+        self._step("raw", case)
+
+
+#: Clauses the memory machine exercises (for ``memspec clauses`` via the harness tests).
+MACHINE_CLAUSES = (
+    "MEM-SEAM.2",
+    "MEM-RECORD.1",
+    "MEM-RECORD.2",
+    "MEM-RECORD.3",
+    "MEM-RECORD.4",
+    "MEM-RECORD.5",
+    "MEM-SCOPE.5",
+    "MEM-SCORE.1",
+    "MEM-SCORE.2",
+    "MEM-SCORE.4",
+    "MEM-SCORE.5",
+    "MEM-WRITE.1",
+    "MEM-WRITE.2",
+    "MEM-WRITE.3",
+    "MEM-WRITE.4",
+    "MEM-WRITE.5",
+    "MEM-WRITE.6",
+    "MEM-WRITE.7",
+    "MEM-WRITE.8",
+    "MEM-STORE.2",
+    "MEM-STORE.3",
+    "MEM-STORE.4",
+    "MEM-STORE.7",
+    "MEM-STORE.8",
+    "MEM-STORE.9",
+    "MEM-STORE.11",
+    "MEM-CAP.1",
+    "MEM-CAP.2",
+    "MEM-CAP.3",
+    "MEM-WIRE.1",
+    "MEM-WIRE.2",
+    "MEM-WIRE.3",
+    "MEM-WIRE.4",
+    "MEM-WIRE.5",
+    "MEM-WIRE.6",
+    "MEM-WIRE.7",
+    "MEM-WIRE.8",
+    "MEM-WIRE.9",
+    "MEM-WIRE.10",
+    "MEM-WIRE.11",
+    "MEM-WIRE.12",
+    "MEM-WIRE.13",
+    "MEM-WIRE.14",
+    "MEM-WIRE.15",
+    "MEM-WIRE.16",
+)

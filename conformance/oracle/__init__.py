@@ -1,0 +1,1 @@
+"""Oracles: compare a target's answer with every answer the model allows, one protocol each."""

@@ -1,0 +1,86 @@
+"""The closing summary printed at the end of a run: the clause table, then what went wrong."""
+
+from __future__ import annotations
+
+from typing import Any, TextIO
+
+
+def _trim(s: str, n: int) -> str:
+    s = " ".join(s.split())
+    return s if len(s) <= n else s[: n - 1] + "…"
+
+
+def print_summary(
+    data: dict[str, Any], out: TextIO, *, report_dir: str | None = None, verbose: bool = False
+) -> None:
+    """Print the clause table and the divergences of a report (``RunReport.to_json()``)."""
+    rows = data["clauses"]
+    out.write("\n")
+    if rows:
+        out.write(f"{'clause':<16} {'passed':>6} {'failed':>6} {'skipped':>7}  title\n")
+        for r in rows:
+            failed = r["failed"] + r["indeterminate"]
+            mark = ""
+            if failed and r["expected"]:
+                mark = " (expected)"
+            elif failed:
+                mark = " ✗"
+            skip = f"{r['skipped']}" if r["skipped"] else "0"
+            out.write(
+                f"{r['id']:<16} {r['passed']:>6} {failed:>6} {skip:>7}  {_trim(r['title'], 60)}{mark}\n"
+            )
+            if r["skipped"] and not r["passed"] and not failed:
+                for reason in r["skip_reasons"][:2]:
+                    out.write(f"{'':<16} {'':>6} {'':>6} {'':>7}    skipped: {_trim(reason, 70)}\n")
+    s = data["summary"]
+
+    def counts(d: dict[str, int]) -> str:
+        return ", ".join(f"{n} {k}" for k, n in sorted(d.items())) or "none"
+
+    out.write(f"\nscenarios: {counts(s['scenarios'])}\n")
+    for m in data["machines"]:
+        out.write(
+            f"{m['name']}: {m['verdict']} — {m['examples']} runs, {m['steps']} steps,"
+            f" profile {m['profile']}, seed {m['seed']} ({m['elapsed_s']:.1f}s)\n"
+        )
+    divs = data["divergences"]
+    if divs:
+        out.write(f"\n{len(divs)} divergence(s), {s['unexpected']} unexpected:\n")
+        for d in divs:
+            tag = (
+                "EXPECTED"
+                if d["expected_by"]
+                else ("INDETERMINATE" if d["verdict"] == "indeterminate" else "DIVERGES")
+            )
+            out.write(
+                f"  {tag} {d['source']} {d['name']} — step {d['step']} ({d['op']})"
+                f" [{', '.join(d['clauses'])}]\n      {_trim(d['reason'], 300)}\n"
+            )
+            if verbose or not d["expected_by"]:
+                exp = d["expected"].splitlines()
+                for line in exp[:3]:
+                    out.write(f"      model allows: {_trim(line, 200)}\n")
+                ex = d["exchange"]
+                if ex is not None:
+                    got = (
+                        ex.get("transport_error")
+                        or f"{ex.get('status')} {_trim(str(ex.get('body')), 200)}"
+                    )
+                    out.write(f"      target said:  {got}\n")
+            if d["replay"]:
+                out.write(f"      replay: memspec replay {d['replay']}\n")
+            if d["expected_by"]:
+                out.write(f"      expected: {d['expected_by']['reason']}\n")
+    for stale in data["expectations"]["stale"]:
+        e = stale["entry"]
+        name = f"clause {e['clause']}" if "clause" in e else f"scenario {e['scenario']}"
+        out.write(
+            f"  STALE expectation {name}: {stale['status']} — remove it from the expectations file\n"
+        )
+    scopes = sum(len(v) for v in data["scopes_written"].values())
+    out.write(f"\nwrote into {scopes} scope key(s) unique to run {data['run_id']}")
+    out.write(f"; report in {report_dir}/\n" if report_dir else "\n")
+    verdict = "CONFORMANT" if data["exit_code"] == 0 else "NOT CONFORMANT"
+    if data["exit_code"] == 0 and divs:
+        verdict += " (only expected divergences)"
+    out.write(f"{verdict}\n")

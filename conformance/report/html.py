@@ -1,0 +1,212 @@
+"""``report.html``: one self-contained page (inline CSS, no scripts, no external assets).
+
+Sections: the verdict and run facts; the clause matrix (passed / failed / skipped per clause);
+every divergence with its minimal replay shown step by step, the model's allowed answers and
+the target's answer side by side; the scenarios and machine runs; the scopes the run wrote.
+"""
+
+from __future__ import annotations
+
+import json
+from html import escape
+from typing import Any
+
+CSS = """
+body{font:14px/1.45 system-ui,-apple-system,Segoe UI,sans-serif;margin:2em;color:#1d1d1f;max-width:1400px}
+h1{font-size:1.5em;margin:0 0 .3em}h2{font-size:1.2em;margin-top:2em;border-bottom:1px solid #ddd}
+.ok{color:#0a7d32}.bad{color:#b3261e}.warn{color:#8a5a00}.muted{color:#666}
+table{border-collapse:collapse;width:100%;margin:.5em 0}th,td{border:1px solid #ddd;padding:4px 8px;vertical-align:top;text-align:left}
+th{background:#f5f5f7}td.n{text-align:right;width:4em}
+tr.pass td.v{background:#e6f4ea}tr.fail td.v{background:#fce8e6}tr.skip td.v{background:#f1f3f4}tr.expected td.v{background:#fef7e0}
+pre{margin:0;white-space:pre-wrap;word-break:break-word;font:12px/1.4 ui-monospace,Menlo,Consolas,monospace}
+.div{border:1px solid #e0c0bd;border-radius:6px;padding:1em;margin:1em 0;background:#fffafa}
+.div.expected{border-color:#e8d9a8;background:#fffdf5}
+tr.step-diverge td{background:#fce8e6}tr.step-indeterminate td{background:#fef7e0}
+details{margin:.5em 0}code{font:12px ui-monospace,Menlo,Consolas,monospace}
+"""
+
+
+def _j(v: Any, limit: int = 4000) -> str:
+    try:
+        s = json.dumps(v, indent=1, ensure_ascii=False, sort_keys=True)
+    except (TypeError, ValueError):
+        s = repr(v)
+    return s if len(s) <= limit else s[:limit] + "\n…"
+
+
+def _said(ex: dict[str, Any] | None) -> str:
+    if ex is None:
+        return "(no request sent)"
+    if ex.get("transport_error"):
+        return f"no answer: {ex['transport_error']}"
+    body = ex.get("body")
+    if body is None and ex.get("body_error"):
+        return f"{ex.get('status')} — {ex['body_error']}: {ex.get('raw_excerpt', '')}"
+    return f"{ex.get('status')} {_j(body)}"
+
+
+def _steps_table(steps: list[dict[str, Any]]) -> str:
+    rows = []
+    for o in steps:
+        ex = o.get("exchange")
+        req = (
+            ""
+            if ex is None
+            else f"{ex.get('method')} {ex.get('path')}\n{_j(ex.get('request'), 1500)}"
+        )
+        cls = f"step-{o['verdict']}" if o["verdict"] in ("diverge", "indeterminate") else ""
+        rows.append(
+            f"<tr class='{cls}'><td class='n'>{o['index']}</td><td>{escape(o['op'])}<br>"
+            f"<span class='muted'>{escape(o['verdict'])}</span></td>"
+            f"<td><pre>{escape(req)}</pre></td><td><pre>{escape(o.get('expected') or '')}</pre></td>"
+            f"<td><pre>{escape(_said(ex))}</pre>"
+            + (f"<p class='bad'>{escape(o.get('reason', ''))}</p>" if o.get("reason") else "")
+            + "</td></tr>"
+        )
+    return (
+        "<table><tr><th>#</th><th>op</th><th>request (target ids)</th><th>the model allows</th>"
+        "<th>the target said</th></tr>" + "".join(rows) + "</table>"
+    )
+
+
+def report_html(data: dict[str, Any]) -> str:
+    ok = data["exit_code"] == 0
+    s = data["summary"]
+    parts = [
+        "<!doctype html><html lang='en'><head><meta charset='utf-8'>",
+        f"<title>memspec report {escape(data['run_id'])}</title><style>{CSS}</style></head><body>",
+        f"<h1 class='{'ok' if ok else 'bad'}'>{'Conformant' if ok else 'Not conformant'}</h1>",
+        "<p>",
+        f"target <code>{escape(str(data['target'].get('label') or data['target'].get('url')))}</code> · ",
+        f"run <code>{escape(data['run_id'])}</code> · {escape(data['started_at'])} · {data['duration_s']:.1f}s · ",
+        f"{s['steps']} steps · {s['divergences']} divergence(s), {s['unexpected']} unexpected",
+        "</p>",
+    ]
+    opts = data["options"]
+    parts.append(
+        "<p class='muted'>"
+        + " · ".join(f"{escape(k)}: {escape(str(v))}" for k, v in opts.items() if v is not None)
+        + "</p>"
+    )
+    caps = data["capabilities"]
+    if caps:
+        parts.append(
+            "<p class='muted'>capabilities: "
+            + "; ".join(f"{escape(p)}: {escape(', '.join(c) or '—')}" for p, c in caps.items())
+            + "</p>"
+        )
+    # clause matrix
+    parts.append(
+        "<h2>Clauses</h2><table><tr><th>clause</th><th>title</th><th>passed</th><th>failed</th><th>skipped</th><th>notes</th></tr>"
+    )
+    for r in data["clauses"]:
+        failed = r["failed"] + r["indeterminate"]
+        cls = (
+            "expected"
+            if failed and r["expected"]
+            else "fail"
+            if failed
+            else "pass"
+            if r["passed"]
+            else "skip"
+        )
+        notes = "; ".join(
+            ["expected: " + e for e in r["expected"]] + ["skipped: " + x for x in r["skip_reasons"]]
+        )
+        parts.append(
+            f"<tr class='{cls}'><td class='v'><code>{escape(r['id'])}</code></td><td>{escape(r['title'])}</td>"
+            f"<td class='n'>{r['passed']}</td><td class='n'>{failed}</td><td class='n'>{r['skipped']}</td>"
+            f"<td>{escape(notes)}</td></tr>"
+        )
+    parts.append("</table>")
+    # divergences
+    parts.append(f"<h2>Divergences ({len(data['divergences'])})</h2>")
+    if not data["divergences"]:
+        parts.append("<p class='ok'>None: every answer was one the model allows.</p>")
+    scen = {x["name"]: x for x in data["scenarios"]}
+    mach = {x["name"]: x for x in data["machines"]}
+    for d in data["divergences"]:
+        exp = d.get("expected_by")
+        parts.append(f"<div class='div{' expected' if exp else ''}'>")
+        parts.append(
+            f"<h3>{escape(d['source'])} <code>{escape(d['name'])}</code> — step {d['step']} ({escape(d['op'])})</h3>"
+            f"<p>clauses: {', '.join('<code>' + escape(c) + '</code>' for c in d['clauses'])}</p>"
+            f"<p class='bad'>{escape(d['reason'])}</p>"
+        )
+        if exp:
+            parts.append(f"<p class='warn'>expected divergence: {escape(exp['reason'])}</p>")
+        if d.get("replay"):
+            parts.append(f"<p>replay: <code>memspec replay {escape(d['replay'])}</code></p>")
+        steps: list[dict[str, Any]] = []
+        if d["source"] == "scenario" and d["name"] in scen:
+            steps = scen[d["name"]]["steps"]
+        elif d["source"] == "machine" and d["name"] in mach:
+            steps = mach[d["name"]]["details"].get("replay_steps") or []
+            if not steps:
+                steps = [
+                    {
+                        "index": d["step"],
+                        "op": d["op"],
+                        "verdict": d["verdict"],
+                        "expected": d["expected"],
+                        "exchange": d["exchange"],
+                        "reason": d["reason"],
+                    }
+                ]
+        parts.append(_steps_table(steps))
+        parts.append("</div>")
+    # scenarios
+    parts.append(
+        f"<h2>Scenarios ({len(data['scenarios'])})</h2><table><tr><th>scenario</th><th>verdict</th><th>clauses</th><th>reason</th></tr>"
+    )
+    for x in data["scenarios"]:
+        cls = {"pass": "pass", "skip": "skip"}.get(
+            x["verdict"], "expected" if x.get("expected_by") else "fail"
+        )
+        parts.append(
+            f"<tr class='{cls}'><td>{escape(x['name'])}<br><span class='muted'>{escape(x.get('path') or '')}</span></td>"
+            f"<td class='v'>{escape(x['verdict'])}</td><td>{escape(', '.join(x['clauses']))}</td>"
+            f"<td>{escape(x['reason'])}</td></tr>"
+        )
+    parts.append("</table>")
+    if data["machines"]:
+        parts.append(
+            "<h2>State machines</h2><table><tr><th>machine</th><th>verdict</th><th>runs</th><th>steps</th><th>profile / seed</th><th>reason</th></tr>"
+        )
+        for m in data["machines"]:
+            cls = {"pass": "pass", "skip": "skip"}.get(
+                m["verdict"], "expected" if m.get("expected_by") else "fail"
+            )
+            parts.append(
+                f"<tr class='{cls}'><td>{escape(m['name'])}</td><td class='v'>{escape(m['verdict'])}</td>"
+                f"<td class='n'>{m['examples']}</td><td class='n'>{m['steps']}</td>"
+                f"<td>{escape(m['profile'])} / {m['seed']}</td><td>{escape(m['reason'])}</td></tr>"
+            )
+        parts.append("</table>")
+    stale = data["expectations"]["stale"]
+    if data["expectations"]["entries"]:
+        parts.append(
+            f"<h2>Expectations</h2><p>file <code>{escape(str(data['expectations']['file']))}</code></p><ul>"
+        )
+        for e in data["expectations"]["entries"]:
+            parts.append(f"<li>{escape(json.dumps(e, ensure_ascii=False))}</li>")
+        parts.append("</ul>")
+        for st in stale:
+            parts.append(
+                f"<p class='warn'>stale: {escape(json.dumps(st['entry']))} — {escape(st['status'])}</p>"
+            )
+    scopes = data["scopes_written"]
+    total = sum(len(v) for v in scopes.values())
+    parts.append(
+        f"<h2>Scopes written</h2><p>The run sent data requests only to these {total} key(s), all unique to run <code>{escape(data['run_id'])}</code>.</p>"
+    )
+    for p, keys in scopes.items():
+        parts.append(
+            f"<details><summary>{escape(p)}: {len(keys)} key(s)</summary><pre>{escape(chr(10).join(keys))}</pre></details>"
+        )
+    for note in data.get("notes", []):
+        parts.append(f"<p class='muted'>{escape(note)}</p>")
+    parts.append(
+        f"<p class='muted'>schema {escape(data['schema'])} · memspec {escape(data['memspec_version'])}</p></body></html>\n"
+    )
+    return "".join(parts)

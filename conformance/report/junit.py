@@ -1,0 +1,92 @@
+"""``junit.xml``: one test suite per protocol, one test case per scenario and per machine run.
+
+A divergence is a ``<failure>``, an indeterminate result an ``<error>``, a skipped scenario a
+``<skipped>`` with the reason; a divergence the expectations file lists is reported as skipped
+("expected: …") so CI stays green while the report still shows it.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from typing import Any
+
+
+def _failure_text(step: dict[str, Any] | None, reason: str) -> str:
+    lines = [reason]
+    if step:
+        lines.append(f"clauses: {', '.join(step.get('clauses', []))}")
+        lines.append("model allows:")
+        lines.extend("  " + ln for ln in (step.get("expected") or "").splitlines())
+        ex = step.get("exchange") or {}
+        lines.append(
+            f"target said: {ex.get('transport_error') or ex.get('status')} {ex.get('body')!r}"
+        )
+    return "\n".join(lines)
+
+
+def junit_xml(data: dict[str, Any]) -> str:
+    suites = ET.Element("testsuites", name="memspec", time=f"{data['duration_s']:.3f}")
+    by_protocol: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+    for s in data["scenarios"]:
+        by_protocol.setdefault(s["protocol"], []).append(("scenario", s))
+    for m in data["machines"]:
+        by_protocol.setdefault(m["protocol"], []).append(("machine", m))
+    for protocol, items in sorted(by_protocol.items()):
+        suite = ET.SubElement(suites, "testsuite", name=f"memspec.{protocol}")
+        n = failures = errors = skipped = 0
+        total = 0.0
+        for kind, item in items:
+            n += 1
+            total += item["elapsed_s"]
+            case = ET.SubElement(
+                suite,
+                "testcase",
+                classname=f"memspec.{protocol}.{'corpus' if kind == 'scenario' else 'machines'}",
+                name=item["name"],
+                time=f"{item['elapsed_s']:.3f}",
+            )
+            props = ET.SubElement(case, "properties")
+            for cid in item["clauses"]:
+                ET.SubElement(props, "property", name="clause", value=cid)
+            verdict = item["verdict"]
+            step = None
+            if kind == "scenario":
+                step = next(
+                    (o for o in item["steps"] if o["verdict"] in ("diverge", "indeterminate")), None
+                )
+            else:
+                step = next(
+                    (
+                        d
+                        for d in data["divergences"]
+                        if d["source"] == "machine" and d["name"] == item["name"]
+                    ),
+                    None,
+                )
+            if verdict in ("fail", "indeterminate") and item.get("expected_by"):
+                skipped += 1
+                ET.SubElement(
+                    case, "skipped", message=f"expected: {item['expected_by']['reason']}"
+                ).text = _failure_text(step, item["reason"])
+            elif verdict == "fail":
+                failures += 1
+                el = ET.SubElement(case, "failure", message=item["reason"][:500], type="divergence")
+                el.text = _failure_text(step, item["reason"])
+            elif verdict == "indeterminate":
+                errors += 1
+                el = ET.SubElement(
+                    case, "error", message=item["reason"][:500], type="indeterminate"
+                )
+                el.text = _failure_text(step, item["reason"])
+            elif verdict == "skip":
+                skipped += 1
+                ET.SubElement(case, "skipped", message=item["reason"][:500])
+        suite.set("tests", str(n))
+        suite.set("failures", str(failures))
+        suite.set("errors", str(errors))
+        suite.set("skipped", str(skipped))
+        suite.set("time", f"{total:.3f}")
+    ET.indent(suites)
+    return (
+        '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
+    )

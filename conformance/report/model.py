@@ -1,0 +1,289 @@
+"""The run report: one JSON-able object every output (terminal, JSON, JUnit, HTML) is made from.
+
+Schema ``memspec-report/1`` (``report.json``)::
+
+    schema, memspec_version, run_id, started_at, finished_at, duration_s, exit_code
+    target        {url, label, token: "set"|"none", timeout_s, declared, denied}   — never the token
+    options       {spec, profile, seed, allow_dirty, expect}
+    capabilities  {protocol: [capability, …]}
+    scopes_written {protocol: [scope key, …]}          — every key the run sent data requests to
+    scenarios     [{name, protocol, kind, path, verdict, reason, clauses, failed_clauses,
+                    elapsed_s, steps: [StepOutcome], replay, expected_by}]
+    machines      [{name, protocol, profile, seed, verdict, reason, examples, steps, elapsed_s,
+                    clauses, failed_clauses, replay, expected_by, details}]
+    clauses       [{id, title, level, passed, failed, skipped, indeterminate, skip_reasons,
+                    expected}]                          — one row per clause the run touched
+    divergences   [{source, name, protocol, clauses, step, op, reason, expected, exchange,
+                    replay, expected_by}]
+    expectations  {file, entries, stale: [{entry, status}]}
+    summary       {scenarios: {verdict: n}, machines: {verdict: n}, divergences, unexpected,
+                   indeterminate, steps}
+
+Verdicts: scenario/machine ``pass | fail | skip | indeterminate``; step ``pass | diverge |
+indeterminate | skip``.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from conformance.clauses import Clause, load_clauses
+from conformance.machines import MachineResult
+from conformance.report.expect import Expectation, match
+from conformance.runner import ScenarioResult
+
+SCHEMA = "memspec-report/1"
+SPECS_DIR = Path(__file__).resolve().parents[2] / "specs"
+
+
+def now_iso() -> str:
+    return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def spec_clauses() -> dict[str, Clause]:
+    try:
+        return load_clauses(SPECS_DIR) if SPECS_DIR.is_dir() else {}
+    except (OSError, ValueError):
+        return {}
+
+
+@dataclass
+class RunReport:
+    run_id: str
+    target: dict[str, Any]
+    options: dict[str, Any]
+    started_at: str = field(default_factory=now_iso)
+    finished_at: str = ""
+    duration_s: float = 0.0
+    capabilities: dict[str, list[str]] = field(default_factory=dict)
+    scopes_written: dict[str, list[str]] = field(default_factory=dict)
+    scenarios: list[ScenarioResult] = field(default_factory=list)
+    machines: list[MachineResult] = field(default_factory=list)
+    machine_clauses: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    expectations: list[Expectation] = field(default_factory=list)
+    expect_file: str | None = None
+    replays: dict[str, str] = field(default_factory=dict)  # result key -> replay file (relative)
+    notes: list[str] = field(default_factory=list)
+
+    # -- derived ----------------------------------------------------------------------------
+
+    def failing(self) -> list[tuple[str, str, list[str], str]]:
+        """(kind, name, failed clauses, verdict) of every failed or indeterminate result."""
+        out = []
+        for r in self.scenarios:
+            if r.verdict in ("fail", "indeterminate"):
+                out.append(("scenario", r.name, r.failed_clauses(), r.verdict))
+        for m in self.machines:
+            if m.verdict in ("fail", "indeterminate"):
+                out.append(("machine", machine_name(m), list(m.clauses), m.verdict))
+        return out
+
+    def expected_by(self, name: str, clauses: list[str]) -> Expectation | None:
+        return match(self.expectations, name, clauses)
+
+    def unexpected(self) -> list[tuple[str, str, list[str], str]]:
+        return [f for f in self.failing() if self.expected_by(f[1], f[2]) is None]
+
+    def exit_code(self) -> int:
+        return 1 if self.unexpected() else 0
+
+    def clause_rows(self) -> list[dict[str, Any]]:
+        known = spec_clauses()
+        rows: dict[str, dict[str, Any]] = {}
+
+        def row(cid: str) -> dict[str, Any]:
+            if cid not in rows:
+                c = known.get(cid)
+                rows[cid] = {
+                    "id": cid,
+                    "title": c.title if c else "",
+                    "level": c.level if c else "",
+                    "passed": 0,
+                    "failed": 0,
+                    "skipped": 0,
+                    "indeterminate": 0,
+                    "skip_reasons": [],
+                    "expected": [],
+                }
+            return rows[cid]
+
+        def add(
+            clauses: list[str], failed: list[str], verdict: str, reason: str, name: str
+        ) -> None:
+            if verdict == "pass":
+                for cid in clauses:
+                    row(cid)["passed"] += 1
+            elif verdict == "skip":
+                for cid in clauses:
+                    r = row(cid)
+                    r["skipped"] += 1
+                    if reason and reason not in r["skip_reasons"]:
+                        r["skip_reasons"].append(reason)
+            else:
+                key = "failed" if verdict == "fail" else "indeterminate"
+                exp = self.expected_by(name, failed)
+                for cid in failed or clauses:
+                    r = row(cid)
+                    r[key] += 1
+                    if exp is not None and exp.reason not in r["expected"]:
+                        r["expected"].append(exp.reason)
+
+        for s in self.scenarios:
+            add(s.scenario.all_clauses(), s.failed_clauses(), s.verdict, s.reason, s.name)
+        for m in self.machines:
+            clauses = list(self.machine_clauses.get(m.protocol, ()))
+            add(clauses, list(m.clauses), m.verdict, m.reason, machine_name(m))
+        return sorted(rows.values(), key=lambda r: _clause_sort_key(r["id"]))
+
+    def stale_expectations(self) -> list[dict[str, Any]]:
+        failing = self.failing()
+        ran_names = {s.name: s.verdict for s in self.scenarios}
+        ran_names.update({machine_name(m): m.verdict for m in self.machines})
+        rows = {r["id"]: r for r in self.clause_rows()}
+        out = []
+        for e in self.expectations:
+            hit = any(match([e], name, clauses) is not None for _, name, clauses, _ in failing)
+            if hit:
+                continue
+            if e.scenario is not None:
+                status = "passes now" if ran_names.get(e.scenario) == "pass" else "not run"
+            else:
+                r = rows.get(e.clause or "")
+                status = "passes now" if r and r["passed"] and not r["failed"] else "not exercised"
+            out.append({"entry": e.to_json(), "status": status})
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        divergences = []
+        scenarios = []
+        for s in self.scenarios:
+            exp = (
+                self.expected_by(s.name, s.failed_clauses())
+                if s.verdict in ("fail", "indeterminate")
+                else None
+            )
+            replay = self.replays.get(f"scenario:{s.name}")
+            scenarios.append(
+                {
+                    "name": s.name,
+                    "protocol": s.protocol,
+                    "kind": s.kind,
+                    "path": s.path,
+                    "verdict": s.verdict,
+                    "reason": s.reason,
+                    "clauses": s.scenario.all_clauses(),
+                    "failed_clauses": s.failed_clauses(),
+                    "elapsed_s": round(s.elapsed_s, 4),
+                    "steps": [o.to_json() for o in s.outcomes],
+                    "replay": replay,
+                    "expected_by": exp.to_json() if exp else None,
+                }
+            )
+            step = s.failing_step
+            if step is not None:
+                divergences.append(_divergence("scenario", s.name, s.protocol, step, replay, exp))
+        machines = []
+        for m in self.machines:
+            name = machine_name(m)
+            exp = (
+                self.expected_by(name, list(m.clauses))
+                if m.verdict in ("fail", "indeterminate")
+                else None
+            )
+            replay = self.replays.get(f"machine:{name}")
+            machines.append(
+                {
+                    "name": name,
+                    "protocol": m.protocol,
+                    "profile": m.profile,
+                    "seed": m.seed,
+                    "verdict": m.verdict,
+                    "reason": m.reason,
+                    "examples": m.examples,
+                    "steps": m.steps,
+                    "elapsed_s": round(m.elapsed_s, 3),
+                    "clauses": list(self.machine_clauses.get(m.protocol, ())),
+                    "failed_clauses": list(m.clauses),
+                    "replay": replay,
+                    "expected_by": exp.to_json() if exp else None,
+                    "details": m.details,
+                }
+            )
+            if m.failure is not None:
+                divergences.append(_divergence("machine", name, m.protocol, m.failure, replay, exp))
+        counts: dict[str, dict[str, int]] = {"scenarios": {}, "machines": {}}
+        for s in self.scenarios:
+            counts["scenarios"][s.verdict] = counts["scenarios"].get(s.verdict, 0) + 1
+        for m in self.machines:
+            counts["machines"][m.verdict] = counts["machines"].get(m.verdict, 0) + 1
+        steps = sum(len(s.outcomes) for s in self.scenarios) + sum(m.steps for m in self.machines)
+        return {
+            "schema": SCHEMA,
+            "memspec_version": _version(),
+            "run_id": self.run_id,
+            "started_at": self.started_at,
+            "finished_at": self.finished_at,
+            "duration_s": round(self.duration_s, 3),
+            "exit_code": self.exit_code(),
+            "target": self.target,
+            "options": self.options,
+            "capabilities": self.capabilities,
+            "scopes_written": self.scopes_written,
+            "scenarios": scenarios,
+            "machines": machines,
+            "clauses": self.clause_rows(),
+            "divergences": divergences,
+            "expectations": {
+                "file": self.expect_file,
+                "entries": [e.to_json() for e in self.expectations],
+                "stale": self.stale_expectations(),
+            },
+            "summary": {
+                **counts,
+                "divergences": len(divergences),
+                "unexpected": len(self.unexpected()),
+                "indeterminate": sum(1 for f in self.failing() if f[3] == "indeterminate"),
+                "steps": steps,
+            },
+            "notes": self.notes,
+        }
+
+
+def machine_name(m: MachineResult) -> str:
+    return f"{m.protocol}-machine"
+
+
+def _divergence(
+    source: str, name: str, protocol: str, step: Any, replay: str | None, exp: Expectation | None
+) -> dict[str, Any]:
+    return {
+        "source": source,
+        "name": name,
+        "protocol": protocol,
+        "verdict": step.verdict,
+        "clauses": list(step.clauses),
+        "step": step.index,
+        "op": step.op,
+        "reason": step.reason,
+        "expected": step.expected,
+        "exchange": step.exchange.to_json() if step.exchange else None,
+        "replay": replay,
+        "expected_by": exp.to_json() if exp else None,
+    }
+
+
+def _clause_sort_key(cid: str) -> tuple[str, int]:
+    area, _, n = cid.rpartition(".")
+    return (area, int(n) if n.isdigit() else 0)
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("memspec")
+    except Exception:  # pragma: no cover - not installed
+        return "unknown"

@@ -1,0 +1,85 @@
+"""Live progress on the terminal while a run is going.
+
+On a TTY a single line is rewritten in place (``\\r``); otherwise (CI logs, pipes) a plain line
+is printed at most every ``interval_s`` seconds, so a long run shows it is alive without
+flooding the log.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import TextIO
+
+from conformance.driver import StepOutcome
+
+
+class Progress:
+    def __init__(
+        self, stream: TextIO | None = None, *, interval_s: float = 10.0, enabled: bool = True
+    ) -> None:
+        self.stream = stream if stream is not None else sys.stderr
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.interval_s = interval_s
+        self.enabled = enabled
+        self.steps = 0
+        self.scenarios = 0
+        self.divergences = 0
+        self.indeterminate = 0
+        self.phase = ""
+        self._last = 0.0
+        self._width = 0
+        self._started = time.monotonic()
+
+    def set_phase(self, phase: str) -> None:
+        self.phase = phase
+        self._emit(force=True)
+
+    def step(self, outcome: StepOutcome) -> None:
+        self.steps += 1
+        if outcome.verdict == "diverge":
+            self.divergences += 1
+        elif outcome.verdict == "indeterminate":
+            self.indeterminate += 1
+        self._emit()
+
+    def scenario_done(self) -> None:
+        self.scenarios += 1
+        self._emit()
+
+    def line(self) -> str:
+        elapsed = time.monotonic() - self._started
+        parts = [
+            f"memspec {self.phase}" if self.phase else "memspec",
+            f"{self.scenarios} scenarios",
+            f"{self.steps} steps",
+            f"{self.divergences} divergences",
+        ]
+        if self.indeterminate:
+            parts.append(f"{self.indeterminate} indeterminate")
+        parts.append(f"{elapsed:.0f}s")
+        return " | ".join(parts)
+
+    def _emit(self, force: bool = False) -> None:
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        if self.tty:
+            if not force and now - self._last < 0.1:
+                return
+            text = self.line()
+            pad = max(0, self._width - len(text))
+            self.stream.write("\r" + text + " " * pad)
+            self.stream.flush()
+            self._width = len(text)
+        else:
+            if not force and now - self._last < self.interval_s:
+                return
+            self.stream.write(self.line() + "\n")
+            self.stream.flush()
+        self._last = now
+
+    def close(self) -> None:
+        if self.enabled and self.tty and self._width:
+            self.stream.write("\r" + " " * self._width + "\r")
+            self.stream.flush()

@@ -1,0 +1,174 @@
+"""Run scenarios through protocol drivers and collect what happened.
+
+A scenario runs step by step through its protocol's driver; the first step that diverges (or
+is indeterminate) ends the scenario — later steps would be judged against a model that no
+longer describes the target.  A scenario that needs a capability the target lacks is skipped
+with the reason, never failed.  Nothing here knows a protocol: drivers do.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from conformance.driver import Driver, StepOutcome
+from conformance.scenario import Scenario, ScenarioError, load_scenario
+
+ScenarioVerdict = Literal["pass", "fail", "skip", "indeterminate"]
+CORPUS_DIR = Path(__file__).resolve().parent / "corpus"
+
+
+@dataclass
+class ScenarioResult:
+    scenario: Scenario
+    verdict: ScenarioVerdict
+    outcomes: list[StepOutcome] = field(default_factory=list)
+    reason: str = ""
+    path: str | None = None
+    elapsed_s: float = 0.0
+    kind: str = "scenario"  # "scenario" | "machine"
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.scenario.name
+
+    @property
+    def protocol(self) -> str:
+        return self.scenario.protocol
+
+    @property
+    def failing_step(self) -> StepOutcome | None:
+        for o in self.outcomes:
+            if o.verdict in ("diverge", "indeterminate"):
+                return o
+        return None
+
+    def clauses(self) -> list[str]:
+        """Clauses this result speaks for: the scenario's, plus those a divergence named."""
+        out = dict.fromkeys(self.scenario.all_clauses())
+        step = self.failing_step
+        if step is not None:
+            out.update(dict.fromkeys(step.clauses))
+        return list(out)
+
+    def failed_clauses(self) -> list[str]:
+        step = self.failing_step
+        if step is None:
+            return []
+        return list(dict.fromkeys(step.clauses or tuple(self.scenario.clauses)))
+
+
+OnStep = Callable[[ScenarioResult, StepOutcome], None]
+
+
+def scenario_requirements(driver: Driver, scenario: Scenario) -> set[str]:
+    """What a scenario needs: its declared ``requires`` plus what the driver infers."""
+    need = set(scenario.requires)
+    infer = getattr(driver, "requirements", None)
+    if callable(infer):
+        need |= set(infer(scenario))
+    return need
+
+
+def run_scenario(
+    driver: Driver, scenario: Scenario, *, path: str | None = None, on_step: OnStep | None = None
+) -> ScenarioResult:
+    """Run one scenario to its end or its first divergence."""
+    result = ScenarioResult(scenario, "pass", path=path)
+    missing = sorted(scenario_requirements(driver, scenario) - set(driver.capabilities()))
+    if missing:
+        result.verdict = "skip"
+        result.reason = f"target lacks {', '.join(missing)}"
+        return result
+    started = time.perf_counter()
+    driver.begin(scenario.name)
+    for index, step in enumerate(scenario.steps):
+        try:
+            outcome = driver.execute(index, step)
+        except Exception as exc:  # a driver bug must not end the run; report it as such
+            outcome = StepOutcome(
+                index,
+                step.op,
+                "indeterminate",
+                tuple(step.clauses),
+                "",
+                None,
+                reason=f"harness error: {type(exc).__name__}: {exc}",
+            )
+        result.outcomes.append(outcome)
+        if on_step is not None:
+            on_step(result, outcome)
+        if outcome.verdict == "diverge":
+            result.verdict = "fail"
+            result.reason = f"step {index} ({step.op}): {outcome.reason}"
+            break
+        if outcome.verdict == "indeterminate":
+            result.verdict = "indeterminate"
+            result.reason = f"step {index} ({step.op}): {outcome.reason}"
+            break
+        if outcome.verdict == "skip":
+            result.verdict = "skip"
+            result.reason = f"step {index} ({step.op}): {outcome.reason}"
+            break
+    result.elapsed_s = time.perf_counter() - started
+    return result
+
+
+def run_scenarios(
+    drivers: dict[str, Driver],
+    scenarios: Iterable[tuple[Scenario, str | None]],
+    *,
+    on_step: OnStep | None = None,
+    on_result: Callable[[ScenarioResult], None] | None = None,
+) -> list[ScenarioResult]:
+    """Run every scenario through the driver of its protocol (skipped if none was built)."""
+    results = []
+    for scenario, path in scenarios:
+        driver = drivers.get(scenario.protocol)
+        if driver is None:
+            result = ScenarioResult(
+                scenario, "skip", reason=f"no {scenario.protocol} target in this run", path=path
+            )
+        else:
+            result = run_scenario(driver, scenario, path=path, on_step=on_step)
+        results.append(result)
+        if on_result is not None:
+            on_result(result)
+    return results
+
+
+def load_corpus(
+    protocols: Sequence[str], corpus_dir: Path = CORPUS_DIR
+) -> list[tuple[Scenario, str]]:
+    """Every corpus scenario of the given protocols, in file-name order.
+
+    Raises :class:`ScenarioError` for a file that does not load — a broken corpus is a usage
+    error, not a pass.
+    """
+    out: list[tuple[Scenario, str]] = []
+    for protocol in protocols:
+        folder = corpus_dir / protocol
+        if not folder.is_dir():
+            continue
+        for path in sorted(folder.glob("*.json")):
+            scenario = load_scenario(path)
+            if scenario.protocol != protocol:
+                raise ScenarioError(
+                    f"{path}: protocol {scenario.protocol!r} in the {protocol}/ folder"
+                )
+            out.append((scenario, _display(path)))
+    return out
+
+
+def _display(path: Path) -> str:
+    try:
+        return path.resolve().relative_to(Path.cwd()).as_posix()
+    except ValueError:
+        try:
+            return "conformance/corpus/" + path.resolve().relative_to(CORPUS_DIR).as_posix()
+        except ValueError:
+            return str(path)

@@ -1,0 +1,1 @@
+"""Target clients: one per protocol, HTTP only, each with the target's capabilities."""

@@ -1,0 +1,112 @@
+"""The memory state machine against the bundled store: it passes, it is reproducible from its
+seed, and it shrinks a failure to a short replay naming the broken clause."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from memory_harness_kit import bundled_store, dedup_disabled, make_driver, retrieve_reversed
+
+from conformance.machines import run_machine
+from conformance.machines.memory import MACHINE_CLAUSES
+from conformance.machines.profiles import Profile
+from conformance.runner import run_scenario
+
+SMALL = Profile("test", max_examples=12, step_count=15, budget_s=60.0, fixed_seed=7)
+
+#: the clauses the machine exercises (kept equal to conformance.machines.memory.MACHINE_CLAUSES)
+CLAUSES_test_memory_machine = (
+    "MEM-SEAM.2", "MEM-RECORD.1", "MEM-RECORD.2", "MEM-RECORD.3", "MEM-RECORD.4", "MEM-RECORD.5",
+    "MEM-SCOPE.5", "MEM-SCORE.1", "MEM-SCORE.2", "MEM-SCORE.4", "MEM-SCORE.5", "MEM-WRITE.1",
+    "MEM-WRITE.2", "MEM-WRITE.3", "MEM-WRITE.4", "MEM-WRITE.5", "MEM-WRITE.6", "MEM-WRITE.7",
+    "MEM-WRITE.8", "MEM-STORE.2", "MEM-STORE.3", "MEM-STORE.4", "MEM-STORE.7", "MEM-STORE.8",
+    "MEM-STORE.9", "MEM-STORE.11", "MEM-CAP.1", "MEM-CAP.2", "MEM-CAP.3", "MEM-WIRE.1",
+    "MEM-WIRE.2", "MEM-WIRE.3", "MEM-WIRE.4", "MEM-WIRE.5", "MEM-WIRE.6", "MEM-WIRE.7",
+    "MEM-WIRE.8", "MEM-WIRE.9", "MEM-WIRE.10", "MEM-WIRE.11", "MEM-WIRE.12", "MEM-WIRE.13",
+    "MEM-WIRE.14", "MEM-WIRE.15", "MEM-WIRE.16",
+)  # fmt: skip
+
+
+def test_the_clause_list_matches_the_machine() -> None:
+    assert set(CLAUSES_test_memory_machine) == set(MACHINE_CLAUSES)
+
+
+@pytest.mark.clause(*CLAUSES_test_memory_machine)
+def test_memory_machine_passes_against_the_bundled_store() -> None:
+    with bundled_store() as url:
+        driver = make_driver(url)
+        ops: dict[str, int] = {}
+
+        def seen(outcome: Any) -> None:
+            ops[outcome.op] = ops.get(outcome.op, 0) + 1
+
+        try:
+            result = run_machine("memory", driver, SMALL, on_step=seen)
+        finally:
+            driver.close()
+    assert result.verdict == "pass", result.reason
+    assert result.examples >= SMALL.max_examples
+    assert result.steps >= 50
+    # the alphabet really is mixed: every kind of request ran
+    assert {"write", "retrieve", "list", "forget", "raw"} <= set(ops), ops
+
+
+@pytest.mark.clause("MEM-WRITE.1", "MEM-SEAM.2")
+def test_the_same_seed_replays_the_same_run() -> None:
+    runs: list[list[Any]] = []
+    for _ in range(2):
+        sent: list[Any] = []
+        runs.append(sent)
+        with bundled_store() as url:
+            driver = make_driver(url, run_id="memspec-sameseed")
+            try:
+                run_machine(
+                    "memory",
+                    driver,
+                    Profile("t", 4, 10, 60.0, fixed_seed=99),
+                    on_step=sent.append,
+                )
+            finally:
+                driver.close()
+    runs = [[(o.op, o.exchange and o.exchange.request_body) for o in run] for run in runs]
+    assert runs[0] == runs[1]
+    assert len(runs[0]) > 10
+
+
+@pytest.mark.clause("MEM-WRITE.1")
+def test_a_store_that_never_dedups_is_shrunk_to_a_short_replay(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with dedup_disabled(monkeypatch), bundled_store() as url:
+        driver = make_driver(url)
+        try:
+            result = run_machine("memory", driver, Profile("t", 60, 10, 60.0, fixed_seed=3))
+            assert result.verdict == "fail"
+            assert result.replay is not None
+            assert "MEM-WRITE.1" in result.clauses
+            assert len(result.replay.steps) <= 3, [s.op for s in result.replay.steps]
+            replay = run_scenario(driver, result.replay)  # the shrunk run reproduces
+            assert replay.verdict == "fail"
+            assert "MEM-WRITE.1" in replay.failed_clauses()
+        finally:
+            driver.close()
+
+
+@pytest.mark.clause("MEM-SCORE.1", "MEM-SCORE.5")
+def test_a_store_that_reverses_rankings_is_caught_by_the_machine(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with retrieve_reversed(monkeypatch), bundled_store() as url:
+        driver = make_driver(url)
+        try:
+            result = run_machine(
+                "memory", driver, Profile("t", 60, 10, 60.0, fixed_seed=5, shrink_budget_s=10.0)
+            )
+        finally:
+            driver.close()
+    assert result.verdict == "fail", result.reason
+    assert any(c.startswith("MEM-SCORE.") for c in result.clauses), result.clauses
+    assert result.replay is not None and len(result.replay.steps) <= 3, [
+        s.op for s in result.replay.steps
+    ]

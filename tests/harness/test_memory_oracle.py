@@ -1,0 +1,350 @@
+"""The memory oracle's rules in isolation: tie groups, listing, eviction choices, the id
+bijection, the time correspondence, and the driver's safety guards."""
+
+from __future__ import annotations
+
+import pytest
+from memory_harness_kit import FakeTarget, bundled_store, make_driver
+
+from conformance.driver import Exchange, Secret, TargetConfig
+from conformance.oracle.memory import (
+    MemoryOracle,
+    SentRequest,
+    TimeProblem,
+    World,
+    _eviction_picks,
+    judge_listing,
+    judge_ranking,
+)
+from conformance.scenario import Step
+from reference.memory.records import MemoryRecord
+from reference.memory.store import empty_store
+
+
+def rec(
+    n: int, text: str, created: int, used: int | None = None, kws: tuple[str, ...] = ()
+) -> MemoryRecord:
+    return MemoryRecord(
+        id=f"mem:s:{n}", scope_key="s", kind="fact", text=text, keywords=kws,
+        source_thread_key="t", source_run_id=None, created_at=created, last_used_at=used,
+        use_count=0, confidence=None, supersedes=None, status="active",
+    )  # fmt: skip
+
+
+# --------------------------------------------------------------------------- ranking
+
+
+@pytest.mark.clause("MEM-SCORE.5", "MEM-SCORE.1")
+def test_a_tie_cut_by_the_limit_admits_any_members_in_any_order() -> None:
+    active = [rec(1, "deploy a", 10), rec(2, "deploy b", 10), rec(3, "deploy c", 10)]
+    for answer in (["mem:s:1", "mem:s:2"], ["mem:s:3", "mem:s:1"], ["mem:s:2", "mem:s:3"]):
+        assert judge_ranking(active, "deploy", 2, answer) is None
+    assert judge_ranking(active, "deploy", 2, ["mem:s:1"]) is not None  # too short
+    assert judge_ranking(active, "deploy", 2, ["mem:s:1", "mem:s:1"]) is not None  # duplicate
+
+
+@pytest.mark.clause("MEM-SCORE.1", "MEM-SCORE.2", "MEM-SCORE.3")
+def test_keyword_match_then_recency_orders_groups() -> None:
+    active = [rec(1, "deploy staging", 10), rec(2, "deploy", 20), rec(3, "deploy", 30, used=None)]
+    assert judge_ranking(active, "deploy staging", 3, ["mem:s:1", "mem:s:3", "mem:s:2"]) is None
+    clauses, why = judge_ranking(active, "deploy staging", 3, ["mem:s:3", "mem:s:1", "mem:s:2"])  # type: ignore[misc]
+    assert "MEM-SCORE.2" in clauses and "keyword match" in why
+    clauses, why = judge_ranking(active, "deploy staging", 3, ["mem:s:1", "mem:s:2", "mem:s:3"])  # type: ignore[misc]
+    assert "MEM-SCORE.3" in clauses
+    # a later use beats a later creation
+    active = [rec(1, "deploy", 10, used=50), rec(2, "deploy", 20)]
+    assert judge_ranking(active, "deploy", 1, ["mem:s:1"]) is None
+    assert judge_ranking(active, "deploy", 1, ["mem:s:2"]) is not None
+
+
+@pytest.mark.clause("MEM-SCORE.4")
+def test_a_record_the_query_does_not_hit_is_never_allowed() -> None:
+    active = [rec(1, "deployment", 10), rec(2, "alpha", 10)]
+    assert judge_ranking(active, "deploy", 5, []) is None
+    clauses, _ = judge_ranking(active, "deploy", 5, ["mem:s:1"])  # type: ignore[misc]
+    assert "MEM-SCORE.4" in clauses
+    assert judge_ranking(active, "!!", 5, ["mem:s:2"]) is not None
+
+
+@pytest.mark.clause("MEM-STORE.5")
+def test_a_long_query_may_miss_records_hit_only_by_dropped_short_tokens() -> None:
+    long_tokens = " ".join(f"longtoken{i:02d}" for i in range(30))
+    active = [rec(1, "xy", 10), rec(2, "longtoken03 here", 10)]
+    query = f"{long_tokens} xy"
+    # longtoken03 is among the 24 longest? all 30 long tokens tie on length; first 24 kept
+    assert judge_ranking(active, query, 5, ["mem:s:2"]) is None, "xy may be dropped"
+    assert judge_ranking(active, query, 5, ["mem:s:2", "mem:s:1"]) is None, "or kept"
+    assert judge_ranking(active, query, 5, []) is not None, (
+        "a record hit by a kept token must be there"
+    )
+    # with 24 or fewer distinct tokens nothing may be missing
+    assert judge_ranking(active, "longtoken03 xy", 5, ["mem:s:2"]) is not None
+
+
+@pytest.mark.clause("MEM-STORE.6")
+def test_more_matches_than_the_candidate_floor_let_the_store_choose_candidates() -> None:
+    # 70 matches > 50: the store may hand the engine 50 of the 60 older records only
+    active = [rec(i, f"deploy item{i}", 10 if i <= 60 else 20) for i in range(1, 71)]
+    older = [f"mem:s:{i}" for i in range(1, 6)]
+    assert judge_ranking(active, "deploy", 5, older) is None
+    assert judge_ranking(active, "deploy", 5, older[:4]) is not None, "still exactly limit records"
+    # with only 45 older records, any 50 candidates hold a newer one that must rank first
+    active = [rec(i, f"deploy item{i}", 10 if i <= 45 else 20) for i in range(1, 71)]
+    assert judge_ranking(active, "deploy", 5, older) is not None
+    assert (
+        judge_ranking(active, "deploy", 5, ["mem:s:46", "mem:s:1", "mem:s:2", "mem:s:3", "mem:s:4"])
+        is not None
+    ), "every 50-candidate set holds more newer records than one"
+
+
+# --------------------------------------------------------------------------- listing
+
+
+@pytest.mark.clause("MEM-STORE.7")
+def test_listing_is_exactly_newest_first_filter_then_limit() -> None:
+    active = [rec(1, "alpha old", 1), rec(2, "beta", 2), rec(3, "alpha new", 3)]
+    assert judge_listing(active, None, 2, ["mem:s:3", "mem:s:2"]) is None
+    assert judge_listing(active, None, 2, ["mem:s:2", "mem:s:3"]) is not None
+    assert judge_listing(active, None, 2, ["mem:s:3"]) is not None
+    assert judge_listing(active, "alpha", 5, ["mem:s:3", "mem:s:1"]) is None
+    assert judge_listing(active, "alpha", 5, ["mem:s:3"]) is not None
+    assert judge_listing(active, "alpha", 5, ["mem:s:3", "mem:s:2", "mem:s:1"]) is not None
+    assert judge_listing(active, "...", 5, []) is None
+
+
+# --------------------------------------------------------------------------- eviction
+
+
+@pytest.mark.clause("MEM-CAP.2")
+def test_eviction_choices_are_every_pick_among_equal_keys() -> None:
+    active = [rec(1, "a", 10), rec(2, "b", 10), rec(3, "c", 10), rec(4, "d", 5, used=20)]
+    picks = {frozenset(p) for p in _eviction_picks(active, 2)}
+    assert picks == {
+        frozenset({"mem:s:1", "mem:s:2"}),
+        frozenset({"mem:s:1", "mem:s:3"}),
+        frozenset({"mem:s:2", "mem:s:3"}),
+    }
+    older = [rec(1, "a", 5), rec(2, "b", 10), rec(3, "c", 10)]
+    assert {frozenset(p) for p in _eviction_picks(older, 2)} == {
+        frozenset({"mem:s:1", "mem:s:2"}),
+        frozenset({"mem:s:1", "mem:s:3"}),
+    }
+
+
+# --------------------------------------------------------------------------- time correspondence
+
+
+@pytest.mark.clause("MEM-STORE.11", "MEM-RECORD.3")
+def test_time_correspondence_is_consistent_and_ordered_per_scope() -> None:
+    w = World(empty_store())
+    w.observe_time("s", 100, 5000, "createdAt")
+    w.observe_time("s", 100, 5000, "createdAt again")
+    w.observe_time("s", 200, 5003, "later event")
+    with pytest.raises(TimeProblem) as same:
+        w.observe_time("s", 100, 5001, "createdAt changed")
+    assert "MEM-STORE.11" in same.value.clauses
+    with pytest.raises(TimeProblem):
+        w.observe_time("s", 150, 5003, "equal stamp for a distinct event")
+    with pytest.raises(TimeProblem):
+        w.observe_time("s", 300, 4999, "clock ran backwards")
+    w.observe_time("other", 150, 1, "another scope is not compared")
+
+
+# --------------------------------------------------------------------------- the oracle on answers
+
+
+def _sent(path: str, body: dict) -> SentRequest:
+    import json
+
+    raw = json.dumps(body).encode()
+    return SentRequest("POST", path, body, raw, str(len(raw)), True)
+
+
+def _ex(status: int | None, body: object, error: str | None = None) -> Exchange:
+    return Exchange("POST", "/x", None, status, body, transport_error=error)
+
+
+def _wire(rid: str, text: str, created: int, **extra: object) -> dict:
+    r = {"id": rid, "scopeKey": "org:t", "kind": "fact", "text": text, "keywords": [text],
+         "sourceThreadKey": "t", "createdAt": created, "useCount": 0, "status": "active"}  # fmt: skip
+    r.update(extra)
+    return r
+
+
+@pytest.mark.clause("MEM-STORE.9", "MEM-WIRE.16", "MEM-RECORD.1")
+def test_ids_are_matched_by_content_and_never_reused() -> None:
+    o = MemoryOracle()
+    w = {
+        "scopeKey": "org:t",
+        "records": [
+            {"kind": "fact", "text": "alpha", "sourceThreadKey": "t", "keywords": ["alpha"]}
+        ],
+    }
+    j = o.judge(
+        _sent("/write", w),
+        _ex(200, {"ok": True, "inserted": 1, "deduped": 0, "superseded": 0, "evicted": 0}),
+        1000,
+    )
+    assert j.verdict == "pass"
+    o.commit(j)
+    listing = _sent("/list", {"scopeKey": "org:t", "limit": 5})
+    good = o.judge(listing, _ex(200, {"records": [_wire("mem:org:t:41", "alpha", 77)]}), 1010)
+    assert good.verdict == "pass", good.reason
+    o.commit(good)
+    assert o.worlds[0].m2t == {"mem:org:t:1": "mem:org:t:41"}
+    # the same record under another id
+    j = o.judge(listing, _ex(200, {"records": [_wire("mem:org:t:42", "alpha", 77)]}), 1020)
+    assert j.verdict == "diverge"
+    # an id of another scope
+    j = o.judge(listing, _ex(200, {"records": [_wire("mem:org:u:41", "alpha", 77)]}), 1020)
+    assert j.verdict == "diverge" and "MEM-STORE.9" in j.clauses
+    # null for an optional field
+    j = o.judge(
+        listing, _ex(200, {"records": [_wire("mem:org:t:41", "alpha", 77, sourceRunId=None)]}), 1020
+    )
+    assert j.verdict == "diverge" and "null" in j.reason
+    # createdAt changed between answers
+    j = o.judge(listing, _ex(200, {"records": [_wire("mem:org:t:41", "alpha", 78)]}), 1020)
+    assert j.verdict == "diverge" and "MEM-STORE.11" in j.clauses
+
+
+@pytest.mark.clause("MEM-WRITE.7", "MEM-CAP.1", "MEM-CAP.2")
+def test_a_batch_that_dedups_against_its_own_evicted_insert_forks_the_eviction() -> None:
+    o = MemoryOracle()
+    batch = [{"kind": "fact", "text": t, "sourceThreadKey": "t"} for t in ("beta!", "x", "beta!")]
+    body = {"scopeKey": "org:t", "records": batch, "cap": 1}
+    counts = {"ok": True, "inserted": 2, "deduped": 1, "superseded": 0, "evicted": 1}
+    j = o.judge(_sent("/write", body), _ex(200, counts), 1000)
+    assert j.verdict == "pass", j.reason
+    o.commit(j)
+    assert len(o.worlds) == 2, "either never-used record of the batch may be the one evicted"
+    listing = _sent("/list", {"scopeKey": "org:t", "limit": 5})
+    kept_x = o.judge(
+        listing, _ex(200, {"records": [_wire("mem:org:t:2", "x", 9, keywords=["x"])]}), 1010
+    )
+    assert kept_x.verdict == "pass", kept_x.reason
+    o.commit(kept_x)
+    assert len(o.worlds) == 1
+    both = o.judge(
+        listing,
+        _ex(
+            200,
+            {
+                "records": [
+                    _wire("mem:org:t:2", "x", 9, keywords=["x"]),
+                    _wire("mem:org:t:1", "beta!", 9, keywords=["beta"], useCount=1),
+                ]
+            },
+        ),
+        1020,
+    )
+    assert both.verdict == "diverge"
+
+
+@pytest.mark.clause("MEM-RECORD.5")
+def test_keywords_of_a_record_written_without_keywords_may_not_add_tokens() -> None:
+    o = MemoryOracle()
+    w = {
+        "scopeKey": "org:t",
+        "records": [{"kind": "fact", "text": "Alpha beta", "sourceThreadKey": "t"}],
+    }
+    o.commit(
+        o.judge(
+            _sent("/write", w),
+            _ex(200, {"ok": True, "inserted": 1, "deduped": 0, "superseded": 0, "evicted": 0}),
+            1000,
+        )
+    )
+    listing = _sent("/list", {"scopeKey": "org:t", "limit": 5})
+    for kws in ([], ["alpha"], ["beta", "alpha"]):
+        assert (
+            o.judge(
+                listing,
+                _ex(200, {"records": [_wire("mem:org:t:1", "Alpha beta", 5, keywords=kws)]}),
+                1010,
+            ).verdict
+            == "pass"
+        )
+    j = o.judge(
+        listing,
+        _ex(200, {"records": [_wire("mem:org:t:1", "Alpha beta", 5, keywords=["gamma"])]}),
+        1010,
+    )
+    assert j.verdict == "diverge" and "MEM-RECORD.5" in j.clauses
+
+
+@pytest.mark.clause("MEM-WIRE.8", "MEM-WIRE.3", "MEM-WIRE.11")
+def test_status_and_error_shape_are_judged() -> None:
+    o = MemoryOracle()
+    bad = _sent("/retrieve", {"scopeKey": "org:t", "query": "x", "limit": 0})
+    assert o.judge(bad, _ex(400, {"error": "limit must be 1-50"}), 1).verdict == "pass"
+    j = o.judge(bad, _ex(400, {"error": "bad request"}), 1)
+    assert j.verdict == "diverge" and "MEM-WIRE.8" in j.clauses, "a 400 must name the field"
+    assert o.judge(bad, _ex(400, {"error": "limit bad", "detail": 1}), 1).verdict == "diverge"
+    assert o.judge(bad, _ex(200, {"records": []}), 1).verdict == "diverge"
+    assert o.judge(bad, _ex(500, {"error": "boom"}), 1).verdict == "diverge"
+    assert o.judge(bad, _ex(None, None, "timeout after 1s"), 1).verdict == "indeterminate"
+    noauth = SentRequest(
+        "POST",
+        "/list",
+        {"scopeKey": "org:t", "limit": 1},
+        b'{"scopeKey":"org:t","limit":1}',
+        "30",
+        False,
+    )
+    assert o.judge(noauth, _ex(401, {"error": "unauthorized"}), 1).verdict == "pass"
+    j = o.judge(noauth, _ex(200, {"records": []}), 1)
+    assert j.verdict == "diverge" and "MEM-WIRE.3" in j.clauses
+
+
+# --------------------------------------------------------------------------- the driver's guards
+
+
+@pytest.mark.clause("MEM-SCOPE.5")
+def test_a_scope_key_outside_the_run_is_never_sent() -> None:
+    with FakeTarget("ok-empty") as fake:
+        d = make_driver(fake.url)
+        d.begin("guard")
+        before = len(fake.requests)
+        for step in (
+            Step(op="write", args={"scopeKey": "org:acme", "records": []}),
+            Step(op="forget", args={"scopeKey": "user:slack:U1", "id": "mem:user:slack:U1:1"}),
+            Step(
+                op="raw",
+                args={
+                    "method": "POST",
+                    "path": "/list",
+                    "body": {"scopeKey": "org:acme", "limit": 5},
+                },
+            ),
+        ):
+            out = d.execute(0, step)
+            assert out.verdict == "skip" and "not a key of this run" in out.reason
+        assert len(fake.requests) == before
+        d.close()
+
+
+@pytest.mark.clause("MEM-STORE.9")
+def test_a_guessed_id_in_the_requests_own_scope_is_refused() -> None:
+    with bundled_store() as url:
+        d = make_driver(url)
+        d.begin("guess")
+        out = d.execute(
+            0, Step(op="forget", args={"scopeKey": "{scope:a}", "id": "mem:{scope:a}:1"})
+        )
+        assert out.verdict == "skip" and "implementation-defined" in out.reason
+        out = d.execute(
+            1, Step(op="forget", args={"scopeKey": "{scope:a}", "id": "mem:{scope:b}:1"})
+        )
+        assert out.verdict == "pass", (
+            "another scope's id names nothing here, whatever the numbering"
+        )
+        d.close()
+
+
+@pytest.mark.clause("MEM-WIRE.3")
+def test_the_token_never_prints() -> None:
+    s = Secret("s3cr3t-value")
+    cfg = TargetConfig("http://127.0.0.1:1", s)
+    assert "s3cr3t" not in f"{s} {s!r} {cfg} {cfg!r} {cfg.public()}"
+    assert s.reveal() == "s3cr3t-value"

@@ -1,0 +1,161 @@
+"""Target clients: raw requests go out byte for byte, answers are bounded, the token only ever
+travels in the Authorization header, capabilities are probed or declared, and a scenario that
+needs a missing capability is skipped with the reason."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from pathlib import Path
+
+import pytest
+from memory_harness_kit import TOKEN, bundled_store, make_driver
+
+from conformance.cli import main
+from conformance.driver import Secret, TargetConfig
+from conformance.runner import CORPUS_DIR, run_scenario
+from conformance.scenario import load_scenario
+from conformance.targets.base import HttpTarget, TargetError, load_target_profile, load_token
+
+
+class RawCapture:
+    """A socket server that records the raw request bytes and answers a fixed 200."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(5)
+        self.seen: list[bytes] = []
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            with conn:
+                conn.settimeout(2)
+                data = b""
+                try:
+                    while b"\r\n\r\n" not in data:
+                        chunk = conn.recv(4096)
+                        if not chunk:
+                            break
+                        data += chunk
+                except OSError:
+                    pass
+                self.seen.append(data)
+                echo = b'{"echo": "' + TOKEN.encode() + b'"}'
+                conn.sendall(
+                    b"HTTP/1.1 200 OK\r\nContent-Length: "
+                    + str(len(echo)).encode()
+                    + b"\r\nConnection: close\r\n\r\n"
+                    + echo
+                )
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+@pytest.mark.clause("MEM-WIRE.5", "MEM-WIRE.3")
+def test_raw_requests_go_out_byte_for_byte_and_echoes_of_the_token_are_blanked() -> None:
+    cap = RawCapture()
+    try:
+        t = HttpTarget(TargetConfig(cap.url, Secret(TOKEN)))
+        ex = t.raw("POST", "/write", headers=[("Content-Length", "0x10")], body=b"{}", auth="wrong")
+        ex2 = t.raw("POST", "/list", headers=[], body=b"", auth=False)
+        t.close()
+    finally:
+        cap.close()
+    head = cap.seen[0].decode()
+    assert head.startswith("POST /write HTTP/1.1\r\n")
+    assert "\r\nContent-Length: 0x10\r\n" in head
+    wrong = next(line for line in head.split("\r\n") if line.startswith("Authorization: Bearer "))
+    assert len(wrong) == len("Authorization: Bearer " + TOKEN) and TOKEN not in wrong
+    assert (
+        "Content-Length" not in cap.seen[1].decode() and "Authorization" not in cap.seen[1].decode()
+    )
+    assert ex.status == 200 and TOKEN not in str(ex.to_json()), "an echoed token is blanked"
+    assert ex2.status == 200
+
+
+@pytest.mark.clause("MEM-WIRE.1")
+def test_target_profiles_and_tokens_load_strictly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    prof = tmp_path / "t.toml"
+    prof.write_text('[target]\nurl = "https://m.example"\ntoken_env = "X_TOKEN"\ntimeout_s = 3\n'
+                    '[capabilities]\nraw_http = false\n"memory.cap" = true\n')  # fmt: skip
+    p = load_target_profile(prof)
+    assert (p.url, p.token_env, p.timeout_s) == ("https://m.example", "X_TOKEN", 3.0)
+    assert p.declared == {"memory.cap"} and p.denied == {"raw_http"}
+    for bad in (
+        '[target]\ntoken = "inline"\n',
+        "[capabilities]\nraw_http = 1\n",
+        "[other]\n",
+        "not toml [",
+    ):
+        prof.write_text(bad)
+        with pytest.raises(TargetError):
+            load_target_profile(prof)
+    monkeypatch.setenv("X_TOKEN", " abc \n")
+    assert load_token("X_TOKEN").reveal() == "abc"  # type: ignore[union-attr]
+    monkeypatch.setenv("X_TOKEN", "")
+    with pytest.raises(TargetError):
+        load_token("X_TOKEN")
+    with pytest.raises(TargetError):
+        load_token(token_file=tmp_path / "missing")
+    assert load_token() is None
+
+
+@pytest.mark.clause("MEM-WIRE.5", "MEM-WIRE.6")
+def test_a_scenario_needing_a_missing_capability_is_skipped_with_the_reason() -> None:
+    fence = load_scenario(CORPUS_DIR / "memory" / "content_length_must_be_a_digit_string.json")
+    with bundled_store() as url:
+        driver = make_driver(url, denied=("raw_http",))
+        try:
+            assert "raw_http" not in driver.capabilities()
+            result = run_scenario(driver, fence)
+        finally:
+            driver.close()
+    assert result.verdict == "skip"
+    assert result.reason == "target lacks raw_http"
+    assert result.outcomes == []
+
+
+@pytest.mark.clause("MEM-WIRE.3")
+def test_probing_finds_the_capabilities_and_refuses_a_wrong_token(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    with bundled_store() as url:
+        driver = make_driver(url)
+        assert {
+            "raw_http",
+            "auth",
+            "memory.list",
+            "memory.forget",
+            "memory.cap",
+        } <= driver.capabilities()
+        driver.close()
+        with pytest.raises(TargetError, match="token was refused"):
+            make_driver(url, token="not-the-token")
+        monkeypatch.setenv("WRONG_TOKEN", "not-the-token")
+        code = main(
+            [
+                "run",
+                "--target",
+                url,
+                "--token-env",
+                "WRONG_TOKEN",
+                "--spec",
+                "memory",
+                "--quiet",
+                "--report",
+                str(tmp_path),
+            ]
+        )
+    _, err = capsys.readouterr()
+    assert code == 2 and "token was refused" in err and len(err.strip().splitlines()) == 1
