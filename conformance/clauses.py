@@ -116,46 +116,47 @@ def _clause_args(decorators: Iterable[ast.expr]) -> list[str]:
     return ids
 
 
+def _pytestmark_ids(body: list[ast.stmt]) -> list[str]:
+    ids: list[str] = []
+    for node in body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "pytestmark" for t in node.targets
+        ):
+            ids.extend(_clause_args([node.value]))
+    return ids
+
+
+def _visit_tests(
+    body: list[ast.stmt], rel: str, prefix: str, inherited: list[str], found: dict[str, list[str]]
+) -> None:
+    for node in body:
+        if isinstance(node, ast.ClassDef) and node.name.startswith("Test"):
+            cls_ids = inherited + _clause_args(node.decorator_list) + _pytestmark_ids(node.body)
+            _visit_tests(node.body, rel, f"{prefix}{node.name}::", cls_ids, found)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith(
+            "test"
+        ):
+            ids = inherited + _clause_args(node.decorator_list)
+            for cid in dict.fromkeys(ids):
+                found.setdefault(cid, []).append(f"{rel}::{prefix}{node.name}")
+        elif isinstance(node, ast.Assign) and prefix == "":
+            # A Hypothesis state machine exposed as ``TestX = Machine.TestCase`` carries its
+            # clauses in a module-level ``CLAUSES_TestX = ("MEM-…", …)`` (a marker cannot be
+            # put on the generated class).
+            for t in node.targets:
+                if isinstance(t, ast.Name) and t.id.startswith("CLAUSES_"):
+                    ids = CLAUSE_ID.findall(ast.unparse(node.value))
+                    for cid in dict.fromkeys(ids):
+                        found.setdefault(cid, []).append(f"{rel}::{t.id[len('CLAUSES_') :]}")
+
+
 def scan_tests(tests_dir: Path, root: Path) -> dict[str, list[str]]:
     """Map clause id -> test node ids, from the source of every ``test_*.py`` under tests_dir."""
     found: dict[str, list[str]] = {}
     for path in sorted(tests_dir.rglob("test_*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
         rel = path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path)
-        module_ids: list[str] = []
-        for node in tree.body:
-            if isinstance(node, ast.Assign) and any(
-                isinstance(t, ast.Name) and t.id == "pytestmark" for t in node.targets
-            ):
-                module_ids.extend(_clause_args([node.value]))
-
-        def visit(body: list[ast.stmt], prefix: str, inherited: list[str]) -> None:
-            for node in body:
-                if isinstance(node, ast.ClassDef) and node.name.startswith("Test"):
-                    cls_ids = inherited + _clause_args(node.decorator_list)
-                    for stmt in node.body:
-                        if isinstance(stmt, ast.Assign) and any(
-                            isinstance(t, ast.Name) and t.id == "pytestmark" for t in stmt.targets
-                        ):
-                            cls_ids = cls_ids + _clause_args([stmt.value])
-                    visit(node.body, f"{prefix}{node.name}::", cls_ids)
-                elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith(
-                    "test"
-                ):
-                    ids = inherited + _clause_args(node.decorator_list)
-                    for cid in dict.fromkeys(ids):
-                        found.setdefault(cid, []).append(f"{rel}::{prefix}{node.name}")
-                elif isinstance(node, ast.Assign) and prefix == "":
-                    # A Hypothesis state machine exposed as ``TestX = Machine.TestCase`` carries
-                    # its clauses on the machine class (``@pytest.mark.clause`` is not usable
-                    # there), so a module-level ``CLAUSES_TestX = ("MEM-…", …)`` names them.
-                    for t in node.targets:
-                        if isinstance(t, ast.Name) and t.id.startswith("CLAUSES_"):
-                            ids = CLAUSE_ID.findall(ast.unparse(node.value))
-                            for cid in dict.fromkeys(ids):
-                                found.setdefault(cid, []).append(f"{rel}::{t.id[len('CLAUSES_'):]}")
-
-        visit(tree.body, "", module_ids)
+        _visit_tests(tree.body, rel, "", _pytestmark_ids(tree.body), found)
     return found
 
 
