@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml
 
 ## make run: the main job — the conformance suite against the bundled store
 run: $(STAMP)
-	$(BIN)/memspec run
+	$(BIN)/memspec run --profile ci
 
 ## make test: the whole test suite (set HYPOTHESIS_PROFILE=dev|ci|deep)
 test: $(STAMP)
