@@ -1,0 +1,739 @@
+"""The ledger driver: scenario steps → ``POST /ledger/...`` → the oracle's verdict.
+
+Ops (``Step.op``) and their ``args`` (the method's params, camelCase, sent as written):
+
+``save {body, kind?, sessionId?}``           ``memory/save_memory_record``
+``list {scopeKey, status?}``                 ``memory/list_memory_records``
+``delete {recordId}``                        ``memory/delete_memory_record``
+``supersede {recordId, body, kind?}``        ``memory/supersede_memory_record``
+``approve {recordId}`` / ``reject {recordId}`` ``memory/approve_…`` / ``memory/reject_…``
+``list_as_of {scopeKey, at}``                ``memory/list_memory_records_as_of``
+``get_settings {}``                          ``memory/get_consolidation_settings``
+``update_settings {mode, …}``                ``memory/update_consolidation_settings``
+``reset {}``, ``sweep {at}``, ``propose {body, …}``, ``set_expiry {recordId, expiresAt}``,
+``consolidate {operations}``, ``packet {}``  the ``_test/*`` controls (``ledger.test_control``)
+``set_clock {now}`` | ``{advance_ms}`` | ``{advance: "5m"}``  move the run's clock forward
+                                             (``ledger.clock``; units ms, s, m, h, d)
+``raw {method, params}`` | ``{method, text}`` any params value (not an object, unknown names,
+                                             …) or a body that is not JSON, to any method
+
+Values are expanded before sending: a ``recordId`` or a consolidation ``targets`` entry
+``"$r1"`` is the record bound to ``r1`` (its model id for the model, its target id for the
+target); ``{"$repeat": "x", "times": 4001}`` and ``{"$concat": [...]}`` build long strings.
+``bind`` names records of an answer, resolved in the *model's* answer (whose order is
+canonical) and carried to the target through the id bijection: ``{"r1": "id"}`` (a
+single-record answer), or ``{"r1": {"body": "…", "status": "active"}}`` (the one record of the
+answer, or of its ``records``, with those field values).  A call the model refuses binds
+nothing (a later ``$r1`` is then unbound).  ``expect`` narrows a step by hand, on the target's
+answer, on top of the model's verdict: ``status``, ``body`` (members that must be equal; a
+``"$r1"`` there is the target's id), ``count``, ``texts`` / ``text_set`` (the records' bodies,
+in order / in any order).
+
+Isolation: the ledger has one scope, ``account:local``, so a run cannot be confined to keys of
+its own.  Before anything is written the driver lists active and proposed records and refuses
+a non-empty ledger (:class:`~conformance.targets.base.TargetError`, exit 2) unless the run was
+started with ``--allow-dirty``.  With ``ledger.test_control`` every scenario starts from
+``_test/reset``; without it, the driver forgets what the previous scenario left — and, at
+:meth:`LedgerDriver.close`, what the last one left — (tombstones its active records, rejects
+its proposals, restores the settings) and ignores records that existed before the run.
+
+Clock: every scenario's clock starts at 2026-03-02T09:00:00.000Z (:data:`START_MS`); a mutating
+step runs at the clock's instant, or 1 s after the previous mutating step when the clock was not
+moved in between — so the k-th mutating step of a scenario that never sets the clock runs at
+START + k s.  With ``ledger.clock`` the target's clock is pinned to that instant before every
+mutating step, and every time is compared exactly.  Without it the target stamps with its own
+clock, mutating steps are kept ≥ 3 ms apart in real time, and times are compared through a
+monotone correspondence (see :mod:`conformance.oracle.ledger`); steps that place an instant of
+their own (``set_clock``, ``sweep``, ``set_expiry``) then need ``ledger.clock`` and are skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from dataclasses import dataclass, replace
+from typing import Any
+
+from conformance.driver import Exchange, RunContext, StepOutcome
+from conformance.oracle import ledger as oracle
+from conformance.scenario import Scenario, Step
+from conformance.targets.base import TargetError
+from conformance.targets.ledger import CLOCK, TEST_CONTROL, LedgerTarget
+from reference.ledger.outcome import INVALID_PARAMS, Ok, Outcome, Refused
+from reference.ledger.packet import build_packet
+from reference.ledger.records import SCOPE_LOCAL, LedgerState, empty_state, settings_for
+from reference.ledger.timefmt import format_rfc3339, parse_rfc3339
+from reference.ledger.wire import handle, record_to_wire, settings_to_wire
+
+#: Where every scenario's clock starts (a fixed instant: runs are reproducible).
+START_MS = parse_rfc3339("2026-03-02T09:00:00.000Z") or 0
+#: How far the model's clock moves between two mutating steps that did not set it.
+TICK_MS = 1000
+#: Real time kept between mutating steps when the target's clock cannot be pinned.
+SPACING_S = 0.003
+#: A JSON-RPC parse error: allowed, besides -32602, for a body that is not JSON at all.
+PARSE_ERROR = -32700
+
+_SYMBOL = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]{0,31})")
+_ADVANCE = re.compile(r"(\d+)(ms|s|m|h|d)")
+_UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+
+
+@dataclass(frozen=True)
+class Op:
+    method: str
+    mutating: bool = False
+    control: bool = False  # needs ledger.test_control
+    places_instant: bool = False  # sends an instant of its own: needs ledger.clock
+
+
+OPS: dict[str, Op] = {
+    "save": Op("memory/save_memory_record", mutating=True),
+    "list": Op("memory/list_memory_records"),
+    "delete": Op("memory/delete_memory_record", mutating=True),
+    "supersede": Op("memory/supersede_memory_record", mutating=True),
+    "approve": Op("memory/approve_memory_record", mutating=True),
+    "reject": Op("memory/reject_memory_record", mutating=True),
+    "list_as_of": Op("memory/list_memory_records_as_of"),
+    "get_settings": Op("memory/get_consolidation_settings"),
+    "update_settings": Op("memory/update_consolidation_settings", mutating=True),
+    "reset": Op("_test/reset", mutating=True, control=True),
+    "sweep": Op("_test/sweep", mutating=True, control=True, places_instant=True),
+    "propose": Op("_test/propose", mutating=True, control=True),
+    "set_expiry": Op("_test/set_expiry", mutating=True, control=True, places_instant=True),
+    "consolidate": Op("_test/consolidate", mutating=True, control=True),
+    "packet": Op("_test/packet", control=True),
+    "set_clock": Op("_test/set_clock", control=True, places_instant=True),
+    "raw": Op("", mutating=True),
+}
+
+
+class StepError(Exception):
+    """A step the driver cannot run as written (unbound symbol, bad macro, clock backwards)."""
+
+
+def step_requires(step: Step) -> set[str]:
+    """Capabilities one step needs.  A step that places an instant of its own needs the
+    target's clock pinned, or its instant would not mean the same on the target."""
+    op = OPS.get(step.op)
+    need: set[str] = set()
+    if op is None:
+        return need
+    if op.control:
+        need.add(TEST_CONTROL)
+    if op.places_instant:
+        need.add(CLOCK)
+    if step.op == "raw" and str(step.args.get("method", "")).startswith("_test/"):
+        need.add(TEST_CONTROL)
+    return need
+
+
+def infer_requires(scenario: Scenario) -> set[str]:
+    """Every capability a ledger scenario needs: its ``requires`` plus what its steps use."""
+    need = set(scenario.requires)
+    for step in scenario.steps:
+        need |= step_requires(step)
+    return need
+
+
+class LedgerDriver:
+    """Drives one ledger binding in lockstep with ``reference.ledger.wire.handle``."""
+
+    protocol = "ledger"
+
+    def __init__(self, ctx: RunContext, *, target: LedgerTarget | None = None) -> None:
+        self.ctx = ctx
+        self.target = target if target is not None else LedgerTarget(ctx.target)
+        try:
+            self._caps = self.target.probe()
+            self.clock = CLOCK in self._caps
+            self.control = TEST_CONTROL in self._caps
+            self._foreign, self._baseline = self._check_clean()
+        except TargetError:
+            self.target.close()
+            raise
+        self._wrote = False
+        self._clock_pinned = False
+        self._closed = False
+        self.model: LedgerState = empty_state()
+        self.octx = self._fresh_context()
+        self.symbols: dict[str, str] = {}
+        self.now = START_MS
+        self.last_mutation: int | None = None
+        self._target_clock: int | None = None
+        self._last_real = 0.0
+        self._setup_error: str | None = None
+
+    # -- Driver protocol ------------------------------------------------------------------
+
+    def capabilities(self) -> frozenset[str]:
+        return self._caps
+
+    def requirements(self, scenario: Scenario) -> set[str]:
+        return infer_requires(scenario)
+
+    def scopes_written(self) -> list[str]:
+        return [SCOPE_LOCAL] if self._wrote else []
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            if self._clock_pinned:
+                self.target.test("set_clock", {"now": None})
+            if not self.control and self._wrote:
+                # A ledger the run cannot reset keeps nothing active of the run's: its pins are
+                # tombstoned and the settings put back (tombstones stay in history: nothing
+                # deletes a row).
+                self._forget_previous()
+        finally:
+            self.target.close()
+
+    def begin(self, scenario_name: str) -> None:
+        """A fresh ledger (reset, or the previous scenario's records forgotten), a fresh model
+        at :data:`START_MS`, empty symbol table and correspondences."""
+        self._setup_error = None
+        if self.control:
+            ex = self.target.test("reset", {})
+            if ex.status != 200 or ex.body != {"ok": True}:
+                self._setup_error = (
+                    f"_test/reset answered {ex.status} {_short(ex.body or ex.transport_error)}"
+                )
+        elif self._wrote:
+            self._setup_error = self._forget_previous()
+        self.model = empty_state()
+        if not self.control:
+            # The model starts from the settings the target has now (a harness or model name a
+            # scenario set cannot be unset through the binding, so it may outlive the scenario).
+            ex = self.target.call("memory/get_consolidation_settings", {})
+            if ex.status == 200 and isinstance(ex.body, dict):
+                self.model = self._model_with_settings(ex.body)
+            elif self._setup_error is None:
+                self._setup_error = f"reading the consolidation settings answered {ex.status}"
+        self.octx = self._fresh_context()
+        self.symbols = {}
+        self.now = START_MS
+        self.last_mutation = None
+        self._target_clock = None
+        if self.clock and self._setup_error is None:
+            self._setup_error = self._pin_clock(self.now)
+
+    def execute(self, index: int, step: Step) -> StepOutcome:
+        op = OPS.get(step.op)
+        base = tuple(step.clauses) or (
+            oracle.method_clauses(op.method) if op and op.method else ("LED-WIRE.1",)
+        )
+        if op is None:
+            return StepOutcome(
+                index,
+                step.op,
+                "indeterminate",
+                base,
+                "",
+                None,
+                reason=f"unknown ledger op {step.op!r} (ops: {', '.join(OPS)})",
+            )
+        if self._setup_error is not None:
+            return StepOutcome(
+                index,
+                step.op,
+                "indeterminate",
+                base,
+                "",
+                None,
+                reason=f"the ledger could not be prepared for this scenario: {self._setup_error}",
+            )
+        missing = sorted(step_requires(step) - self._caps)
+        if missing:
+            return StepOutcome(
+                index,
+                step.op,
+                "skip",
+                base,
+                "",
+                None,
+                reason=f"needs {', '.join(missing)}",
+            )
+        try:
+            if step.op == "set_clock":
+                return self._set_clock(index, step, base)
+            return self._call(index, step, op, base)
+        except StepError as exc:
+            return StepOutcome(index, step.op, "indeterminate", base, "", None, reason=str(exc))
+
+    # -- preparation ----------------------------------------------------------------------
+
+    def _check_clean(self) -> tuple[frozenset[str], dict[str, Any] | None]:
+        """Refuse a ledger that holds records unless ``--allow-dirty``; return the ids found
+        (ignored by the oracle when the ledger cannot be reset) and the settings baseline."""
+        held: list[str] = []
+        for status in ("active", "proposed"):
+            ex = self.target.call(
+                "memory/list_memory_records", {"scopeKey": SCOPE_LOCAL, "status": status}
+            )
+            records = ex.body.get("records") if isinstance(ex.body, dict) else None
+            if ex.status != 200 or not isinstance(records, list):
+                raise TargetError(
+                    f"{self.target.url}: cannot list {status} ledger records"
+                    f" (HTTP {ex.status} {_short(ex.body or ex.transport_error)})"
+                )
+            held += [str(r.get("id")) for r in records if isinstance(r, dict)]
+        if held and not self.ctx.allow_dirty:
+            reset = " (its test controls would reset it)" if self.control else ""
+            raise TargetError(
+                f"{self.target.url}: the ledger already holds {len(held)}+ active or proposed"
+                " record(s); a ledger run needs a fresh instance"
+                + reset
+                + ". Pass --allow-dirty to run anyway."
+            )
+        baseline: dict[str, Any] | None = None
+        foreign: frozenset[str] = frozenset()
+        if not self.control:
+            ex = self.target.call("memory/get_consolidation_settings", {})
+            if ex.status == 200 and isinstance(ex.body, dict):
+                baseline = ex.body
+            if held:
+                far = self.target.call(
+                    "memory/list_memory_records_as_of",
+                    {"scopeKey": SCOPE_LOCAL, "at": "9999-12-31T23:59:59.999Z"},
+                )
+                recs = far.body.get("records") if isinstance(far.body, dict) else None
+                if isinstance(recs, list):
+                    held += [str(r.get("id")) for r in recs if isinstance(r, dict)]
+                foreign = frozenset(held)
+        return foreign, baseline
+
+    def _fresh_context(self) -> oracle.Context:
+        # Without a pinned clock, an instant before every event of the scenario reads, on the
+        # target, like the harness's wall clock now (after whatever an earlier scenario left).
+        anchor = time.time_ns() // 1_000_000
+        return oracle.Context(
+            oracle.Ids(), oracle.Times(exact=self.clock, anchor=anchor), self._foreign
+        )
+
+    def _model_with_settings(self, wire: dict[str, Any]) -> LedgerState:
+        params = {
+            k: wire[k]
+            for k in ("mode", "harness", "model", "maxRecords", "allowRemoval", "debounceSeconds")
+            if k in wire
+        }
+        state, outcome = handle(
+            empty_state(), "memory/update_consolidation_settings", params, START_MS
+        )
+        return state if isinstance(outcome, Ok) else empty_state()
+
+    def _forget_previous(self) -> str | None:
+        """Without reset: tombstone every active record and reject every proposal the target
+        holds that did not predate the run, and put the settings back as they were found.
+        Judged by what the target lists (not by the model, which may have diverged); a message
+        when the ledger refuses."""
+        for status, method in (
+            ("active", "memory/delete_memory_record"),
+            ("proposed", "memory/reject_memory_record"),
+        ):
+            for _round in range(200):  # a listing shows 50 at a time
+                ex = self.target.call(
+                    "memory/list_memory_records", {"scopeKey": SCOPE_LOCAL, "status": status}
+                )
+                records = ex.body.get("records") if isinstance(ex.body, dict) else None
+                if ex.status != 200 or not isinstance(records, list):
+                    return f"listing {status} records answered {ex.status}"
+                ours = [
+                    r["id"]
+                    for r in records
+                    if isinstance(r, dict)
+                    and isinstance(r.get("id"), str)
+                    and r["id"] not in self._foreign
+                ]
+                if not ours:
+                    break
+                for rid in ours:
+                    done = self.target.call(method, {"recordId": rid})
+                    if done.status != 200:
+                        return f"{method} {rid} answered {done.status}"
+        wanted = self._baseline or settings_to_wire(
+            SCOPE_LOCAL, settings_for(empty_state(), SCOPE_LOCAL)
+        )
+        now = self.target.call("memory/get_consolidation_settings", {})
+        if now.status != 200 or now.body != wanted:
+            params = {k: v for k, v in wanted.items() if k != "scopeKey"}
+            ex = self.target.call("memory/update_consolidation_settings", params)
+            if ex.status != 200:
+                return f"restoring the consolidation settings answered {ex.status}"
+        return None
+
+    def _pin_clock(self, at: int) -> str | None:
+        text = format_rfc3339(at)
+        ex = self.target.test("set_clock", {"now": text})
+        self._clock_pinned = True
+        if ex.status != 200 or not isinstance(ex.body, dict) or ex.body.get("now") != text:
+            return f"_test/set_clock {text} answered {ex.status} {_short(ex.body or ex.transport_error)}"
+        self._target_clock = at
+        return None
+
+    # -- expansion ------------------------------------------------------------------------
+
+    def _expand(self, value: Any, side: str, key: str | None = None) -> Any:
+        """Macros and symbols; ``side`` is ``model`` or ``target`` (which id a symbol becomes)."""
+        if isinstance(value, str):
+            if (
+                key in ("recordId", "targets")
+                and value.startswith("$")
+                and _SYMBOL.fullmatch(value)
+            ):
+                return self._symbol(value[1:], side)
+            if key in ("recordId", "targets") and side == "model":
+                self._check_literal_id(value)
+            return value
+        if isinstance(value, list):
+            return [self._expand(v, side, key if key == "targets" else None) for v in value]
+        if isinstance(value, dict):
+            if set(value) == {"$repeat", "times"}:
+                unit, times = value["$repeat"], value["times"]
+                if (
+                    not isinstance(unit, str)
+                    or isinstance(times, bool)
+                    or not isinstance(times, int)
+                    or not 0 <= times <= 1_000_000
+                ):
+                    raise StepError("$repeat needs a string and 0 <= times <= 1000000")
+                return unit * times
+            if set(value) == {"$concat"}:
+                parts = [self._expand(v, side) for v in value["$concat"]]
+                if not all(isinstance(p, str) for p in parts):
+                    raise StepError("$concat joins strings only")
+                return "".join(parts)
+            return {k: self._expand(v, side, k) for k, v in value.items()}
+        return value
+
+    def _expand_expect(self, value: Any) -> Any:
+        """An expectation is about the target's answer: every ``$name`` is its target id."""
+        if isinstance(value, str) and value.startswith("$") and _SYMBOL.fullmatch(value):
+            return self._symbol(value[1:], "target")
+        if isinstance(value, list):
+            return [self._expand_expect(v) for v in value]
+        if isinstance(value, dict):
+            if set(value) in ({"$repeat", "times"}, {"$concat"}):
+                return self._expand(value, "target")
+            return {k: self._expand_expect(v) for k, v in value.items()}
+        return value
+
+    def _symbol(self, name: str, side: str) -> str:
+        mid = self.symbols.get(name)
+        if mid is None:
+            raise StepError(f"symbol ${name} is not bound by an earlier step")
+        if side == "model":
+            return mid
+        tid = self.octx.ids.m2t.get(mid)
+        if tid is None:
+            raise StepError(f"symbol ${name} names a record the target has not shown yet")
+        return tid
+
+    def _check_literal_id(self, value: str) -> None:
+        if value in self.octx.ids.m2t or value in self.octx.ids.t2m:
+            raise StepError(
+                f"record id {value!r} is written literally: ids are the store's own, bind it"
+                " from an answer and write $name"
+            )
+
+    def _to_target_time(self, params: Any, method: str) -> Any:
+        """Without a pinned clock, the ``at`` of a history read is moved onto the target's
+        time line (an instant that reads the same there)."""
+        if (
+            self.clock
+            or method != "memory/list_memory_records_as_of"
+            or not isinstance(params, dict)
+        ):
+            return params
+        at = params.get("at")
+        ms = parse_rfc3339(at) if isinstance(at, str) else None
+        if ms is None:
+            return params
+        return {**params, "at": format_rfc3339(self.octx.times.to_target(ms))}
+
+    # -- steps ----------------------------------------------------------------------------
+
+    def _set_clock(self, index: int, step: Step, base: tuple[str, ...]) -> StepOutcome:
+        args = step.args
+        if set(args) == {"now"} and isinstance(args["now"], str):
+            new = parse_rfc3339(args["now"])
+            if new is None:
+                raise StepError(f"set_clock: {args['now']!r} is not an RFC 3339 instant")
+        elif set(args) == {"advance_ms"} and isinstance(args["advance_ms"], int):
+            new = self.now + args["advance_ms"]
+        elif (
+            set(args) == {"advance"}
+            and isinstance(args["advance"], str)
+            and _ADVANCE.fullmatch(args["advance"])
+        ):
+            m = _ADVANCE.fullmatch(args["advance"])
+            assert m is not None
+            new = self.now + int(m.group(1)) * _UNIT_MS[m.group(2)]
+        else:
+            raise StepError(
+                "set_clock takes {now: RFC 3339} or {advance_ms: int} or {advance: '5m'}"
+            )
+        if new < self.now:
+            raise StepError("set_clock: the run's clock never moves backwards")
+        self.now = new
+        text = format_rfc3339(new)
+        _state, outcome = handle(self.model, "_test/set_clock", {"now": text}, new)
+        ex = self.target.test("set_clock", {"now": text})
+        self._clock_pinned = True
+        j = oracle.judge(
+            "_test/set_clock",
+            outcome,
+            ex.status,
+            ex.body,
+            self.octx,
+            transport_error=ex.transport_error,
+            body_error=ex.body_error,
+        )
+        if j.verdict == "pass":
+            self._target_clock = new
+        return self._outcome(index, step, base, j, ex)
+
+    def _call(self, index: int, step: Step, op: Op, base: tuple[str, ...]) -> StepOutcome:
+        args = dict(step.args)
+        raw_text: str | None = None
+        if step.op == "raw":
+            method = args.get("method")
+            if (
+                not isinstance(method, str)
+                or not method
+                or not (set(args) <= {"method", "params", "text"})
+                or (("params" in args) == ("text" in args))
+            ):
+                raise StepError("raw takes {method, params} or {method, text}")
+            if "text" in args:
+                if not isinstance(args["text"], str):
+                    raise StepError("raw: text is a string (the body, byte for byte)")
+                raw_text = args["text"]
+            params_m: Any = self._expand(args.get("params"), "model")
+            params_t: Any = self._expand(args.get("params"), "target")
+        else:
+            method = op.method
+            params_m = self._expand(args, "model")
+            params_t = self._expand(args, "target")
+        params_t = self._to_target_time(params_t, method)
+        expect = self._expand_expect(step.expect) if step.expect else None
+        if op.mutating:
+            problem = self._before_mutation()
+            if problem is not None:
+                return StepOutcome(
+                    index,
+                    step.op,
+                    "indeterminate",
+                    base,
+                    "",
+                    None,
+                    reason=f"could not pin the target's clock: {problem}",
+                )
+        # The model's answer.
+        outcome: Outcome
+        if raw_text is not None:
+            parsed = _parse_body(raw_text)
+            if parsed is _NOT_JSON:
+                outcome = Refused(
+                    INVALID_PARAMS,
+                    "the body is not JSON",
+                    frozenset({INVALID_PARAMS, PARSE_ERROR}),
+                )
+                new_state = self.model
+            else:
+                new_state, outcome = handle(self.model, method, parsed, self.now)
+        else:
+            new_state, outcome = handle(self.model, method, params_m, self.now)
+        full_listing, packet = self._read_extras(method, params_m, outcome)
+        # The target's.
+        if raw_text is not None:
+            ex = self.target.post_bytes(method, raw_text.encode("utf-8"))
+        else:
+            ex = self.target.call(method, params_t)
+        if op.mutating:
+            self._wrote = True
+        j = oracle.judge(
+            method,
+            outcome,
+            ex.status,
+            ex.body,
+            self.octx,
+            transport_error=ex.transport_error,
+            body_error=ex.body_error,
+            full_listing=full_listing,
+            packet=packet,
+        )
+        self.model = new_state
+        if method in ("_test/set_clock", "_test/reset"):
+            self._target_clock = None  # whatever the store's clock is now, pin it again
+        if j.verdict == "pass":
+            assert j.context is not None
+            self.octx = j.context
+            if method == "_test/reset":
+                # A new ledger: ids may be minted afresh, and the store runs on its real clock.
+                self.octx = self._fresh_context()
+                self.symbols = {}
+            if step.bind and isinstance(outcome, Ok):
+                problem = self._bind(step.bind, outcome)
+                if problem:
+                    j = replace(j, verdict="indeterminate", reason=problem)
+            if expect is not None and j.verdict == "pass":
+                problem = _check_expect(expect, ex, self._foreign)
+                if problem:
+                    j = replace(j, verdict="diverge", reason=f"hand-written expectation: {problem}")
+        return self._outcome(index, step, base, j, ex)
+
+    def _before_mutation(self) -> str | None:
+        if self.last_mutation is not None and self.now <= self.last_mutation:
+            self.now = self.last_mutation + TICK_MS
+        self.last_mutation = self.now
+        if self.clock:
+            if self._target_clock != self.now:
+                return self._pin_clock(self.now)
+            return None
+        wait = self._last_real + SPACING_S - time.monotonic()
+        if wait > 0:
+            time.sleep(wait)
+        self._last_real = time.monotonic()
+        return None
+
+    def _read_extras(
+        self, method: str, params: Any, outcome: Outcome
+    ) -> tuple[list[dict[str, Any]] | None, list[tuple[str, tuple[Any, ...]]] | None]:
+        """What the oracle needs beyond the answer: a listing's full order, a packet's ranks."""
+        if not isinstance(outcome, Ok) or not isinstance(params, dict):
+            return None, None
+        if method == "memory/list_memory_records":
+            scope, status = params.get("scopeKey"), params.get("status") or "active"
+            rows = [r for r in self.model.records if r.scope_key == scope and r.status == status]
+            rows.sort(key=lambda r: (r.updated_at, r.seq), reverse=True)
+            return [record_to_wire(r) for r in rows], None
+        if method == "_test/packet":
+            packet = build_packet(self.model, SCOPE_LOCAL)
+            ranks = [
+                (
+                    r.id,
+                    (
+                        0 if r.provenance == "user_explicit" else 1,
+                        -r.confidence_bps if r.confidence_bps is not None else 1,
+                        -r.updated_at,
+                    ),
+                )
+                for r in packet.records
+            ]
+            return None, ranks
+        return None, None
+
+    def _bind(self, bind: dict[str, Any], outcome: Outcome) -> str | None:
+        if not isinstance(outcome, Ok):
+            return "bind: the model refused this call, there is nothing to bind"
+        result = outcome.result
+        for name, sel in bind.items():
+            if not _SYMBOL.fullmatch("$" + name):
+                return f"bind: {name!r} is not a symbol name"
+            if sel in ("id", "result.id"):
+                if not isinstance(result, dict) or "id" not in result:
+                    return f"bind {name}: the answer is not a record"
+                mid = str(result["id"])
+            elif isinstance(sel, dict) and sel:
+                listed = result.get("records") if isinstance(result, dict) else None
+                pool: list[Any] = listed if isinstance(listed, list) else [result]
+                hits = [
+                    r
+                    for r in pool
+                    if isinstance(r, dict) and all(r.get(k) == v for k, v in sel.items())
+                ]
+                if len(hits) != 1:
+                    return f"bind {name}: {len(hits)} records of the answer match {sel}"
+                mid = str(hits[0]["id"])
+            else:
+                return f'bind {name}: the selector is "id" or an object of field values'
+            if mid not in self.octx.ids.m2t:
+                return f"bind {name}: the target's answer did not show this record"
+            self.symbols[name] = mid
+        return None
+
+    def _outcome(
+        self, index: int, step: Step, base: tuple[str, ...], j: oracle.Judgement, ex: Exchange
+    ) -> StepOutcome:
+        clauses = (
+            tuple(dict.fromkeys(tuple(step.clauses) + j.clauses))
+            if j.verdict == "diverge"
+            else tuple(dict.fromkeys(base + j.clauses))
+        )
+        details: dict[str, Any] = {"model_now": format_rfc3339(self.now)}
+        if j.diffs:
+            details["diffs"] = [d.text() for d in j.diffs]
+        if self._foreign:
+            details["dirty"] = f"{len(self._foreign)} record(s) predate the run and are ignored"
+        return StepOutcome(index, step.op, j.verdict, clauses, j.expected, ex, j.reason, details)  # type: ignore[arg-type]
+
+    # -- for machines ---------------------------------------------------------------------
+
+    def target_id(self, symbol: str) -> str | None:
+        mid = self.symbols.get(symbol)
+        return self.octx.ids.m2t.get(mid) if mid is not None else None
+
+
+_NOT_JSON = object()
+
+
+def _parse_body(text: str) -> Any:
+    if not text.strip():
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return _NOT_JSON
+
+
+def _short(v: Any, n: int = 160) -> str:
+    try:
+        s = json.dumps(v, ensure_ascii=False)
+    except (TypeError, ValueError):
+        s = repr(v)
+    return s if len(s) <= n else s[: n - 1] + "…"
+
+
+def _subset(want: Any, got: Any) -> bool:
+    if isinstance(want, dict):
+        return isinstance(got, dict) and all(
+            k in got and _subset(v, got[k]) for k, v in want.items()
+        )
+    if isinstance(want, list):
+        return (
+            isinstance(got, list)
+            and len(want) == len(got)
+            and all(_subset(a, b) for a, b in zip(want, got, strict=True))
+        )
+    if isinstance(want, bool) or isinstance(got, bool):
+        return want is got
+    return bool(want == got)
+
+
+def _bodies(ex: Exchange, foreign: frozenset[str]) -> list[Any] | None:
+    records = ex.body.get("records") if isinstance(ex.body, dict) else None
+    if not isinstance(records, list):
+        return None
+    return [r.get("body") for r in records if isinstance(r, dict) and r.get("id") not in foreign]
+
+
+def _check_expect(expect: dict[str, Any], ex: Exchange, foreign: frozenset[str]) -> str | None:
+    """A hand-written expectation on the target's answer (``texts``/``text_set`` are record
+    bodies here; records that predate the run are not counted)."""
+    if "status" in expect and ex.status != expect["status"]:
+        return f"status {ex.status}, expected {expect['status']}"
+    if "body" in expect and not _subset(expect["body"], ex.body):
+        return f"body {_short(ex.body, 200)} lacks {_short(expect['body'], 200)}"
+    bodies = _bodies(ex, foreign)
+    if "count" in expect and (bodies is None or len(bodies) != expect["count"]):
+        return f"{'no records' if bodies is None else len(bodies)} record(s), expected {expect['count']}"
+    if "texts" in expect and bodies != expect["texts"]:
+        return f"bodies {bodies}, expected {expect['texts']} in this order"
+    if "text_set" in expect and (
+        bodies is None or sorted(map(str, bodies)) != sorted(map(str, expect["text_set"]))
+    ):
+        return f"bodies {bodies}, expected {sorted(expect['text_set'])} in any order"
+    return None

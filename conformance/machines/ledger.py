@@ -1,0 +1,596 @@
+"""The ledger state machine: random valid and invalid binding calls, model and target in step.
+
+Every call goes through :class:`~conformance.drivers.ledger.LedgerDriver`, so ids, times, ties
+and refusals are judged exactly as a scenario's are, and the shrunk failing run is a replay
+scenario (``conformance.machines.run_machine`` writes it).  The machine needs
+``ledger.test_control`` (every example starts from ``_test/reset``, proposals and consolidation
+are test controls); rules that place instants of their own (expiry, sweeps, clock jumps) run
+only when the target also has ``ledger.clock``.
+
+The alphabet is chosen so the interesting clauses fire in short runs:
+
+* a small budget (``maxRecords`` 1–5, set first and changed later) so growth is refused
+  (LED-BUDGET.2/.4/.5) while replacements go through (LED-EDIT.3, LED-BUDGET.3);
+* record ids come from a bundle filled by answers, and every id is used with every method, so
+  lifecycle violations (deleting a superseded record, approving an active one …) are frequent
+  (LED-STATUS.2/.3);
+* proposals in two conflict groups, approvals and consolidation ``group`` (LED-GROUP.*);
+* consolidation batches mixing valid elements with every kind of malformed one — wrong arity,
+  duplicate targets, fields the operation does not take, non-objects, unknown operations,
+  non-active targets, credential bodies, more than 20 elements (LED-VOCAB.*, LED-GATE.*);
+* invalid calls: unknown params, ``scopeKey`` on a save, bad kinds, ``null``, wrong JSON types,
+  blank, over-long and credential-shaped bodies, non-object params, unknown methods, bodies
+  that are not JSON (LED-WIRE.*, LED-SAVE.*, LED-CRED.*);
+* history reads at every instant the run wrote at, one millisecond either side, so a gap or an
+  overlap at a supersession boundary shows (LED-INT.*, LED-ASOF.*), and packets (LED-PACKET.*).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import strategies as st
+from hypothesis.stateful import Bundle, initialize, multiple, precondition, rule
+
+from conformance.drivers.ledger import LedgerDriver
+from conformance.machines import DifferentialMachine
+from conformance.scenario import Step
+from conformance.targets.ledger import CLOCK, TEST_CONTROL
+from reference.ledger.records import find_record
+from reference.ledger.timefmt import MS_PER_DAY, format_rfc3339
+
+SCOPE = "account:local"
+WORDS = ("tea", "vim", "berlin", "utc", "decaf", "tabs")
+KINDS = ("preference", "fact", "decision", "constraint")
+GROUPS = ("editor", "timezone")
+
+#: Bodies the credential detector must refuse (LED-CRED.1), one per family, and look-alikes it
+#: must store (LED-CRED.3).
+CREDENTIALS = (
+    "my key is AKIAIOSFODNN7EXAMPLE ok",
+    "token ghp_" + "a1B2c3D4e5F6g7H8i9J0kLmN",
+    "use sk-ant-" + "api03-abcdefghijklmnopqrst",
+    "Authorization: Bearer abcdefghijklmnop1234",
+    "API_KEY=abcdef123456abcdef",
+    "xoxb-" + "1234567890-abcdefghij",
+    "-----BEGIN RSA PRIVATE KEY-----",
+)
+LOOKALIKES = (
+    "commit 4b825dc642cb6eb9a060e54bf8d69288fbee4904",
+    "TOKEN=development",
+    "const token = getTokenFromStore();",
+    "see https://example.com/a?b=c&d=e",
+)
+
+body_styles = st.sampled_from(["plain", "plain", "plain", "padded", "multiline"])
+kinds = st.none() | st.sampled_from(KINDS)
+records = Bundle("records")
+
+#: Calls that are wrong in one way each; the model says which error codes are allowed.
+INVALID_CALLS: list[tuple[str, dict[str, Any]]] = [
+    ("save", {"body": "scoped", "scopeKey": SCOPE}),
+    ("save", {"body": "scoped", "scopeKey": "account:other"}),
+    ("save", {"body": "tagged", "tags": ["x"]}),
+    ("save", {"body": "odd kind", "kind": "opinion"}),
+    ("save", {"body": "null kind", "kind": None}),
+    ("save", {"body": 42}),
+    ("save", {}),
+    ("save", {"body": "   \n\t "}),
+    ("save", {"body": {"$repeat": "x", "times": 4001}}),
+    ("save", {"body": {"$concat": ["  ", {"$repeat": "y", "times": 4000}, "  "]}}),
+    ("save", {"body": "session", "sessionId": ""}),
+    ("list", {}),
+    ("list", {"scopeKey": SCOPE, "status": "deleted"}),
+    ("list", {"scopeKey": "account:nobody"}),
+    ("list", {"scopeKey": ""}),
+    ("list_as_of", {"scopeKey": SCOPE, "at": "yesterday"}),
+    ("list_as_of", {"scopeKey": SCOPE}),
+    ("delete", {"recordId": "no-such-record"}),
+    ("delete", {"recordId": 7}),
+    ("supersede", {"recordId": "no-such-record", "body": "x"}),
+    ("approve", {"recordId": "no-such-record"}),
+    ("update_settings", {"maxRecords": 3}),
+    ("update_settings", {"mode": "on"}),
+    ("update_settings", {"mode": "off", "maxRecords": 0}),
+    ("update_settings", {"mode": "off", "maxRecords": 10001}),
+    ("update_settings", {"mode": "off", "maxRecords": 2.5}),
+    ("update_settings", {"mode": "off", "maxRecords": "3"}),
+    ("update_settings", {"mode": "off", "debounceSeconds": 29}),
+    ("update_settings", {"mode": "off", "allowRemoval": "yes"}),
+    ("get_settings", {"scopeKey": SCOPE}),
+    ("propose", {"body": "p", "confidenceBps": 10001}),
+    ("propose", {"body": "p", "conflictGroup": ""}),
+    ("propose", {"body": "p", "conflictGroup": {"$repeat": "g", "times": 81}}),
+    ("propose", {"body": "p", "status": "active"}),
+    ("consolidate", {"operations": "merge"}),
+    ("consolidate", {}),
+    ("packet", {"limit": 3}),
+]
+RAW_CALLS: list[dict[str, Any]] = [
+    {"method": "memory/save_memory_record", "params": ["not", "an", "object"]},
+    {"method": "memory/list_memory_records", "params": "account:local"},
+    {"method": "memory/save_memory_record", "text": '{"body": '},
+    {"method": "memory/forget_everything", "params": {}},
+    {"method": "memory/get_consolidation_settings", "text": ""},
+]
+
+
+class LedgerMachine(DifferentialMachine):
+    """Differential exploration of the ledger binding (see the module docstring)."""
+
+    protocol = "ledger"
+
+    def __init__(self, session: Any) -> None:
+        super().__init__(session)
+        self._n = 0
+
+    # -- helpers --------------------------------------------------------------------------
+
+    @property
+    def ledger(self) -> LedgerDriver:
+        """The driver, as the ledger driver it is (its model and symbols steer the rules)."""
+        assert isinstance(self.driver, LedgerDriver)
+        return self.driver
+
+    def _caps(self) -> frozenset[str]:
+        return self.driver.capabilities()
+
+    def _fresh(self, prefix: str) -> str:
+        self._n += 1
+        return f"{prefix}{self._n}"
+
+    def _body(self, style: str, word: str) -> str:
+        n = self._fresh("")
+        if style == "padded":
+            return f"  {word} note {n}\t "
+        if style == "multiline":
+            return f"{word}\r\nline {n}"
+        return f"{word} note {n}"
+
+    def _with_status(self, status: str) -> list[str]:
+        """``$name`` of every bound record the model holds in ``status`` (sorted: replayable)."""
+        symbols = self.ledger.symbols
+        model = self.ledger.model
+        out = []
+        for name, mid in sorted(symbols.items()):
+            rec = find_record(model, mid)
+            if rec is not None and rec.status == status:
+                out.append(f"${name}")
+        return out
+
+    def _step(self, op: str, args: dict[str, Any], bind: dict[str, Any] | None = None) -> Any:
+        return self.run_step(Step(op=op, args=args, bind=bind or {}))
+
+    def _bound(self, name: str) -> Any:
+        """The bundle entry for ``$name`` if the step bound it (the model accepted the call)."""
+        symbols = self.ledger.symbols
+        return multiple(f"${name}") if name in symbols else multiple()
+
+    # -- setup ----------------------------------------------------------------------------
+
+    @initialize(
+        budget=st.sampled_from([3, 5, 8]),
+        mode=st.sampled_from(["off", "propose"]),
+        removal=st.booleans(),
+    )
+    def configure(self, budget: int, mode: str, removal: bool) -> None:
+        if TEST_CONTROL not in self._caps():
+            # Nothing can be judged without the test controls: this step is skipped with the
+            # reason (recorded in the run's details) and the example is abandoned.
+            self.run_step(Step(op="propose", args={"body": "needs test controls"}))
+        self._step("update_settings", {"mode": mode, "maxRecords": budget, "allowRemoval": removal})
+
+    # -- writes ---------------------------------------------------------------------------
+
+    @rule(
+        target=records,
+        style=body_styles,
+        word=st.sampled_from(WORDS),
+        kind=kinds,
+        session=st.none() | st.just("session-1"),
+    )
+    def save(self, style: str, word: str, kind: str | None, session: str | None) -> Any:
+        args: dict[str, Any] = {"body": self._body(style, word)}
+        if kind is not None:
+            args["kind"] = kind
+        if session is not None:
+            args["sessionId"] = session
+        name = self._fresh("r")
+        self._step("save", args, {name: "id"})
+        return self._bound(name)
+
+    @rule(target=records, rec=records, style=body_styles, word=st.sampled_from(WORDS), kind=kinds)
+    def supersede(self, rec: str, style: str, word: str, kind: str | None) -> Any:
+        args: dict[str, Any] = {"recordId": rec, "body": self._body(style, word)}
+        if kind is not None:
+            args["kind"] = kind
+        name = self._fresh("r")
+        self._step("supersede", args, {name: "id"})
+        return self._bound(name)
+
+    @rule(rec=records)
+    def delete(self, rec: str) -> None:
+        self._step("delete", {"recordId": rec})
+
+    @precondition(lambda self: bool(self._with_status("active")))
+    @rule(
+        target=records, data=st.data(), style=body_styles, word=st.sampled_from(WORDS), kind=kinds
+    )
+    def edit_live(self, data: st.DataObject, style: str, word: str, kind: str | None) -> Any:
+        """An edit of a record that is active now (the bundle's picks are often dead)."""
+        rec = data.draw(st.sampled_from(self._with_status("active")), label="active record")
+        return self.supersede(rec, style, word, kind)
+
+    @precondition(lambda self: bool(self._with_status("active")))
+    @rule(data=st.data())
+    def delete_live(self, data: st.DataObject) -> None:
+        rec = data.draw(st.sampled_from(self._with_status("active")), label="active record")
+        self._step("delete", {"recordId": rec})
+
+    @precondition(lambda self: bool(self._with_status("proposed")))
+    @rule(data=st.data(), approve=st.booleans())
+    def decide_proposal(self, data: st.DataObject, approve: bool) -> None:
+        rec = data.draw(st.sampled_from(self._with_status("proposed")), label="proposal")
+        self._step("approve" if approve else "reject", {"recordId": rec})
+
+    @rule(
+        target=records,
+        word=st.sampled_from(WORDS),
+        kind=kinds,
+        confidence=st.none() | st.sampled_from([0, 5000, 9000, 10000]),
+        group=st.none() | st.sampled_from(GROUPS),
+        rationale=st.none() | st.just("seen twice"),
+    )
+    def propose(
+        self,
+        word: str,
+        kind: str | None,
+        confidence: int | None,
+        group: str | None,
+        rationale: str | None,
+    ) -> Any:
+        args: dict[str, Any] = {"body": self._body("plain", word)}
+        for key, value in (
+            ("kind", kind),
+            ("confidenceBps", confidence),
+            ("conflictGroup", group),
+            ("rationale", rationale),
+        ):
+            if value is not None:
+                args[key] = value
+        name = self._fresh("r")
+        self._step("propose", args, {name: "id"})
+        return self._bound(name)
+
+    @rule(rec=records)
+    def approve(self, rec: str) -> None:
+        self._step("approve", {"recordId": rec})
+
+    @rule(rec=records)
+    def reject(self, rec: str) -> None:
+        self._step("reject", {"recordId": rec})
+
+    @rule(
+        mode=st.sampled_from(["off", "propose"]),
+        budget=st.none() | st.sampled_from([1, 3, 6, 200]),
+        removal=st.none() | st.booleans(),
+        debounce=st.none() | st.sampled_from([30, 600, 86400]),
+    )
+    def update_settings(
+        self, mode: str, budget: int | None, removal: bool | None, debounce: int | None
+    ) -> None:
+        args: dict[str, Any] = {"mode": mode}
+        for key, value in (
+            ("maxRecords", budget),
+            ("allowRemoval", removal),
+            ("debounceSeconds", debounce),
+        ):
+            if value is not None:
+                args[key] = value
+        self._step("update_settings", args)
+
+    # -- time -----------------------------------------------------------------------------
+
+    @precondition(lambda self: CLOCK in self._caps())
+    @rule(delta=st.sampled_from([1, 1000, 3_600_000, MS_PER_DAY]))
+    def advance_clock(self, delta: int) -> None:
+        self._step("set_clock", {"advance_ms": delta})
+
+    @precondition(lambda self: CLOCK in self._caps())
+    @rule(
+        rec=records, offset=st.sampled_from([-MS_PER_DAY, 0, 1, 1000, MS_PER_DAY, 2 * MS_PER_DAY])
+    )
+    def set_expiry(self, rec: str, offset: int) -> None:
+        at = self.ledger.now + offset
+        self._step("set_expiry", {"recordId": rec, "expiresAt": format_rfc3339(at)})
+
+    @precondition(lambda self: CLOCK in self._caps() and bool(self._with_status("active")))
+    @rule(
+        data=st.data(),
+        offset=st.sampled_from([1, 1000, 60_000]),
+        sweep=st.sampled_from([None, -1, 0]),
+    )
+    def expire_live(self, data: st.DataObject, offset: int, sweep: int | None) -> None:
+        """An expiry on a record that is active now, and maybe a sweep right at the boundary:
+        one millisecond before the expiry (nothing expires) or exactly at it (it does)."""
+        rec = data.draw(st.sampled_from(self._with_status("active")), label="active record")
+        at = self.ledger.now + offset
+        self._step("set_expiry", {"recordId": rec, "expiresAt": format_rfc3339(at)})
+        if sweep is not None:
+            self._step("sweep", {"at": format_rfc3339(at + sweep)})
+
+    @precondition(lambda self: CLOCK in self._caps())
+    @rule(offset=st.sampled_from([0, 1000, MS_PER_DAY, 2 * MS_PER_DAY + 1000]))
+    def sweep(self, offset: int) -> None:
+        at = self.ledger.now + offset
+        self._step("sweep", {"at": format_rfc3339(at)})
+
+    # -- consolidation --------------------------------------------------------------------
+
+    @rule(target=records, picks=st.lists(records, max_size=4, unique=True), data=st.data())
+    def consolidate(self, picks: list[str], data: st.DataObject) -> Any:
+        live = self._with_status("active")
+        if live and data.draw(st.integers(0, 4), label="live targets") > 0:
+            # Mostly aim at records that are active now, so elements apply.
+            picks = data.draw(st.permutations(live), label="order")[: max(1, len(picks))]
+        count = data.draw(st.sampled_from([1, 1, 2, 3, 21]), label="elements")
+        elements: list[Any] = []
+        created: list[str] = []
+        for _ in range(count):
+            element, body = self._element(picks, data)
+            elements.append(element)
+            if body is not None:
+                created.append(body)
+        before = len(self.ledger.model.records)
+        self._step("consolidate", {"operations": elements})
+        # Records a merge or a correction created are bound by a listing (their ids first
+        # appear there); bodies carry a counter, so each selects one record.
+        new = [r for r in self.ledger.model.records[before:] if r.status == "active"]
+        if not new:
+            return multiple()
+        bind = {self._fresh("r"): {"body": r.body, "status": "active"} for r in new}
+        self._step("list", {"scopeKey": SCOPE}, bind)
+        return multiple(*[f"${name}" for name in bind if name in self.ledger.symbols])
+
+    def _element(self, targets: list[str], data: st.DataObject) -> tuple[Any, str | None]:
+        shape = data.draw(
+            st.sampled_from(
+                [
+                    "merge",
+                    "correct",
+                    "expire",
+                    "group",
+                    "retire",
+                    "keep",
+                    "merge",
+                    "correct",
+                    "unknown_op",
+                    "not_object",
+                    "extra_field",
+                    "dup_targets",
+                    "bad_value",
+                    "foreign_target",
+                    "credential",
+                ]
+            ),
+            label="shape",
+        )
+
+        def pick(k: int) -> list[str]:
+            return targets[:k] if len(targets) >= k else list(targets)
+
+        if shape == "not_object":
+            return data.draw(st.sampled_from([5, "merge", None, ["keep"]])), None
+        if shape == "unknown_op":
+            return {
+                "operation": data.draw(st.sampled_from(["delete", "Merge", "rename"])),
+                "targets": pick(1),
+            }, None
+        if shape == "foreign_target":
+            return {"operation": "keep", "targets": ["no-such-record"]}, None
+        if shape == "credential":
+            return {
+                "operation": "correct",
+                "targets": pick(1),
+                "body": data.draw(st.sampled_from(CREDENTIALS)),
+            }, None
+        if shape == "extra_field":
+            field = data.draw(
+                st.sampled_from(["status", "provenance", "scopeKey", "expiresAt", "validFrom"])
+            )
+            return {"operation": "keep", "targets": pick(1), field: "active"}, None
+        if shape == "dup_targets":
+            t = pick(1)
+            return {"operation": "merge", "targets": t + t, "body": "dup"}, None
+        if shape == "bad_value":
+            return data.draw(
+                st.sampled_from(
+                    [
+                        {"operation": "expire", "targets": pick(1), "afterDays": 0},
+                        {"operation": "expire", "targets": pick(1), "afterDays": 3651},
+                        {"operation": "expire", "targets": pick(1), "afterDays": 1.5},
+                        {"operation": "group", "targets": pick(2), "subject": "   "},
+                        {"operation": "group", "targets": pick(2), "subject": "s" * 81},
+                        {"operation": "merge", "targets": pick(2), "body": "  "},
+                        {"operation": "keep", "targets": pick(1), "body": "why"},
+                        {"operation": "correct", "targets": pick(1)},
+                        {"operation": "retire", "targets": []},
+                        {"operation": "keep", "targets": "x"},
+                    ]
+                )
+            ), None
+        if shape in ("merge", "correct"):
+            body = f"{shape}d note {self._fresh('')}"
+            k = 2 if shape == "merge" else 1
+            return {
+                "operation": shape,
+                "targets": pick(k if shape == "correct" else max(2, len(targets))),
+                "body": body,
+            }, body
+        if shape == "expire":
+            days = data.draw(st.sampled_from([1, 2, 3650]))
+            return {"operation": "expire", "targets": pick(1), "afterDays": days}, None
+        if shape == "group":
+            subject = data.draw(st.sampled_from(GROUPS))
+            return {
+                "operation": "group",
+                "targets": pick(max(2, len(targets))),
+                "subject": subject,
+            }, None
+        return {"operation": shape, "targets": pick(1)}, None
+
+    # -- reads ----------------------------------------------------------------------------
+
+    @rule(status=st.sampled_from([None, "active", "proposed"]))
+    def list_records(self, status: str | None) -> None:
+        args: dict[str, Any] = {"scopeKey": SCOPE}
+        if status is not None:
+            args["status"] = status
+        self._step("list", args)
+
+    @rule(pick=st.integers(0, 1000), nudge=st.sampled_from([-1, 0, 0, 1]))
+    def list_as_of(self, pick: int, nudge: int) -> None:
+        """A history read at an instant some interval starts or ends at (± 1 ms)."""
+        model = self.ledger.model
+        instants = sorted(
+            {r.valid_from for r in model.records}
+            | {r.valid_to for r in model.records if r.valid_to is not None}
+            | {self.ledger.now}
+        )
+        at = instants[pick % len(instants)] + nudge
+        self._step("list_as_of", {"scopeKey": SCOPE, "at": format_rfc3339(at)})
+
+    @rule()
+    def history(self) -> None:
+        """A history read just before the latest instant a record stopped holding: the
+        boundary where a gap or an overlap would show.  (Hypothesis tries argument-free rules
+        first, so these two reads are the machine's most frequent steps.)"""
+        model = self.ledger.model
+        closes = [
+            r.valid_to
+            for r in model.records
+            if r.valid_to is not None and r.valid_to > r.valid_from
+        ]
+        at = max(closes) - 1 if closes else self.ledger.now
+        self._step("list_as_of", {"scopeKey": SCOPE, "at": format_rfc3339(at)})
+
+    @rule()
+    def observe(self) -> None:
+        """The active set."""
+        self._step("list", {"scopeKey": SCOPE})
+
+    @rule(settings_too=st.booleans())
+    def packet(self, settings_too: bool) -> None:
+        self._step("packet", {})
+        if settings_too:
+            self._step("get_settings", {})
+
+    # -- invalid calls --------------------------------------------------------------------
+
+    @rule(case=st.sampled_from(INVALID_CALLS))
+    def invalid_call(self, case: tuple[str, dict[str, Any]]) -> None:
+        op, args = case
+        self._step(op, args)
+
+    @rule(body=st.sampled_from(CREDENTIALS + LOOKALIKES), edit=st.none() | records)
+    def credential_body(self, body: str, edit: str | None) -> None:
+        if edit is None:
+            self._step("save", {"body": body})
+        else:
+            self._step("supersede", {"recordId": edit, "body": body})
+
+    @rule(case=st.sampled_from(RAW_CALLS))
+    def raw_call(self, case: dict[str, Any]) -> None:
+        self._step("raw", case)
+
+
+#: Clauses the ledger machine exercises over the wire (tests name them for ``memspec clauses``).
+MACHINE_CLAUSES: tuple[str, ...] = (
+    "LED-REC.1",
+    "LED-REC.2",
+    "LED-REC.3",
+    "LED-REC.4",
+    "LED-REC.5",
+    "LED-REC.6",
+    "LED-PROV.1",
+    "LED-PROV.2",
+    "LED-PROV.3",
+    "LED-STATUS.1",
+    "LED-STATUS.2",
+    "LED-STATUS.3",
+    "LED-STATUS.4",
+    "LED-SAVE.1",
+    "LED-SAVE.2",
+    "LED-SAVE.3",
+    "LED-LIST.1",
+    "LED-LIST.2",
+    "LED-LIST.3",
+    "LED-FORGET.1",
+    "LED-FORGET.2",
+    "LED-FORGET.3",
+    "LED-EDIT.1",
+    "LED-EDIT.2",
+    "LED-EDIT.3",
+    "LED-REVIEW.1",
+    "LED-REVIEW.2",
+    "LED-REVIEW.3",
+    "LED-REVIEW.4",
+    "LED-CRED.1",
+    "LED-CRED.2",
+    "LED-CRED.3",
+    "LED-INT.1",
+    "LED-INT.2",
+    "LED-INT.3",
+    "LED-INT.4",
+    "LED-INT.5",
+    "LED-ASOF.1",
+    "LED-ASOF.2",
+    "LED-ASOF.3",
+    "LED-EXP.1",
+    "LED-EXP.2",
+    "LED-EXP.3",
+    "LED-EXP.4",
+    "LED-EXP.5",
+    "LED-GROUP.1",
+    "LED-GROUP.2",
+    "LED-GROUP.3",
+    "LED-GROUP.4",
+    "LED-GROUP.5",
+    "LED-BUDGET.1",
+    "LED-BUDGET.2",
+    "LED-BUDGET.3",
+    "LED-BUDGET.4",
+    "LED-BUDGET.5",
+    "LED-CONS.1",
+    "LED-CONS.2",
+    "LED-VOCAB.1",
+    "LED-VOCAB.2",
+    "LED-VOCAB.3",
+    "LED-VOCAB.4",
+    "LED-VOCAB.5",
+    "LED-VOCAB.6",
+    "LED-VOCAB.7",
+    "LED-VOCAB.8",
+    "LED-GATE.1",
+    "LED-GATE.2",
+    "LED-GATE.3",
+    "LED-GATE.4",
+    "LED-GATE.5",
+    "LED-GATE.6",
+    "LED-GATE.7",
+    "LED-GATE.8",
+    "LED-GATE.9",
+    "LED-PACKET.1",
+    "LED-PACKET.2",
+    "LED-PACKET.3",
+    "LED-PACKET.4",
+    "LED-PACKET.5",
+    "LED-WIRE.1",
+    "LED-WIRE.2",
+    "LED-WIRE.3",
+    "LED-WIRE.4",
+    "LED-WIRE.5",
+    "LED-WIRE.6",
+    "LED-WIRE.7",
+    "LED-WIRE.8",
+)

@@ -1,0 +1,97 @@
+"""The ledger binding target: ``POST /ledger/<method>`` and the ``/ledger/_test/*`` controls.
+
+Built on :class:`~conformance.targets.base.HttpTarget` (sync httpx, a timeout on every request,
+bounded answers, no redirects, the bearer token a :class:`~conformance.driver.Secret` that
+never reaches an exchange, a report or a log).
+
+Capabilities a ledger target can have (probed; a declaration in the target profile wins):
+
+``ledger.test_control``  the ``/ledger/_test/*`` controls exist — probed with
+                         ``POST /ledger/_test/packet {}``: 200 → present, 404 → absent
+``ledger.clock``         ``_test/set_clock`` pins the store's clock: probed by setting an
+                         instant, reading the echo, and handing the clock back to real time
+
+Probing never writes a record: ``_test/packet`` only reads, and the clock is released again.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conformance.driver import Exchange, TargetConfig
+from conformance.targets.base import AUTH, Auth, HttpTarget, TargetError
+
+TEST_CONTROL = "ledger.test_control"
+CLOCK = "ledger.clock"
+LEDGER_CAPABILITIES = frozenset({"raw_http", AUTH, TEST_CONTROL, CLOCK})
+
+_PROBE_INSTANT = "2001-02-03T04:05:06.789Z"
+
+__all__ = ["CLOCK", "TEST_CONTROL", "LedgerTarget", "TargetError"]
+
+
+class LedgerTarget(HttpTarget):
+    """A store's ledger binding reached over HTTP.
+
+    :meth:`call` posts a method's params, :meth:`test` a test control's; both return an
+    :class:`Exchange` (transport failures are in it, never raised).  ``raw`` (inherited) sends
+    hand-made bytes for malformed requests.
+    """
+
+    def __init__(self, config: TargetConfig) -> None:
+        super().__init__(config)
+        self._caps: frozenset[str] | None = None
+
+    def call(self, method: str, params: Any, *, auth: Auth = True) -> Exchange:
+        """``POST /ledger/<method>`` with ``params`` as the JSON body."""
+        return self.request("POST", f"/ledger/{method}", params, auth=auth)
+
+    def test(self, name: str, params: Any) -> Exchange:
+        """``POST /ledger/_test/<name>`` (a test control) with ``params`` as the JSON body."""
+        return self.request("POST", f"/ledger/_test/{name}", params)
+
+    def post_bytes(self, method: str, content: bytes) -> Exchange:
+        """``POST /ledger/<method>`` with a body that is not (necessarily) JSON."""
+        return self.request(
+            "POST",
+            f"/ledger/{method}",
+            content=content,
+            headers={"Content-Type": "application/json"},
+        )
+
+    def probe(self) -> frozenset[str]:
+        """Check the ledger answers and accepts the token; find its capabilities (once).
+
+        Raises :class:`TargetError` when nothing answers, when the token is refused (401), or
+        when the binding is missing (``memory/list_memory_records`` is 404).
+        """
+        if self._caps is not None:
+            return self._caps
+        caps = set(self.base_capabilities())
+        listing = self.call("memory/list_memory_records", {"scopeKey": "account:local"})
+        if listing.status is None:
+            raise TargetError(f"{self.url}: {listing.transport_error}")
+        if listing.status == 401:
+            raise TargetError(
+                f"{self.url}: the token was refused (401 on POST /ledger/memory/list_memory_records)"
+            )
+        if listing.status == 404:
+            raise TargetError(
+                f"{self.url}: no ledger binding (404 on /ledger/memory/list_memory_records)"
+            )
+        packet = self.test("packet", {})
+        if packet.status == 200 and isinstance(packet.body, dict):
+            caps.add(TEST_CONTROL)
+            pinned = self.test("set_clock", {"now": _PROBE_INSTANT})
+            if (
+                pinned.status == 200
+                and isinstance(pinned.body, dict)
+                and pinned.body.get("now") == _PROBE_INSTANT
+            ):
+                released = self.test("set_clock", {"now": None})
+                if released.status == 200:
+                    caps.add(CLOCK)
+        elif packet.status is None:
+            raise TargetError(f"{self.url}: {packet.transport_error}")
+        self._caps = self.resolve_capabilities(frozenset(caps))
+        return self._caps
