@@ -80,4 +80,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    # Run as ``python -m conformance.cli``: this module is ``__main__`` here, while the
+    # subcommands raise ``conformance.cli.UsageError``; dispatch through the imported module so
+    # those exceptions are the ones caught.
+    from conformance.cli import main as _main
+
+    sys.exit(_main())

@@ -78,7 +78,7 @@ def print_summary(
             f"  STALE expectation {name}: {stale['status']} — remove it from the expectations file\n"
         )
     scopes = sum(len(v) for v in data["scopes_written"].values())
-    out.write(f"\nwrote into {scopes} scope key(s) unique to run {data['run_id']}")
+    out.write(f"\nrun {data['run_id']} wrote into {scopes} scope key(s), all listed in the report")
     out.write(f"; report in {report_dir}/\n" if report_dir else "\n")
     verdict = "CONFORMANT" if data["exit_code"] == 0 else "NOT CONFORMANT"
     if data["exit_code"] == 0 and divs:

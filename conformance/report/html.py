@@ -198,7 +198,7 @@ def report_html(data: dict[str, Any]) -> str:
     scopes = data["scopes_written"]
     total = sum(len(v) for v in scopes.values())
     parts.append(
-        f"<h2>Scopes written</h2><p>The run sent data requests only to these {total} key(s), all unique to run <code>{escape(data['run_id'])}</code>.</p>"
+        f"<h2>Scopes written</h2><p>Run <code>{escape(data['run_id'])}</code> sent data requests only to these {total} key(s): memory keys are unique to the run; the ledger has one account scope, reset before each scenario or cleaned up after the run.</p>"
     )
     for p, keys in scopes.items():
         parts.append(
