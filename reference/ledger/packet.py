@@ -1,0 +1,87 @@
+"""The packet: which pins reach the model, in what order, in what form (LED-PACKET.*)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Final
+
+from .records import LedgerRecord, LedgerState
+
+PACKET_CHAR_CAP: Final = 4000
+"""Longest packet text (lines joined by newlines), in code points (LED-PACKET.4)."""
+
+_LINE_BREAKS = re.compile(r"[\r\n]+")
+
+
+@dataclass(frozen=True)
+class Exclusion:
+    """A record of the scope that is not in the packet, and the packet's own reason code."""
+
+    record_id: str
+    reason: str
+    """The record's status when not active (``expired``, ``superseded``, ``deleted``,
+    ``proposed``, ``rejected``), ``conflict_group`` for a second member of a group, or
+    ``over_cap`` for an active record that did not fit."""
+
+
+@dataclass(frozen=True)
+class Packet:
+    """The records selected, their lines, the text, and every exclusion with its reason."""
+
+    records: tuple[LedgerRecord, ...]
+    lines: tuple[str, ...]
+    text: str
+    excluded: tuple[Exclusion, ...]
+
+
+def packet_order_key(rec: LedgerRecord) -> tuple[int, int, int, int]:
+    """Sort key: explicit pins first, then higher confidence (none ranks lowest), then newest
+    update, then the record written later (LED-PACKET.3)."""
+    explicit = 0 if rec.provenance == "user_explicit" else 1
+    confidence = -rec.confidence_bps if rec.confidence_bps is not None else 1
+    return (explicit, confidence, -rec.updated_at, -rec.seq)
+
+
+def render_line(rec: LedgerRecord) -> str:
+    """``[<first 8 chars of id>] <kind> (<provenance>): <body>``, each run of line breaks in
+    the body collapsed to one space (LED-PACKET.5)."""
+    return f"[{rec.id[:8]}] {rec.kind} ({rec.provenance}): {_LINE_BREAKS.sub(' ', rec.body)}"
+
+
+def build_packet(state: LedgerState, scope_key: str) -> Packet:
+    """Select and render the scope's packet (LED-PACKET.1-.5, LED-EXP.3, LED-GROUP.1).
+
+    Only active records; an expired one is excluded with reason ``expired``; at most one
+    member per conflict group; ordered by ``packet_order_key``; a record whose line would push
+    the text past 4000 characters is dropped whole and later ones may still fit.
+    """
+    excluded: list[Exclusion] = []
+    candidates: list[LedgerRecord] = []
+    for rec in state.records:
+        if rec.scope_key != scope_key:
+            continue
+        if rec.status != "active":
+            excluded.append(Exclusion(rec.id, rec.status))
+        else:
+            candidates.append(rec)
+    candidates.sort(key=packet_order_key)
+    chosen: list[LedgerRecord] = []
+    lines: list[str] = []
+    groups: set[str] = set()
+    length = 0
+    for rec in candidates:
+        if rec.conflict_group is not None and rec.conflict_group in groups:
+            excluded.append(Exclusion(rec.id, "conflict_group"))
+            continue
+        line = render_line(rec)
+        added = len(line) + (1 if lines else 0)
+        if length + added > PACKET_CHAR_CAP:
+            excluded.append(Exclusion(rec.id, "over_cap"))
+            continue
+        length += added
+        lines.append(line)
+        chosen.append(rec)
+        if rec.conflict_group is not None:
+            groups.add(rec.conflict_group)
+    return Packet(tuple(chosen), tuple(lines), "\n".join(lines), tuple(excluded))

@@ -1,0 +1,421 @@
+"""The ledger binding as one pure function: ``handle(state, method, params, now)``.
+
+Covers every method of the binding (LED-WIRE.1) and the test controls (LED-WIRE.7), so a
+harness drives this model and a store with the same calls.  Params and results are camelCase
+JSON values; times are RFC 3339 UTC with milliseconds (LED-WIRE.5).  Checks run in this order:
+the method exists (else -32601); params is an object (absent = ``{}``); no unknown param, no
+missing required param, no JSON ``null``, every value of its JSON type (else -32602 only,
+LED-WIRE.2); then the method's own rules, where a bad value may be answered with 1000 or
+-32602 and several applicable refusals may be reported in any order (LED-WIRE.3).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Final
+
+from .consolidation import apply_batch, json_int, update_settings
+from .expiry import set_expiry, sweep_expired
+from .intervals import list_as_of
+from .lifecycle import approve, delete, list_records, propose, reject, save, supersede
+from .outcome import (
+    INVALID_PARAMS,
+    METHOD_NOT_FOUND,
+    Ok,
+    Outcome,
+    Refused,
+    bad_value,
+    invalid_params,
+)
+from .packet import build_packet
+from .records import (
+    MAX_SCOPE_KEY,
+    SCOPE_LOCAL,
+    ConsolidationSettings,
+    LedgerRecord,
+    LedgerState,
+    empty_state,
+    settings_for,
+)
+from .timefmt import format_rfc3339, parse_rfc3339
+
+__all__ = [
+    "INVALID_PARAMS",
+    "METHODS",
+    "TEST_METHODS",
+    "Ok",
+    "Outcome",
+    "Refused",
+    "check_params",
+    "handle",
+    "record_to_wire",
+    "settings_to_wire",
+]
+
+LIST_STATUSES: Final[tuple[str, ...]] = ("active", "proposed")
+
+# JSON types of params: "string", "integer" (JavaScript sense), "boolean", "array".
+_ParamSpec = dict[str, tuple[str, bool]]  # name -> (json type, required)
+
+
+@dataclass(frozen=True)
+class _Method:
+    params: _ParamSpec
+    run: Callable[[LedgerState, dict[str, object], int], tuple[LedgerState, Outcome]]
+    nullable: frozenset[str] = frozenset()
+
+
+# --- rendering --------------------------------------------------------------------------------
+
+
+def record_to_wire(rec: LedgerRecord) -> dict[str, object]:
+    """A record as the binding returns it (LED-WIRE.4, LED-FORGET.3).
+
+    Always: id, scopeKey, kind, body, provenance, status, validFrom, createdAt, updatedAt.
+    Only when set: sourceSessionId, confidenceBps, rationale, supersedes, validTo, expiresAt,
+    conflictGroup.  A tombstone's body is the empty string.
+    """
+    out: dict[str, object] = {
+        "id": rec.id,
+        "scopeKey": rec.scope_key,
+        "kind": rec.kind,
+        "body": "" if rec.status == "deleted" else rec.body,
+        "provenance": rec.provenance,
+        "status": rec.status,
+        "validFrom": format_rfc3339(rec.valid_from),
+        "createdAt": format_rfc3339(rec.created_at),
+        "updatedAt": format_rfc3339(rec.updated_at),
+    }
+    if rec.source_session_id is not None:
+        out["sourceSessionId"] = rec.source_session_id
+    if rec.confidence_bps is not None:
+        out["confidenceBps"] = rec.confidence_bps
+    if rec.rationale is not None:
+        out["rationale"] = rec.rationale
+    if rec.supersedes is not None:
+        out["supersedes"] = rec.supersedes
+    if rec.valid_to is not None:
+        out["validTo"] = format_rfc3339(rec.valid_to)
+    if rec.expires_at is not None:
+        out["expiresAt"] = format_rfc3339(rec.expires_at)
+    if rec.conflict_group is not None:
+        out["conflictGroup"] = rec.conflict_group
+    return out
+
+
+def settings_to_wire(scope_key: str, s: ConsolidationSettings) -> dict[str, object]:
+    """Settings as get/update return them; harness and model only when set (LED-CONS.2)."""
+    out: dict[str, object] = {"scopeKey": scope_key, "mode": s.mode}
+    if s.harness is not None:
+        out["harness"] = s.harness
+    if s.model is not None:
+        out["model"] = s.model
+    out["maxRecords"] = s.max_records
+    out["allowRemoval"] = s.allow_removal
+    out["debounceSeconds"] = s.debounce_seconds
+    return out
+
+
+def _record_outcome(
+    state: LedgerState, answer: tuple[LedgerState, LedgerRecord | Refused]
+) -> tuple[LedgerState, Outcome]:
+    new_state, result = answer
+    if isinstance(result, Refused):
+        return state, result
+    return new_state, Ok(record_to_wire(result))
+
+
+def _str(params: Mapping[str, object], name: str) -> str | None:
+    v = params.get(name)
+    return v if isinstance(v, str) else None
+
+
+def _int(params: Mapping[str, object], name: str) -> int | None:
+    return json_int(params[name]) if name in params else None
+
+
+def _scope_problem(scope_key: str) -> Refused | None:
+    if not 0 < len(scope_key) <= MAX_SCOPE_KEY:
+        return bad_value(f"scopeKey must be 1-{MAX_SCOPE_KEY} characters.")
+    return None
+
+
+def _instant(params: Mapping[str, object], name: str) -> int | Refused:
+    text = _str(params, name)
+    assert text is not None
+    ms = parse_rfc3339(text)
+    if ms is None:
+        return bad_value(f"{name} must be an RFC 3339 date-time.")
+    return ms
+
+
+# --- methods --------------------------------------------------------------------------------
+
+
+def _save(state: LedgerState, p: dict[str, object], now: int) -> tuple[LedgerState, Outcome]:
+    body = _str(p, "body")
+    assert body is not None
+    return _record_outcome(
+        state, save(state, body, now, kind=_str(p, "kind"), session_id=_str(p, "sessionId"))
+    )
+
+
+def _list(state: LedgerState, p: dict[str, object], now: int) -> tuple[LedgerState, Outcome]:
+    scope = _str(p, "scopeKey")
+    assert scope is not None
+    status = _str(p, "status")
+    if status is None:
+        status = "active"
+    problems = _scope_problem(scope)
+    if problems is not None:
+        return state, problems
+    if status not in LIST_STATUSES:
+        return state, bad_value("status must be 'active' or 'proposed'.")
+    records = [record_to_wire(r) for r in list_records(state, scope, status)]
+    return state, Ok({"scopeKey": scope, "records": records})
+
+
+def _by_id(
+    fn: Callable[[LedgerState, str, str, int], tuple[LedgerState, LedgerRecord | Refused]],
+) -> Callable[[LedgerState, dict[str, object], int], tuple[LedgerState, Outcome]]:
+    def run(state: LedgerState, p: dict[str, object], now: int) -> tuple[LedgerState, Outcome]:
+        rid = _str(p, "recordId")
+        assert rid is not None
+        return _record_outcome(state, fn(state, SCOPE_LOCAL, rid, now))
+
+    return run
+
+
+def _supersede(state: LedgerState, p: dict[str, object], now: int) -> tuple[LedgerState, Outcome]:
+    rid, body = _str(p, "recordId"), _str(p, "body")
+    assert rid is not None and body is not None
+    return _record_outcome(
+        state, supersede(state, SCOPE_LOCAL, rid, body, now, kind=_str(p, "kind"))
+    )
+
+
+def _as_of(state: LedgerState, p: dict[str, object], now: int) -> tuple[LedgerState, Outcome]:
+    scope = _str(p, "scopeKey")
+    assert scope is not None
+    problem = _scope_problem(scope)
+    if problem is not None:
+        return state, problem
+    at = _instant(p, "at")
+    if isinstance(at, Refused):
+        return state, at
+    hits = list_as_of(state, scope, at)
+    tombstones = frozenset(r.id for r in hits if r.status == "deleted")
+    return state, Ok(
+        {"scopeKey": scope, "records": [record_to_wire(r) for r in hits]}, may_omit=tombstones
+    )
+
+
+def _get_settings(
+    state: LedgerState, p: dict[str, object], now: int
+) -> tuple[LedgerState, Outcome]:
+    return state, Ok(settings_to_wire(SCOPE_LOCAL, settings_for(state, SCOPE_LOCAL)))
+
+
+def _update_settings(
+    state: LedgerState, p: dict[str, object], now: int
+) -> tuple[LedgerState, Outcome]:
+    mode = _str(p, "mode")
+    assert mode is not None
+    allow = p.get("allowRemoval")
+    new_state, result = update_settings(
+        state,
+        SCOPE_LOCAL,
+        mode,
+        now,
+        harness=_str(p, "harness"),
+        model=_str(p, "model"),
+        max_records=_int(p, "maxRecords"),
+        allow_removal=allow if isinstance(allow, bool) else None,
+        debounce_seconds=_int(p, "debounceSeconds"),
+    )
+    if isinstance(result, Refused):
+        return state, result
+    return new_state, Ok(settings_to_wire(SCOPE_LOCAL, result))
+
+
+def _reset(state: LedgerState, p: dict[str, object], now: int) -> tuple[LedgerState, Outcome]:
+    return empty_state(), Ok({"ok": True})
+
+
+def _set_clock(state: LedgerState, p: dict[str, object], now: int) -> tuple[LedgerState, Outcome]:
+    # The clock is the server's concern; the model only echoes the instant it will be given.
+    if p.get("now") is None:
+        return state, Ok({"now": format_rfc3339(now)})
+    at = _instant(p, "now")
+    if isinstance(at, Refused):
+        return state, at
+    return state, Ok({"now": format_rfc3339(at)})
+
+
+def _sweep(state: LedgerState, p: dict[str, object], now: int) -> tuple[LedgerState, Outcome]:
+    at = _instant(p, "at")
+    if isinstance(at, Refused):
+        return state, at
+    new_state, ids = sweep_expired(state, at)
+    return new_state, Ok({"expired": list(ids)})
+
+
+def _propose(state: LedgerState, p: dict[str, object], now: int) -> tuple[LedgerState, Outcome]:
+    body = _str(p, "body")
+    assert body is not None
+    return _record_outcome(
+        state,
+        propose(
+            state,
+            SCOPE_LOCAL,
+            body,
+            now,
+            kind=_str(p, "kind"),
+            session_id=_str(p, "sessionId"),
+            confidence_bps=_int(p, "confidenceBps"),
+            rationale=_str(p, "rationale"),
+            conflict_group=_str(p, "conflictGroup"),
+        ),
+    )
+
+
+def _set_expiry(state: LedgerState, p: dict[str, object], now: int) -> tuple[LedgerState, Outcome]:
+    rid = _str(p, "recordId")
+    assert rid is not None
+    at = _instant(p, "expiresAt")
+    if isinstance(at, Refused):
+        return state, at
+    return _record_outcome(state, set_expiry(state, SCOPE_LOCAL, rid, at, now))
+
+
+def _consolidate(state: LedgerState, p: dict[str, object], now: int) -> tuple[LedgerState, Outcome]:
+    ops = p["operations"]
+    assert isinstance(ops, list)
+    new_state, report = apply_batch(state, SCOPE_LOCAL, ops, now)
+    c = report.counts
+    return new_state, Ok(
+        {"applied": c.applied, "invalid": c.invalid, "refused": c.refused, "declined": c.declined}
+    )
+
+
+def _packet(state: LedgerState, p: dict[str, object], now: int) -> tuple[LedgerState, Outcome]:
+    packet = build_packet(state, SCOPE_LOCAL)
+    return state, Ok({"lines": list(packet.lines), "text": packet.text})
+
+
+METHODS: Final[dict[str, _Method]] = {
+    "memory/save_memory_record": _Method(
+        {"body": ("string", True), "kind": ("string", False), "sessionId": ("string", False)},
+        _save,
+    ),
+    "memory/list_memory_records": _Method(
+        {"scopeKey": ("string", True), "status": ("string", False)}, _list
+    ),
+    "memory/delete_memory_record": _Method({"recordId": ("string", True)}, _by_id(delete)),
+    "memory/supersede_memory_record": _Method(
+        {"recordId": ("string", True), "body": ("string", True), "kind": ("string", False)},
+        _supersede,
+    ),
+    "memory/approve_memory_record": _Method({"recordId": ("string", True)}, _by_id(approve)),
+    "memory/reject_memory_record": _Method({"recordId": ("string", True)}, _by_id(reject)),
+    "memory/list_memory_records_as_of": _Method(
+        {"scopeKey": ("string", True), "at": ("string", True)}, _as_of
+    ),
+    "memory/get_consolidation_settings": _Method({}, _get_settings),
+    "memory/update_consolidation_settings": _Method(
+        {
+            "mode": ("string", True),
+            "harness": ("string", False),
+            "model": ("string", False),
+            "maxRecords": ("integer", False),
+            "allowRemoval": ("boolean", False),
+            "debounceSeconds": ("integer", False),
+        },
+        _update_settings,
+    ),
+}
+"""The binding's methods and their params (LED-WIRE.1, LED-WIRE.2)."""
+
+TEST_METHODS: Final[dict[str, _Method]] = {
+    "_test/reset": _Method({}, _reset),
+    "_test/set_clock": _Method({"now": ("string", True)}, _set_clock, frozenset({"now"})),
+    "_test/sweep": _Method({"at": ("string", True)}, _sweep),
+    "_test/propose": _Method(
+        {
+            "body": ("string", True),
+            "kind": ("string", False),
+            "sessionId": ("string", False),
+            "confidenceBps": ("integer", False),
+            "rationale": ("string", False),
+            "conflictGroup": ("string", False),
+        },
+        _propose,
+    ),
+    "_test/set_expiry": _Method(
+        {"recordId": ("string", True), "expiresAt": ("string", True)}, _set_expiry
+    ),
+    "_test/consolidate": _Method({"operations": ("array", True)}, _consolidate),
+    "_test/packet": _Method({}, _packet),
+}
+"""The test controls a store serves under ``--test-control`` (LED-WIRE.7)."""
+
+
+def _type_ok(value: object, json_type: str) -> bool:
+    if json_type == "string":
+        return isinstance(value, str)
+    if json_type == "integer":
+        return json_int(value) is not None
+    if json_type == "boolean":
+        return isinstance(value, bool)
+    if json_type == "array":
+        return isinstance(value, list)
+    raise AssertionError(json_type)
+
+
+def check_params(method: _Method, params: object) -> dict[str, object] | Refused:
+    """Structural checks shared by every method; -32602 only (LED-WIRE.2, LED-SAVE.2)."""
+    if params is None:
+        params = {}
+    if not isinstance(params, dict):
+        return invalid_params("params must be a JSON object.")
+    unknown = sorted(str(k) for k in params if k not in method.params)
+    if unknown:
+        if "scopeKey" in unknown:
+            return invalid_params("scopeKey cannot be passed here: the server chooses the scope.")
+        return invalid_params(f"unknown param(s): {', '.join(unknown)}")
+    for name, (json_type, required) in method.params.items():
+        if name not in params:
+            if required:
+                return invalid_params(f"missing param: {name}")
+            continue
+        value = params[name]
+        if value is None:
+            if name in method.nullable:
+                continue
+            return invalid_params(f"{name} cannot be null.")
+        if not _type_ok(value, json_type):
+            return invalid_params(f"{name} must be a JSON {json_type}.")
+    return {str(k): v for k, v in params.items()}
+
+
+def handle(
+    state: LedgerState, method: str, params: object, now: int
+) -> tuple[LedgerState, Outcome]:
+    """Answer one binding call at instant ``now`` (LED-WIRE.1-.8).
+
+    Returns the new state and ``Ok(result)`` or ``Refused``; on a refusal the state is the one
+    passed in, unchanged.
+    """
+    spec = METHODS.get(method) or TEST_METHODS.get(method)
+    if spec is None:
+        return state, Refused(
+            METHOD_NOT_FOUND, f"Method not found: {method}", frozenset({METHOD_NOT_FOUND})
+        )
+    checked = check_params(spec, params)
+    if isinstance(checked, Refused):
+        return state, checked
+    new_state, outcome = spec.run(state, checked, now)
+    if isinstance(outcome, Refused):
+        assert new_state is state
+    return new_state, outcome

@@ -1,0 +1,258 @@
+"""The binding as a pure function: methods, param rules, codes, record shape, test controls."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from ledger_strategies import DAY, T0, ok, refused, saved, sentence
+
+from reference.ledger.outcome import INVALID_PARAMS, METHOD_NOT_FOUND, REFUSED, Ok, Refused, combine
+from reference.ledger.records import empty_state
+from reference.ledger.search import search, searchable
+from reference.ledger.timefmt import format_rfc3339
+from reference.ledger.wire import METHODS, TEST_METHODS, handle
+
+LOCAL = "account:local"
+WIRE_TIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z")
+ALWAYS = {
+    "id",
+    "scopeKey",
+    "kind",
+    "body",
+    "provenance",
+    "status",
+    "validFrom",
+    "createdAt",
+    "updatedAt",
+}
+OPTIONAL = {
+    "sourceSessionId",
+    "confidenceBps",
+    "rationale",
+    "supersedes",
+    "validTo",
+    "expiresAt",
+    "conflictGroup",
+}
+TIMES = {"validFrom", "validTo", "createdAt", "updatedAt", "expiresAt"}
+
+# A valid params object for every method, to mutate.
+VALID: dict[str, dict[str, Any]] = {
+    "memory/save_memory_record": {"body": "x"},
+    "memory/list_memory_records": {"scopeKey": LOCAL},
+    "memory/delete_memory_record": {"recordId": "r"},
+    "memory/supersede_memory_record": {"recordId": "r", "body": "x"},
+    "memory/approve_memory_record": {"recordId": "r"},
+    "memory/reject_memory_record": {"recordId": "r"},
+    "memory/list_memory_records_as_of": {"scopeKey": LOCAL, "at": "2026-01-01T00:00:00.000Z"},
+    "memory/get_consolidation_settings": {},
+    "memory/update_consolidation_settings": {"mode": "off"},
+    "_test/reset": {},
+    "_test/set_clock": {"now": "2026-01-01T00:00:00.000Z"},
+    "_test/sweep": {"at": "2026-01-01T00:00:00.000Z"},
+    "_test/propose": {"body": "x"},
+    "_test/set_expiry": {"recordId": "r", "expiresAt": "2026-01-01T00:00:00.000Z"},
+    "_test/consolidate": {"operations": []},
+    "_test/packet": {},
+}
+
+
+@pytest.mark.clause("LED-WIRE.1", "LED-WIRE.7")
+def test_method_table() -> None:
+    assert set(METHODS) == {m for m in VALID if m.startswith("memory/")}
+    assert set(TEST_METHODS) == {m for m in VALID if m.startswith("_test/")}
+    for method in (
+        "memory/search",
+        "memory/save_memory_records",
+        "_test/nope",
+        "",
+        "save_memory_record",
+    ):
+        new, out = handle(empty_state(), method, {}, T0)
+        assert (
+            isinstance(out, Refused)
+            and out.allowed_codes == {METHOD_NOT_FOUND}
+            and new == empty_state()
+        )
+
+
+@pytest.mark.clause("LED-WIRE.2")
+@pytest.mark.parametrize("method", list(VALID))
+def test_structural_param_errors_are_invalid_params(method: str) -> None:
+    state, _ = saved(["a"])
+    spec = (METHODS | TEST_METHODS)[method]
+    cases: list[Any] = [[], "params", 5, {**VALID[method], "extraParam": 1}]
+    for name, (json_type, required) in spec.params.items():
+        if required:
+            cases.append({k: v for k, v in VALID[method].items() if k != name})
+        wrong = {"string": 5, "integer": "5", "boolean": 1, "array": {}}[json_type]
+        cases.append({**VALID[method], name: wrong})
+        if name not in spec.nullable:
+            cases.append({**VALID[method], name: None})
+    for params in cases:
+        r = refused(state, method, params, T0 + 5)
+        assert r.allowed_codes == {INVALID_PARAMS}, (params, r)
+
+
+@pytest.mark.clause("LED-WIRE.2")
+def test_absent_params_read_as_an_empty_object() -> None:
+    _, out = handle(empty_state(), "memory/get_consolidation_settings", None, T0)
+    assert isinstance(out, Ok)
+    _, out = handle(empty_state(), "memory/save_memory_record", None, T0)
+    assert isinstance(out, Refused) and out.allowed_codes == {INVALID_PARAMS}
+
+
+@pytest.mark.clause("LED-WIRE.2")
+@pytest.mark.parametrize(
+    "value, valid", [(9000, True), (9000.0, True), (90.5, False), (True, False), ("9000", False)]
+)
+def test_integers_follow_javascript(value: object, valid: bool) -> None:
+    new, out = handle(empty_state(), "_test/propose", {"body": "x", "confidenceBps": value}, T0)
+    if valid:
+        assert isinstance(out, Ok) and out.result["confidenceBps"] == 9000
+        assert type(out.result["confidenceBps"]) is int
+    else:
+        assert (
+            isinstance(out, Refused)
+            and out.allowed_codes == {INVALID_PARAMS}
+            and new == empty_state()
+        )
+
+
+@pytest.mark.clause("LED-WIRE.3")
+def test_refused_admits_exactly_what_it_allows() -> None:
+    lifecycle = Refused(REFUSED, "m", frozenset({REFUSED}))
+    assert (
+        lifecycle.admits(REFUSED)
+        and lifecycle.admits(REFUSED, "any text")
+        and not lifecycle.admits(INVALID_PARAMS)
+    )
+    exact = Refused(REFUSED, "m", frozenset({REFUSED}), frozenset({"m"}))
+    assert exact.admits(REFUSED, "m") and not exact.admits(REFUSED, "n") and exact.admits(REFUSED)
+    both = combine([exact, Refused(INVALID_PARAMS, "v", frozenset({REFUSED, INVALID_PARAMS}))])
+    assert both.allowed_codes == {REFUSED, INVALID_PARAMS} and both.allowed_messages is None
+    two_exact = combine([exact, Refused(REFUSED, "k", frozenset({REFUSED}), frozenset({"k"}))])
+    assert two_exact.allowed_messages == {"m", "k"} and (two_exact.code, two_exact.message) == (
+        REFUSED,
+        "m",
+    )
+    with pytest.raises(ValueError):
+        combine([])
+
+
+@pytest.mark.clause("LED-WIRE.4", "LED-WIRE.5", "LED-WIRE.6")
+@given(
+    st.lists(
+        st.sampled_from(
+            ["save", "propose", "approve", "reject", "edit", "delete", "expire", "sweep"]
+        ),
+        max_size=20,
+    )
+)
+def test_every_record_answer_has_the_wire_shape(ops: list[str]) -> None:
+    state, now = empty_state(), T0
+    answers: list[dict[str, Any]] = []
+    for op in ops:
+        now += 1000
+        active = [r.id for r in state.records if r.status == "active"]
+        proposed = [r.id for r in state.records if r.status == "proposed"]
+        method, params = "memory/save_memory_record", {"body": f"b{now}", "sessionId": "s"}
+        if op == "propose":
+            method, params = (
+                "_test/propose",
+                {"body": "p", "confidenceBps": 5, "rationale": "r", "conflictGroup": "g"},
+            )
+        elif op in ("approve", "reject") and proposed:
+            method, params = f"memory/{op}_memory_record", {"recordId": proposed[0]}
+        elif op in ("edit", "delete", "expire") and active:
+            method, params = {
+                "edit": ("memory/supersede_memory_record", {"recordId": active[0], "body": "e"}),
+                "delete": ("memory/delete_memory_record", {"recordId": active[0]}),
+                "expire": (
+                    "_test/set_expiry",
+                    {"recordId": active[0], "expiresAt": format_rfc3339(now + DAY)},
+                ),
+            }[op]
+        elif op == "sweep":
+            state, _ = ok(state, "_test/sweep", {"at": format_rfc3339(now + 2 * DAY)}, now)
+            continue
+        state, out = handle(state, method, params, now)
+        if isinstance(out, Ok):
+            answers.append(out.result)
+    for scope_read in (
+        ("memory/list_memory_records", {"scopeKey": LOCAL}),
+        ("memory/list_memory_records", {"scopeKey": LOCAL, "status": "proposed"}),
+        ("memory/list_memory_records_as_of", {"scopeKey": LOCAL, "at": format_rfc3339(now)}),
+    ):
+        _, res = ok(state, scope_read[0], scope_read[1], now)
+        assert set(res) == {"scopeKey", "records"} and res["scopeKey"] == LOCAL
+        answers.extend(res["records"])
+    for rec in answers:
+        assert ALWAYS <= set(rec) <= ALWAYS | OPTIONAL, rec
+        assert None not in rec.values()
+        for k in TIMES & set(rec):
+            assert WIRE_TIME.fullmatch(rec[k]), (k, rec[k])
+        assert ("validTo" in rec) == (rec["status"] != "active")
+        if rec["status"] == "deleted":
+            assert rec["body"] == ""
+
+
+@pytest.mark.clause("LED-WIRE.7")
+def test_reset_and_clock_controls() -> None:
+    state, _ = saved(["a", "b"])
+    state, res = ok(state, "_test/reset", {}, T0 + 5)
+    assert res == {"ok": True} and state == empty_state()
+    _, res = ok(state, "_test/set_clock", {"now": "2026-01-01T01:00:00+01:00"}, T0 + 99)
+    assert res == {"now": format_rfc3339(T0)}
+    _, res = ok(state, "_test/set_clock", {"now": None}, T0 + 99)
+    assert res == {"now": format_rfc3339(T0 + 99)}
+    r = refused(state, "_test/set_clock", {"now": "soon"}, T0)
+    assert r.allowed_codes == {REFUSED, INVALID_PARAMS}
+
+
+@pytest.mark.clause("LED-WIRE.8")
+@given(
+    st.sampled_from(list(VALID)),
+    st.dictionaries(
+        st.sampled_from(["body", "recordId", "scopeKey", "at", "mode", "zzz"]),
+        st.one_of(st.none(), st.integers(), sentence),
+    ),
+)
+def test_any_refusal_leaves_the_state_as_it_was(method: str, params: dict[str, Any]) -> None:
+    state, _ = saved(["a", "b"])
+    new, out = handle(state, method, params, T0 + 5)
+    if isinstance(out, Refused):
+        assert new is state
+
+
+# --- search ---------------------------------------------------------------------------------
+
+
+@pytest.mark.clause("LED-FTS.1", "LED-STATUS.4")
+def test_search_finds_active_bodies_only() -> None:
+    state, (a, b) = saved(["Deploy on Friday", "Deploy never on Monday"])
+    assert {r.id for r in search(state, "deploy")} == {a, b}
+    state, new = ok(
+        state, "memory/supersede_memory_record", {"recordId": a, "body": "Ship on Thursday"}, T0 + 5
+    )
+    assert [r.id for r in search(state, "friday")] == []
+    assert [r.id for r in search(state, "thursday SHIP")] == [new["id"]]
+    state, _ = ok(state, "memory/delete_memory_record", {"recordId": b}, T0 + 6)
+    assert search(state, "monday") == [] and search(state, "deploy") == []
+    state, p = ok(state, "_test/propose", {"body": "Prefers tabs"}, T0 + 7)
+    assert search(state, "tabs") == []
+    state, _ = ok(state, "memory/approve_memory_record", {"recordId": p["id"]}, T0 + 8)
+    assert [r.id for r in search(state, "tabs")] == [p["id"]]
+    state, _ = ok(
+        state,
+        "_test/set_expiry",
+        {"recordId": p["id"], "expiresAt": format_rfc3339(T0 + 9)},
+        T0 + 8,
+    )
+    state, _ = ok(state, "_test/sweep", {"at": format_rfc3339(T0 + 9)}, T0 + 9)
+    assert search(state, "tabs") == [] and search(state, "") == []
+    assert {r.id for r in searchable(state)} == {new["id"]}
