@@ -19,7 +19,7 @@ run: $(STAMP)
 
 ## make test: the whole test suite (set HYPOTHESIS_PROFILE=dev|ci|deep)
 test: $(STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n 2
 	$(BIN)/memspec clauses --check > /dev/null || ($(BIN)/memspec clauses | grep -E 'UNCOVERED|cited but not defined'; exit 1)
 
 lint: $(STAMP)
