@@ -163,7 +163,9 @@ def test_the_store_answers_like_the_model(store: Store, data: st.DataObject) -> 
             assert got == [bumped[g.id] for g in got]
             from reference.memory.store import with_scope_records  # lockstep with the store's pick
 
-            model = with_scope_records(model, scope, [bumped.get(r.id, r) for r in model.records(scope)])
+            model = with_scope_records(
+                model, scope, [bumped.get(r.id, r) for r in model.records(scope)]
+            )
         elif op == "list":
             limit = data.draw(st.integers(1, 10), label="limit")
             query = data.draw(st.one_of(st.none(), texts()), label="query")

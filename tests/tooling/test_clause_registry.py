@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from conformance.cli import main
 from conformance.clauses import coverage, parse_spec
+from conformance.cli import main
 
 SPEC = textwrap.dedent(
     """\
