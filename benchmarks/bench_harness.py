@@ -1,37 +1,49 @@
 """How much the harness costs: differential steps/s vs the raw request rate of the same requests.
 
-1. Against a fresh bundled store, the memory corpus and a fixed-seed run of the memory state
-   machine go through the driver (model, oracle, id and time correspondence, step spacing).
-   Every request the driver sends is recorded.
-2. Against another fresh bundled store, the very same requests are sent again by the same
-   client, back to back, with no model, no oracle and no spacing.
+The run is split into ROUNDS interleaved rounds, so that a change of load on the machine
+during the run hits both sides alike.  Each round:
 
-The ratio (differential steps/s ÷ raw requests/s) is the fraction of the store's own speed a
-conformance run keeps (goal ≥ 0.7).  The 3 ms spacing between mutating steps (the price of an
-unambiguous event order, see ``conformance.oracle.memory``) is part of the differential side;
-the time the driver slept for it is measured too, so a second ratio shows what model and oracle
-alone cost.  Everything is measured in one run, on one machine.
+1. *differential*: against a fresh bundled store, the memory corpus and a fixed-seed run of
+   the memory state machine (seed differs per round) go through the driver — model, oracle,
+   id and time correspondence, Hypothesis, and the spacing of mutating steps.  Every request
+   the driver sends is recorded (settling reads included; the target probe, which happens
+   before the clock starts, is not).
+2. *raw*: against another fresh bundled store, the very same requests are sent again by the
+   same client class, back to back, with no model, no oracle, no Hypothesis and no spacing.
 
-Run: ``.venv/bin/python -m benchmarks.bench_harness``.
+Reported, summed over the rounds: the issue's ratio (differential steps/s ÷ raw requests/s,
+goal ≥ 0.7), the same with the spacing sleeps taken out, where the differential time goes
+(spacing sleeps, HTTP, model + oracle, the rest — Hypothesis, the runner, the driver), and two
+CPU ratios: the whole process (store thread included) and the harness thread alone.  The
+spacing (3 ms between mutating steps on one scope, see ``conformance.oracle.memory``) is the
+price of an unambiguous event order and is part of the differential side.
+
+Run: ``.venv/bin/python -m benchmarks.bench_harness``  (about 10–20 s).
 """
 
 from __future__ import annotations
 
 import secrets
+import statistics
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from conformance.driver import Exchange, RunContext, Secret, TargetConfig
-from conformance.drivers.memory import MemoryDriver
+from conformance.drivers.memory import SPACING_S, MemoryDriver
 from conformance.embedded.server import start_server
 from conformance.machines import run_machine
 from conformance.machines.profiles import Profile
+from conformance.oracle.memory import MemoryOracle
 from conformance.runner import load_corpus, run_scenario
+from conformance.scenario import Scenario
 from conformance.targets.base import HttpTarget
 
 SEED = 424242
-PROFILE = Profile("bench", max_examples=40, step_count=25, budget_s=1e9, fixed_seed=SEED)
+ROUNDS = 5
+EXAMPLES_PER_ROUND = 8
+STEPS_PER_EXAMPLE = 25
+GOAL = 0.7
 
 
 @dataclass
@@ -43,10 +55,11 @@ class Sent:
 
 
 class Recorder:
-    """Wraps a target's ``request``/``raw`` to keep every request for the raw replay."""
+    """Wraps a target's ``request``/``raw``: keeps every request and the time spent in HTTP."""
 
     def __init__(self, target: HttpTarget) -> None:
         self.sent: list[Sent] = []
+        self.http_s = 0.0
         self._request = target.request
         self._raw = target.raw
         target.request = self.request  # type: ignore[method-assign]
@@ -54,44 +67,114 @@ class Recorder:
 
     def request(self, method: str, path: str, *args: Any, **kwargs: Any) -> Exchange:
         self.sent.append(Sent("request", method, path, {"args": args, **kwargs}))
-        return self._request(method, path, *args, **kwargs)
+        t = time.perf_counter()
+        try:
+            return self._request(method, path, *args, **kwargs)
+        finally:
+            self.http_s += time.perf_counter() - t
 
     def raw(self, method: str, path: str, **kwargs: Any) -> Exchange:
         self.sent.append(Sent("raw", method, path, kwargs))
-        return self._raw(method, path, **kwargs)
+        t = time.perf_counter()
+        try:
+            return self._raw(method, path, **kwargs)
+        finally:
+            self.http_s += time.perf_counter() - t
 
 
-def differential() -> tuple[int, float, float, float, list[Sent], str]:
+class OracleTimer:
+    """Times ``MemoryOracle.expect`` and ``judge`` (the model runs inside them)."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self._saved: dict[str, Any] = {}
+
+    def __enter__(self) -> OracleTimer:
+        for name in ("expect", "judge"):
+            original = MemoryOracle.__dict__.get(name)
+            if original is None:
+                continue
+            self._saved[name] = original
+            setattr(MemoryOracle, name, self._timed(original))
+        return self
+
+    def _timed(self, fn: Any) -> Any:
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            t = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.seconds += time.perf_counter() - t
+
+        return timed
+
+    def __exit__(self, *exc: object) -> None:
+        for name, original in self._saved.items():
+            setattr(MemoryOracle, name, original)
+
+
+@dataclass
+class Side:
+    """Totals of one side over the rounds."""
+
+    requests: int = 0
+    steps: int = 0
+    wall_s: float = 0.0
+    cpu_s: float = 0.0  # the whole process: harness and the store's thread
+    thread_cpu_s: float = 0.0  # the harness (main) thread alone
+    slept_s: float = 0.0
+    http_s: float = 0.0
+    oracle_s: float = 0.0
+    per_round: list[float] = field(default_factory=list)  # wall seconds
+
+
+def differential(round_no: int, corpus: list[Scenario], side: Side) -> tuple[list[Sent], str]:
     token = secrets.token_urlsafe(16)
-    handle = start_server(token=token)
-    try:
-        ctx = RunContext("memspec-bench0001", TargetConfig(handle.url, Secret(token)))
+    seed = SEED + round_no
+    profile = Profile(
+        "bench",
+        max_examples=EXAMPLES_PER_ROUND,
+        step_count=STEPS_PER_EXAMPLE,
+        budget_s=1e9,
+        fixed_seed=seed,
+    )
+    with start_server(token=token) as handle:
+        ctx = RunContext(f"memspec-bench{round_no:04d}", TargetConfig(handle.url, Secret(token)))
         driver = MemoryDriver(ctx)
         rec = Recorder(driver.target)
         steps = 0
-        cpu0 = time.process_time()
-        started = time.perf_counter()
-        for scenario, _ in load_corpus(["memory"]):
-            result = run_scenario(driver, scenario)
-            steps += len(result.outcomes)
-            if result.verdict == "fail":
-                raise SystemExit(f"corpus diverged against the bundled store: {result.reason}")
-        m = run_machine("memory", driver, PROFILE, SEED)
-        steps += m.steps
-        elapsed = time.perf_counter() - started
-        cpu = time.process_time() - cpu0
+        with OracleTimer() as timer:
+            cpu0, tcpu0 = time.process_time(), time.thread_time()
+            started = time.perf_counter()
+            for scenario in corpus:
+                result = run_scenario(driver, scenario)
+                steps += len(result.outcomes)
+                if result.verdict == "fail":
+                    raise SystemExit(f"corpus diverged against the bundled store: {result.reason}")
+            m = run_machine("memory", driver, profile, seed)
+            steps += m.steps
+            elapsed = time.perf_counter() - started
+            cpu, tcpu = time.process_time() - cpu0, time.thread_time() - tcpu0
         driver.close()
-        return steps, elapsed, cpu, driver.spacing_slept_s, rec.sent, m.verdict
-    finally:
-        handle.stop()
+    if m.verdict != "pass":
+        raise SystemExit(f"the machine did not pass against the bundled store: {m.reason}")
+    side.requests += len(rec.sent)
+    side.steps += steps
+    side.wall_s += elapsed
+    side.cpu_s += cpu
+    side.thread_cpu_s += tcpu
+    side.slept_s += driver.spacing_slept_s
+    side.http_s += rec.http_s
+    side.oracle_s += timer.seconds
+    side.per_round.append(elapsed)
+    return rec.sent, m.verdict
 
 
-def raw_replay(sent: list[Sent]) -> tuple[float, float]:
+def raw_replay(sent: list[Sent], side: Side) -> None:
     token = secrets.token_urlsafe(16)
-    handle = start_server(token=token)
-    try:
+    with start_server(token=token) as handle:
         target = HttpTarget(TargetConfig(handle.url, Secret(token)))
-        cpu0 = time.process_time()
+        cpu0, tcpu0 = time.process_time(), time.thread_time()
         started = time.perf_counter()
         for s in sent:
             if s.kind == "raw":
@@ -101,32 +184,80 @@ def raw_replay(sent: list[Sent]) -> tuple[float, float]:
                 args = kwargs.pop("args", ())
                 target.request(s.method, s.path, *args, **kwargs)
         elapsed = time.perf_counter() - started
-        cpu = time.process_time() - cpu0
+        cpu, tcpu = time.process_time() - cpu0, time.thread_time() - tcpu0
         target.close()
-        return elapsed, cpu
-    finally:
-        handle.stop()
+    side.requests += len(sent)
+    side.wall_s += elapsed
+    side.cpu_s += cpu
+    side.thread_cpu_s += tcpu
+    side.http_s += elapsed
+    side.per_round.append(elapsed)
 
 
 def main() -> int:
-    steps, diff_s, diff_cpu, slept_s, sent, verdict = differential()
-    raw_s, raw_cpu = raw_replay(sent)
-    n = len(sent)
-    diff_rate, raw_rate = n / diff_s, n / raw_s
-    busy_rate = n / (diff_s - slept_s)
-    print(f"{'':40} {'requests':>9} {'wall s':>8} {'req/s':>8} {'cpu s':>7}")
+    diff, raw = Side(), Side()
+    run_started = time.perf_counter()
+    corpus = [scenario for scenario, _ in load_corpus(["memory"])]  # parsed once, untimed
+    for r in range(ROUNDS):
+        sent, _ = differential(r, corpus, diff)
+        raw_replay(sent, raw)
+    total_s = time.perf_counter() - run_started
+    assert diff.requests == raw.requests
+
+    n = diff.requests
+    steps_rate = diff.steps / diff.wall_s
+    raw_rate = n / raw.wall_s
+    busy_s = diff.wall_s - diff.slept_s
+    ratio = steps_rate / raw_rate
+    ratio_busy = (diff.steps / busy_s) / raw_rate
+    # per round, on that round's requests: raw seconds / differential seconds
+    per_round = [
+        raw_s / diff_s for raw_s, diff_s in zip(raw.per_round, diff.per_round, strict=True)
+    ]
+    rest_s = diff.wall_s - diff.slept_s - diff.http_s - diff.oracle_s
+
     print(
-        f"{'differential (model + oracle + spacing)':40} {n:>9} {diff_s:>8.2f} {diff_rate:>8.0f} {diff_cpu:>7.2f}"
+        f"memspec harness benchmark: {ROUNDS} interleaved rounds (corpus + machine,"
+        f" {EXAMPLES_PER_ROUND}x{STEPS_PER_EXAMPLE} steps), spacing {SPACING_S * 1000:g} ms"
     )
-    print(f"{'  of which spacing sleeps':40} {'':>9} {slept_s:>8.2f}")
+    print(f"{'':40} {'steps':>6} {'requests':>9} {'wall s':>7} {'rate/s':>7} {'cpu s':>6}")
     print(
-        f"{'raw: the same requests, back to back':40} {n:>9} {raw_s:>8.2f} {raw_rate:>8.0f} {raw_cpu:>7.2f}"
+        f"{'differential (model+oracle+spacing)':40} {diff.steps:>6} {n:>9}"
+        f" {diff.wall_s:>7.2f} {steps_rate:>7.0f} {diff.cpu_s:>6.2f}   (steps/s)"
     )
-    print(f"steps judged: {steps} (machine verdict {verdict}); requests include the target probe")
-    print("(store and harness share one process; cpu s counts both)")
-    print(f"ratio differential / raw (wall):           {diff_rate / raw_rate:.2f}  (goal >= 0.7)")
-    print(f"ratio without the spacing sleeps (wall):   {busy_rate / raw_rate:.2f}")
-    print(f"ratio of CPU per request (raw / diff):     {raw_cpu / diff_cpu:.2f}")
+    print(
+        f"{'raw: same requests, back to back':40} {'':>6} {n:>9}"
+        f" {raw.wall_s:>7.2f} {raw_rate:>7.0f} {raw.cpu_s:>6.2f}   (requests/s)"
+    )
+    print("differential wall time, by where it goes:")
+    for label, secs in (
+        ("HTTP (the same requests)", diff.http_s),
+        ("spacing sleeps (3 ms per scope)", diff.slept_s),
+        ("model + oracle", diff.oracle_s),
+        ("Hypothesis, runner, driver", rest_s),
+    ):
+        print(
+            f"  {label:38} {secs:>7.2f} s  {secs / diff.wall_s:>4.0%}"
+            f"  {secs / diff.steps * 1000:>6.3f} ms/step"
+        )
+    print(
+        f"ratio differential steps/s / raw requests/s:  {ratio:.2f}"
+        f"  (goal >= {GOAL}: {'met' if ratio >= GOAL else 'NOT met'})"
+    )
+    print(
+        f"  per round, requests/s vs requests/s:        "
+        f"{min(per_round):.2f} .. {max(per_round):.2f} (median {statistics.median(per_round):.2f})"
+    )
+    print(f"ratio without the spacing sleeps:             {ratio_busy:.2f}")
+    print(
+        f"CPU ratio, whole process (raw / diff per request): {raw.cpu_s / diff.cpu_s:.2f}"
+        "  (the store's thread included)"
+    )
+    print(
+        f"CPU ratio, harness thread (raw / diff per request): "
+        f"{raw.thread_cpu_s / diff.thread_cpu_s:.2f}"
+    )
+    print(f"(total run {total_s:.1f} s; store and harness share one process)")
     return 0
 
 

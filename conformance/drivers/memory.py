@@ -40,7 +40,8 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import replace
 from typing import Any
 
 from conformance.driver import Exchange, RunContext, StepOutcome
@@ -53,7 +54,6 @@ SPACING_S = 0.003
 _SCOPE_RE = re.compile(r"\{scope:([A-Za-z0-9_-]{1,24})\}")
 _SYMBOL_RE = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]{0,31})")
 ROUTES = {"write": "/write", "retrieve": "/retrieve", "list": "/list", "forget": "/forget"}
-MUTATING = {"write", "retrieve", "forget", "raw"}
 
 DEFAULT_CLAUSES: dict[str, tuple[str, ...]] = {
     "write": ("MEM-WIRE.12", "MEM-WIRE.13"),
@@ -132,7 +132,7 @@ class MemoryDriver:
         self.oracle = MemoryOracle(self.cap_default)
         self.symbols: dict[str, str] = {}
         self.scopes: dict[str, str] = {}
-        self._last_mutation: dict[str | None, float] = {}
+        self._last_mutation: dict[str, float] = {}
         self._now = 0
 
     def scopes_written(self) -> list[str]:
@@ -227,18 +227,19 @@ class MemoryDriver:
             ]
         if not ids:
             return
-        known = set(self.symbols.values())
-        for world in self.oracle.worlds:
-            known |= set(world.t2m)
         prefix = f"mem:{body['scopeKey']}:"
         for rid in ids:
-            if rid in known or not rid.startswith(prefix):
+            if not rid.startswith(prefix) or self._id_known(rid):
                 continue
             if rid[len(prefix) :].isdigit():
                 raise StepError(
                     f"id {rid!r} was never returned by the target: its numbering is"
                     " implementation-defined, so bind it from an answer ($name) instead"
                 )
+
+    def _id_known(self, rid: str) -> bool:
+        """The run has seen ``rid``: bound to a symbol, or paired with a model record."""
+        return rid in self.symbols.values() or any(rid in w.t2m for w in self.oracle.worlds)
 
     # -- execution ------------------------------------------------------------------------
 
@@ -249,24 +250,27 @@ class MemoryDriver:
         except StepError as exc:
             return StepOutcome(index, step.op, "skip", base_clauses, "", None, reason=str(exc))
 
-    def _space(self, scope: str | None) -> None:
-        """Wait until the last mutating step on ``scope`` is SPACING_S old (``None``: any)."""
-        if scope is not None:
-            last = self._last_mutation.get(scope, 0.0)
-        else:
-            last = max(self._last_mutation.values(), default=0.0)
+    def _space(self, scopes: frozenset[str]) -> None:
+        """Wait until the last mutating step on each of ``scopes`` is SPACING_S old.
+
+        Only the remainder is slept: the time since that scope's last mutating answer (model,
+        oracle and Hypothesis work included) already counts, and a step on another scope
+        waits for nothing."""
+        if not scopes:
+            return
+        last = max(self._last_mutation.get(s, -SPACING_S) for s in scopes)
         start = time.monotonic()
         wait = last + SPACING_S - start
         if wait > 0:
             time.sleep(wait)
             self.spacing_slept_s += time.monotonic() - start
 
-    def _mutated(self, scope: str | None) -> None:
+    def _mutated(self, scopes: frozenset[str]) -> None:
+        """Note the time a mutating step on ``scopes`` was answered (the store stamped it
+        before answering, so the next stamp on those scopes comes ≥ SPACING_S later)."""
         now = time.monotonic()
-        if scope is None:  # a raw body without a readable scope: count it for every scope
-            for key in list(self._last_mutation):
-                self._last_mutation[key] = now
-        self._last_mutation[scope] = now
+        for scope in scopes:
+            self._last_mutation[scope] = now
 
     def _clock(self) -> int:
         now = time.time_ns() // 1_000_000
@@ -287,39 +291,22 @@ class MemoryDriver:
             if cap not in self._caps:
                 raise StepError(f"the target lacks capability {cap}")
         args = self.expand(step.args)
+        send: Callable[[], Exchange]
         if op == "healthz":
             sent = SentRequest("GET", "/healthz", None, b"", None, False)
-            ex = self.target.healthz()
+            send = self.target.healthz
         elif op == "raw":
-            sent, ex = self._raw(args)
+            sent, send = self._raw(args)
         else:
-            path = ROUTES[op]
-            self._check_scopes(args)
-            self._check_ids(path, args)
-            raw = json.dumps(
-                args, ensure_ascii=False, separators=(",", ":"), allow_nan=False
-            ).encode()
-            sent = SentRequest(
-                "POST",
-                path,
-                args,
-                raw,
-                str(len(raw)),
-                True,
-                (("Content-Type", "application/json"),),
-            )
-            scope = args.get("scopeKey") if isinstance(args.get("scopeKey"), str) else None
-            if op in MUTATING:
-                self._space(scope)
-            ex = self.target.request(
-                "POST", path, content=raw, headers={"Content-Type": "application/json"}
-            )
-            if op in MUTATING:
-                self._mutated(scope)
-            ex = _with_request(ex, args)
-            self._note_written(args)
+            sent, send = self._route_request(ROUTES[op], args)
+        # The model answers first (at model time ``now``): the allowed answers say whether this
+        # step may change a scope — only then is it a mutating step, spaced on that scope.
         now = self._clock()
-        judgement = self.oracle.judge(sent, ex, now)
+        expectation = self.oracle.expect(sent, now)
+        self._space(expectation.changes)
+        ex = send()
+        self._mutated(expectation.changes)
+        judgement = self.oracle.judge(sent, ex, now, expectation)
         if judgement.verdict != "pass":
             return StepOutcome(
                 index,
@@ -395,7 +382,31 @@ class MemoryDriver:
             if key and self.ctx.run_id in key:
                 self._written.setdefault(key, None)
 
-    def _raw(self, args: dict[str, Any]) -> tuple[SentRequest, Exchange]:
+    def _route_request(self, path: str, args: Any) -> tuple[SentRequest, Callable[[], Exchange]]:
+        """A data-route request with ``args`` as its JSON body, and the function sending it."""
+        self._check_scopes(args)
+        self._check_ids(path, args)
+        raw = json.dumps(args, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+        sent = SentRequest(
+            "POST",
+            path,
+            args,
+            raw,
+            str(len(raw)),
+            True,
+            (("Content-Type", "application/json"),),
+        )
+
+        def send() -> Exchange:
+            ex = self.target.request(
+                "POST", path, content=raw, headers={"Content-Type": "application/json"}
+            )
+            self._note_written(args)
+            return replace(ex, request_body=args)
+
+        return sent, send
+
+    def _raw(self, args: dict[str, Any]) -> tuple[SentRequest, Callable[[], Exchange]]:
         method = args.get("method", "POST")
         path = args.get("path")
         if not isinstance(method, str) or not isinstance(path, str) or not path.startswith("/"):
@@ -453,22 +464,27 @@ class MemoryDriver:
             headers.append(("Content-Length", content_length))
         else:
             content_length = None
-        scope = parsed.get("scopeKey") if isinstance(parsed, dict) else None
-        scope = scope if isinstance(scope, str) else None
-        self._space(scope)
-        if RAW_HTTP in self._caps:
-            ex = self.target.raw(
-                method, path, headers=headers, body=raw, auth=auth, described=_describe(parsed, raw)
-            )
-        else:
-            if explicit_cl:
-                raise StepError("raw: a hand-made Content-Length needs the raw_http capability")
-            ex = self.target.request(
-                method, path, content=raw if raw else None, headers=dict(headers), auth=auth
-            )
-        self._mutated(scope)
-        if isinstance(parsed, dict) and ex.status == 200:
-            self._note_written(parsed)
+        if RAW_HTTP not in self._caps and explicit_cl:
+            raise StepError("raw: a hand-made Content-Length needs the raw_http capability")
+
+        def send() -> Exchange:
+            if RAW_HTTP in self._caps:
+                ex = self.target.raw(
+                    method,
+                    path,
+                    headers=headers,
+                    body=raw,
+                    auth=auth,
+                    described=_describe(parsed, raw),
+                )
+            else:
+                ex = self.target.request(
+                    method, path, content=raw if raw else None, headers=dict(headers), auth=auth
+                )
+            if isinstance(parsed, dict) and ex.status == 200:
+                self._note_written(parsed)
+            return ex
+
         sent = SentRequest(
             method,
             path,
@@ -478,7 +494,7 @@ class MemoryDriver:
             auth,
             tuple((k, v) for k, v in headers if k.lower() != "content-length"),
         )
-        return sent, ex
+        return sent, send
 
     def _bind(self, bind: dict[str, Any], ex: Exchange) -> str | None:
         records = ex.body.get("records") if isinstance(ex.body, dict) else None
@@ -507,12 +523,6 @@ class MemoryDriver:
 def _scope_keys_in(body: Any) -> Iterable[str]:
     if isinstance(body, dict) and isinstance(body.get("scopeKey"), str):
         yield body["scopeKey"]
-
-
-def _with_request(ex: Exchange, body: Any) -> Exchange:
-    from dataclasses import replace
-
-    return replace(ex, request_body=body)
 
 
 def _describe(parsed: Any, raw: bytes) -> Any:

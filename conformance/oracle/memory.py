@@ -18,8 +18,11 @@ the model side by a "ghost" of the same length that can name no model record.
 
 **Times are the target's own.**  ``createdAt`` and ``lastUsedAt`` come from the store's clock
 (MEM-STORE.11), so the harness never compares them with its own.  Instead the model's clock is
-the harness wall clock (ms) read right after each answer, and the driver spaces mutating steps
-on one scope at least 3 ms apart.  Each model event then has a distinct model time, and the target's time of
+the harness wall clock (ms, strictly increasing from step to step) read as each request is
+prepared — model times only label events in their order — and the driver keeps mutating steps
+on one scope at least 3 ms apart: a step the model allows to change a scope (``expect``'s
+``changes``) is sent only once 3 ms have passed since that scope's last mutating answer, which
+the store stamped before answering.  Each model event then has a distinct model time, and the target's time of
 the same event must be one consistent value: a *monotone time correspondence* (model time ↔
 target time) is built as answers arrive.  It checks that every record of one batch shows one
 creation time and every record bumped by one retrieve one last-use time, that a record's times
@@ -83,6 +86,7 @@ from reference.memory.records import ACTIVE, EVICTED, MemoryRecord
 from reference.memory.scoring import keyword_match, record_tokens, tokenize
 from reference.memory.store import StoreState, active_records, empty_store, parse_record_id
 from reference.memory.wire import (
+    Allowed,
     ErrorBody,
     ExactBody,
     HealthBody,
@@ -255,6 +259,32 @@ class Judgement:
 
 
 @dataclass(frozen=True)
+class Expectation:
+    """The model's answers to one request, per live world (see :meth:`MemoryOracle.expect`).
+
+    ``changes``: the scope keys whose records some allowed answer, in some world, changes —
+    empty for a request every conforming store must leave without effect (a 4xx, a list, a
+    retrieve nothing matches, a forget of nothing)."""
+
+    sent: SentRequest
+    now: int
+    worlds: list[World]
+    per_world: tuple[tuple[World, WireRequest, Allowed], ...]
+    changes: frozenset[str]
+
+
+def _changed_scopes(before: StoreState, after: StoreState) -> set[str]:
+    """The scope keys whose records differ between two model states."""
+    if after is before:
+        return set()
+    return {
+        scope
+        for scope in {*before.scopes, *after.scopes}
+        if before.records(scope) != after.records(scope)
+    }
+
+
+@dataclass(frozen=True)
 class SentRequest:
     """A request as the driver sent it (target space), described for the model."""
 
@@ -292,13 +322,34 @@ class MemoryOracle:
 
     # -- judging --------------------------------------------------------------------------
 
-    def judge(self, sent: SentRequest, ex: Exchange, now: int) -> Judgement:
-        """Judge the target's answer ``ex`` to ``sent`` at model time ``now``."""
-        allowed_per_world = []
+    def expect(self, sent: SentRequest, now: int) -> Expectation:
+        """What the model allows as the answer to ``sent`` at model time ``now``, in every live
+        world, and which scopes an allowed answer changes.  The driver asks before it sends:
+        a request no allowed answer lets change a scope is not a mutating step and needs no
+        spacing (see the module docstring); ``judge`` then reuses the same computation."""
+        per_world = []
+        changes: set[str] = set()
         for w in self.worlds:
             req = self._to_model(w, sent)
             _, allowed = worker_respond(w.state, req, now, MODEL_TOKEN, self.cap_default)
-            allowed_per_world.append((w, req, allowed))
+            per_world.append((w, req, allowed))
+            for option in allowed.options:
+                changes |= _changed_scopes(w.state, option.state)
+        return Expectation(sent, now, self.worlds, tuple(per_world), frozenset(changes))
+
+    def judge(
+        self, sent: SentRequest, ex: Exchange, now: int, expectation: Expectation | None = None
+    ) -> Judgement:
+        """Judge the target's answer ``ex`` to ``sent`` at model time ``now`` (``expectation``:
+        the result of :meth:`expect` for the same request, time and worlds, if already made)."""
+        if (
+            expectation is None
+            or expectation.sent is not sent
+            or expectation.now != now
+            or expectation.worlds is not self.worlds
+        ):
+            expectation = self.expect(sent, now)
+        allowed_per_world = expectation.per_world
         first_allowed = allowed_per_world[0][2]
         expected = _describe_allowed(first_allowed.options, self.worlds[0])
         route = sent.path.split("?", 1)[0]
@@ -1125,6 +1176,8 @@ def _find(state: StoreState, model_id: str) -> MemoryRecord | None:
 
 
 def _dedupe_worlds(worlds: list[World]) -> list[World]:
+    if len(worlds) <= 1:  # nothing to merge (the usual case): skip building the keys
+        return worlds
     out: list[World] = []
     keys: set[Any] = set()
     for w in worlds:

@@ -14,6 +14,8 @@ DEFAULT_MAX_TOKENS: Final = 800
 
 def utf16_length(s: str) -> int:
     """JavaScript ``String.length``: UTF-16 code units; astral characters count 2 (MEM-BUDGET.2)."""
+    if s.isascii():  # every ASCII character is one code unit (the common case, and fast)
+        return len(s)
     return len(s) + sum(1 for c in s if ord(c) > 0xFFFF)
 
 
