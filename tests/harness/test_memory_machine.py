@@ -101,7 +101,7 @@ def test_a_store_that_reverses_rankings_is_caught_by_the_machine(
         driver = make_driver(url)
         try:
             result = run_machine(
-                "memory", driver, Profile("t", 60, 10, 60.0, fixed_seed=5, shrink_budget_s=10.0)
+                "memory", driver, Profile("t", 60, 10, 60.0, fixed_seed=5, shrink_budget_s=30.0)
             )
         finally:
             driver.close()
