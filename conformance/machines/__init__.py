@@ -64,6 +64,8 @@ class DifferentialMachine(RuleBasedStateMachine):
     """Base of every protocol machine.  Subclasses set ``protocol`` and write rules."""
 
     protocol: ClassVar[str] = ""
+    #: Target capabilities the machine cannot run without; lacking one, it is skipped.
+    requires: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self, session: MachineSession) -> None:
         super().__init__()
@@ -226,6 +228,18 @@ def run_machine(
     """Explore ``protocol`` against ``driver``'s target under ``profile``; shrink a failure."""
     cls = machine or machine_class(protocol)
     seed = pick_seed(profile, seed)
+    missing = sorted(cls.requires - driver.capabilities())
+    if missing:
+        return MachineResult(
+            protocol,
+            profile.name,
+            seed,
+            "skip",
+            0,
+            0,
+            0.0,
+            reason=f"the target lacks {', '.join(missing)}",
+        )
     session = MachineSession(driver, protocol, profile.shrink_budget_s, on_step)
 
     def factory() -> DifferentialMachine:

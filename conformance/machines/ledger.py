@@ -119,6 +119,7 @@ class LedgerMachine(DifferentialMachine):
     """Differential exploration of the ledger binding (see the module docstring)."""
 
     protocol = "ledger"
+    requires = frozenset({"ledger.test_control"})
 
     def __init__(self, session: Any) -> None:
         super().__init__(session)
