@@ -160,20 +160,3 @@ def test_the_token_never_reaches_an_outcome_or_a_repr() -> None:
             driver.close()
     text = json.dumps([o.to_json() for o in outcomes]) + repr(driver.target) + repr(driver.ctx)
     assert TOKEN not in text
-
-
-@pytest.mark.clause("LED-WIRE.7")
-def test_the_machine_is_skipped_with_its_reason_when_test_controls_are_missing() -> None:
-    """A capability the target lacks skips the machine (it never fails or hangs on it)."""
-    from conformance.machines import run_machine
-    from conformance.machines.profiles import PROFILES
-
-    with bundled_store(test_control=False) as url:
-        driver = make_driver(url)
-        try:
-            result = run_machine("ledger", driver, PROFILES["quick"], seed=1)
-        finally:
-            driver.close()
-    assert result.verdict == "skip"
-    assert "ledger.test_control" in result.reason
-    assert result.steps == 0
