@@ -8,7 +8,6 @@ answers for the oracle.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
@@ -22,7 +21,6 @@ CANDIDATE_FLOOR: Final = 50
 CANDIDATE_FACTOR: Final = 5
 
 
-@functools.lru_cache(maxsize=4096)  # pure; every write re-normalizes the scope's active texts
 def normalize_text(text: str) -> str:
     """The dedup key: trim, lower-case, collapse whitespace; punctuation kept (MEM-WRITE.2)."""
     return collapse_whitespace(text.lower())
