@@ -134,6 +134,12 @@ class Run:
     spend_micros: int | None = None
     settle_count: int = 0
     """How many times this run settled; the model keeps it to make LED-RUN.3 checkable."""
+    harness: str | None = None
+    """The harness the run was claimed on: the scope's setting at the claim (LED-RUN.7)."""
+    model: str | None = None
+    """The model the run was claimed on: the scope's setting at the claim (LED-RUN.7)."""
+    tools: tuple[str, ...] = ()
+    """The hidden session's tool scope: always empty (LED-RUN.7)."""
 
 
 @dataclass(frozen=True)

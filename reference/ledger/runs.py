@@ -92,11 +92,12 @@ def cancel_pending(state: LedgerState, scope_key: str, now: int) -> LedgerState:
 
 
 def claim_due(state: LedgerState, now: int) -> tuple[LedgerState, tuple[Run, ...]]:
-    """Claim every pending run due at ``now`` (LED-RUN.1, LED-RUN.5).
+    """Claim every pending run due at ``now`` (LED-RUN.1, LED-RUN.5, LED-RUN.7).
 
     A scope at or over budget settles its run ``skipped`` with detail ``budget_exhausted`` and
-    no model call; otherwise the run starts with the scope's active records as its input.
-    Returns the runs now running.
+    no model call; otherwise the run starts with the scope's active records as its input, in a
+    hidden session with no tools, on the harness and model the scope's settings name at the
+    claim (LED-RUN.7).  Returns the runs now running.
     """
     started: list[Run] = []
     for r in state.runs:
@@ -106,7 +107,17 @@ def claim_due(state: LedgerState, now: int) -> tuple[LedgerState, tuple[Run, ...
             state = _put_run(state, _settle(r, "skipped", now, detail="budget_exhausted"))
             continue
         ids = tuple(rec.id for rec in consolidation_input(state, r.scope_key))
-        running = replace(r, phase="running", claimed_at=now, model_called=True, input_ids=ids)
+        settings = settings_for(state, r.scope_key)
+        running = replace(
+            r,
+            phase="running",
+            claimed_at=now,
+            model_called=True,
+            input_ids=ids,
+            harness=settings.harness,
+            model=settings.model,
+            tools=(),
+        )
         state = _put_run(state, running)
         started.append(running)
     return state, tuple(started)

@@ -183,3 +183,26 @@ def test_run_lifecycle_properties(plan: list[tuple[str, int]]) -> None:
             assert (r.outcome is None) == (r.phase != "settled")
             if r.outcome in ("replaced", "cancelled", "skipped"):
                 assert not r.model_called
+
+
+@pytest.mark.clause("LED-RUN.7")
+@given(
+    harness=st.text("abcdefghijklmnopqrstuvwxyz-", min_size=1, max_size=12),
+    model=st.text("abcdefghijklmnopqrstuvwxyz0123456789.-", min_size=1, max_size=12),
+    later=st.text("xyz", min_size=1, max_size=5),
+)
+def test_a_run_is_a_tool_less_turn_on_the_configured_harness_and_model(
+    harness: str, model: str, later: str
+) -> None:
+    state, _ = saved(["a"])
+    state, s = update_settings(
+        state, LOCAL, "propose", T0 + 1, harness=harness, model=model, debounce_seconds=30
+    )
+    assert isinstance(s, ConsolidationSettings)
+    state, _ = scheduled(state, T0 + 2)
+    state, (run,) = runs.claim_due(state, T0 + 40_000)
+    assert (run.harness, run.model, run.tools) == (harness, model, ())
+    # Settings changed after the claim do not move a run that is already running.
+    state, _ = update_settings(state, LOCAL, "propose", T0 + 40_001, model=later + model)
+    claimed = runs.find_run(state, run.id)
+    assert claimed is not None and (claimed.harness, claimed.model) == (harness, model)

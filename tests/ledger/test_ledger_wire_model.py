@@ -14,7 +14,7 @@ from reference.ledger.outcome import INVALID_PARAMS, METHOD_NOT_FOUND, REFUSED, 
 from reference.ledger.records import empty_state
 from reference.ledger.search import search, searchable
 from reference.ledger.timefmt import format_rfc3339
-from reference.ledger.wire import METHODS, TEST_METHODS, handle
+from reference.ledger.wire import METHODS, TEST_METHODS, handle, slash_command
 
 LOCAL = "account:local"
 WIRE_TIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z")
@@ -256,3 +256,45 @@ def test_search_finds_active_bodies_only() -> None:
     state, _ = ok(state, "_test/sweep", {"at": format_rfc3339(T0 + 9)}, T0 + 9)
     assert search(state, "tabs") == [] and search(state, "") == []
     assert {r.id for r in searchable(state)} == {new["id"]}
+
+
+def _slash(text: str) -> tuple[str, dict[str, object]]:
+    call = slash_command(text)
+    assert isinstance(call, tuple), (text, call)
+    return call
+
+
+@pytest.mark.clause("LED-WIRE.9")
+@given(body=sentence)
+def test_slash_pin_commands_are_the_save_list_and_delete_calls(body: str) -> None:
+    call = _slash(f"/pin {body}")
+    assert call == ("memory/save_memory_record", {"body": body.strip()})
+    state, rec = ok(empty_state(), *call, T0)
+    assert rec["body"] == body.strip() and rec["scopeKey"] == LOCAL
+    listing = _slash("/pins")
+    assert listing == ("memory/list_memory_records", {"scopeKey": LOCAL})
+    _, listed = ok(state, *listing, T0 + 1)
+    assert [r["id"] for r in listed["records"]] == [rec["id"]]
+    unpin = _slash(f"/unpin {rec['id']}")
+    assert unpin == ("memory/delete_memory_record", {"recordId": rec["id"]})
+    _, gone = ok(state, *unpin, T0 + 2)
+    assert gone["status"] == "deleted"
+
+
+@pytest.mark.clause("LED-WIRE.9")
+@pytest.mark.parametrize("text", ["/memory", "/memory add x", "/pinned x", "pin x", "/PIN x", ""])
+def test_other_commands_are_not_ledger_commands(text: str) -> None:
+    assert slash_command(text) is None
+
+
+@pytest.mark.clause("LED-WIRE.9")
+@pytest.mark.parametrize("text", ["/pins all", "/unpin", "/unpin a b"])
+def test_a_pin_command_with_wrong_arguments_is_refused(text: str) -> None:
+    assert isinstance(slash_command(text), Refused)
+
+
+@pytest.mark.clause("LED-WIRE.9", "LED-SAVE.3")
+def test_a_bare_pin_is_a_blank_save_and_is_refused() -> None:
+    call = _slash("/pin")
+    assert call == ("memory/save_memory_record", {"body": ""})
+    refused(empty_state(), *call, T0)
