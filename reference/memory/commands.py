@@ -9,12 +9,13 @@ admin; the store calls themselves are ``store.store_list`` / ``store.store_forge
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
 
 from reference.memory.records import MemoryRecord
 from reference.memory.scopes import derive_scope_key
-from reference.memory.store import parse_record_id
+from reference.memory.store import StoreState, parse_record_id, store_forget, store_list
 
 MEMORY_LIST_LIMIT: Final = 20
 MEMORY_LIST_MAX_LIMIT: Final = 50
@@ -372,3 +373,102 @@ def forget_receipt(record_id: str, forgotten: bool | None) -> str:
     if forgotten:
         return f"\U0001f9f9 Forgot `{record_id}`."
     return f"Nothing to forget: `{record_id}` names no active record."
+
+
+# --------------------------------------------------------------------------- answering
+
+MEMORY_OFF_REPLY: Final = (
+    "Memory is switched off for this installation (memory.enabled is false);"
+    " nothing was read or changed."
+)
+EMPTY_SECTION: Final = "no active records"
+
+
+def render_list_section(
+    scope_key: str,
+    records: Sequence[MemoryRecord],
+    *,
+    limit: int,
+    query: str | None,
+    own_key: str | None,
+) -> str:
+    """One scope's section of a ``memory list`` reply (MEM-CMD.10).
+
+    A heading naming the scope (the caller's own scope is labelled "your records"; a filtered
+    listing adds "matching" and the filter), then one ``render_list_line`` per record in the
+    order given.  An empty section says it holds no active records; a section that filled its
+    page (as many records as ``limit``) ends with a hint on how to narrow the listing.
+    """
+    label = f"your records (`{scope_key}`)" if scope_key == own_key else f"`{scope_key}`"
+    heading = f"{label} matching \u201c{query}\u201d:" if query is not None else f"{label}:"
+    if not records:
+        return f"{heading}\n{EMPTY_SECTION}"
+    lines = [heading, *(render_list_line(r) for r in records)]
+    if len(records) >= limit:
+        lines.append(
+            f"(showing the newest {limit}; add words to filter, or narrow with --scope or --limit)"
+        )
+    return "\n".join(lines)
+
+
+def answer_list(
+    state: StoreState,
+    command: ListCommand,
+    *,
+    enabled: bool,
+    org_key: str,
+    caller_user_id: str | None,
+    channel_id: str | None = None,
+    bound_repo: str | None = None,
+) -> str:
+    """The whole reply to ``memory list`` (MEM-CMD.4, MEM-CMD.9, MEM-CMD.10).
+
+    Memory off: ``MEMORY_OFF_REPLY`` and no store read.  A refused scope: its sentence.
+    Otherwise every shown scope's section, read with ``store_list`` (no usage bump), joined by
+    a blank line.
+    """
+    if not enabled:
+        return MEMORY_OFF_REPLY
+    sections = list_scopes_for(
+        command,
+        org_key=org_key,
+        caller_user_id=caller_user_id,
+        channel_id=channel_id,
+        bound_repo=bound_repo,
+    )
+    if isinstance(sections, ListRefusal):
+        return sections.message
+    own_key = _key("user", caller_user_id)
+    return "\n\n".join(
+        render_list_section(
+            key,
+            store_list(state, key, command.limit, command.query),
+            limit=command.limit,
+            query=command.query,
+            own_key=own_key,
+        )
+        for key in sections.scope_keys
+    )
+
+
+def answer_forget(
+    state: StoreState,
+    command: ForgetCommand,
+    *,
+    enabled: bool,
+    caller_user_id: str | None,
+    is_admin: bool,
+) -> tuple[StoreState, str]:
+    """The state after ``memory forget`` and its reply (MEM-CMD.7-9).
+
+    Memory off: the state unchanged and ``MEMORY_OFF_REPLY``.  A refused id: the state
+    unchanged and the refusal's reason.  An allowed id: ``store_forget`` on the scope parsed
+    from the id, and its receipt.
+    """
+    if not enabled:
+        return state, MEMORY_OFF_REPLY
+    gate = forget_gate(command.record_id, caller_user_id, is_admin)
+    if isinstance(gate, Refused):
+        return state, gate.reason
+    new_state, forgotten = store_forget(state, gate.scope_key, gate.record_id)
+    return new_state, forget_receipt(gate.record_id, forgotten)

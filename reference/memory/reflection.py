@@ -22,8 +22,10 @@ from typing import Final, Literal
 
 from reference.ledger.credentials import DETECTORS
 from reference.memory.budget import utf16_length
+from reference.memory.engine import rank_records
 from reference.memory.records import MemoryCandidate, MemoryRecord
 from reference.memory.scopes import SCOPE_ORDER
+from reference.memory.store import StoreState, active_records
 
 # --------------------------------------------------------------------------- constants
 
@@ -37,6 +39,7 @@ REFLECTION_TRANSCRIPT_MAX_UNITS: Final = 24_000
 OMITTED_MARKER: Final = "\u2026(earlier turns omitted)\u2026"
 REDACTION_MARKER: Final = "[REDACTED]"
 REFLECTION_MAX_TOKENS: Final = 1024
+REFLECTION_SHOWN_PER_SCOPE: Final = 8
 
 Audience = Literal["user", "repo", "channel", "org"]
 AUDIENCES: Final[tuple[str, ...]] = ("user", "repo", "channel", "org")
@@ -686,3 +689,21 @@ def finish_reflection(
         result, scopes, {r.id: r.scope_key for r in shown_records}, origin_visibility
     )
     return ReflectOutcome(plan.writes, (plan.memory_line,) if plan.memory_line else ())
+
+
+def records_to_show(
+    state: StoreState, scopes: RunScopes, query: str, now: int
+) -> list[MemoryRecord]:
+    """The existing records the extractor is shown (MEM-REFLECT.11).
+
+    For each of the run's scopes, in org, repo, channel, user order, the scope's relevance-gated
+    ranking of its active records for ``query`` cut to ``REFLECTION_SHOWN_PER_SCOPE`` -- and no
+    record of any other scope.  The model takes the run's request as ``query`` and bumps no
+    usage (both implementation-defined).
+    """
+    shown: list[MemoryRecord] = []
+    for key in scopes.keys():
+        shown.extend(
+            rank_records(active_records(state, key), query, REFLECTION_SHOWN_PER_SCOPE, now)
+        )
+    return shown

@@ -11,9 +11,11 @@ from hypothesis import strategies as st
 from mem_strategies import T0, make_record
 
 from reference.memory.commands import (
+    EMPTY_SECTION,
     LIST_SCOPES,
     MEMORY_LIST_LIMIT,
     MEMORY_LIST_MAX_LIMIT,
+    MEMORY_OFF_REPLY,
     Allowed,
     ForgetCommand,
     ListCommand,
@@ -21,6 +23,8 @@ from reference.memory.commands import (
     ListSections,
     Refused,
     UsageError,
+    answer_forget,
+    answer_list,
     forget_gate,
     forget_receipt,
     list_scopes_for,
@@ -29,6 +33,8 @@ from reference.memory.commands import (
     render_list_line,
     utc_date,
 )
+from reference.memory.records import MemoryCandidate
+from reference.memory.store import StoreState, empty_store, store_list, store_write
 
 OPTION_SHAPED = re.compile(r"--?[A-Za-z]")
 
@@ -375,3 +381,112 @@ def test_list_line_dates_before_epoch() -> None:
         "\u2022 `mem:org:acme:1` [fact, 1969-12-31]"
     )
     assert utc_date(T0) == "2026-05-28"
+
+
+# --------------------------------------------------------------------------- MEM-CMD.9, MEM-CMD.10
+
+
+def _seeded() -> StoreState:
+    state = empty_store()
+    for key, texts in (
+        ("org:acme", ["deploy with make ship", "ci runs on push"]),
+        ("user:slack:U1", ["this user prefers terse replies"]),
+        ("user:slack:U2", ["secret preference of someone else"]),
+    ):
+        state, _ = store_write(
+            state, key, [MemoryCandidate("fact", t, "slack:C1:1") for t in texts], T0
+        )
+    return state
+
+
+@pytest.mark.clause("MEM-CMD.9")
+@pytest.mark.parametrize(
+    "line",
+    ["memory list", "memory list org", "memory list deploy --limit 5", "memory list me"],
+)
+def test_list_with_memory_off_only_says_so(line: str) -> None:
+    command = parse_memory_command(line)
+    assert isinstance(command, ListCommand)
+    state = _seeded()
+    reply = answer_list(
+        state, command, enabled=False, org_key="org:acme", caller_user_id="slack:U1"
+    )
+    assert reply == MEMORY_OFF_REPLY
+    assert "memory" in reply.lower() and "off" in reply.lower()
+    on = answer_list(state, command, enabled=True, org_key="org:acme", caller_user_id="slack:U1")
+    assert on != MEMORY_OFF_REPLY
+
+
+@pytest.mark.clause("MEM-CMD.9")
+@pytest.mark.parametrize("is_admin", [True, False])
+@pytest.mark.parametrize("rid", ["mem:user:slack:U1:1", "mem:org:acme:1", "junk"])
+def test_forget_with_memory_off_touches_no_store(rid: str, is_admin: bool) -> None:
+    state = _seeded()
+    after, reply = answer_forget(
+        state, ForgetCommand(rid), enabled=False, caller_user_id="slack:U1", is_admin=is_admin
+    )
+    assert after is state and reply == MEMORY_OFF_REPLY
+    # the same command with memory on does reach the store
+    on_state, on_reply = answer_forget(
+        state,
+        ForgetCommand("mem:user:slack:U1:1"),
+        enabled=True,
+        caller_user_id="slack:U1",
+        is_admin=is_admin,
+    )
+    assert on_state is not state and "Forgot" in on_reply
+    assert store_list(on_state, "user:slack:U1", 50) == []
+
+
+@pytest.mark.clause("MEM-CMD.10")
+def test_list_sections_are_labelled_and_ordered() -> None:
+    state = _seeded()
+    reply = answer_list(
+        state,
+        ListCommand(),
+        enabled=True,
+        org_key="org:acme",
+        caller_user_id="slack:U1",
+        channel_id="slack:C9",
+    )
+    sections = reply.split("\n\n")
+    assert len(sections) == 3
+    own, channel, org = sections
+    assert own.splitlines()[0].startswith("your records") and "user:slack:U1" in own
+    assert channel.splitlines()[1:] == [EMPTY_SECTION]
+    assert EMPTY_SECTION == "no active records"
+    org_lines = org.splitlines()
+    assert "org:acme" in org_lines[0]
+    assert org_lines[1:] == [render_list_line(r) for r in store_list(state, "org:acme", 20)]
+    assert "someone else" not in reply and "user:slack:U2" not in reply
+
+
+@pytest.mark.clause("MEM-CMD.10")
+def test_filtered_sections_say_matching_and_full_pages_hint() -> None:
+    state = _seeded()
+    reply = answer_list(
+        state,
+        ListCommand(scope="org", query="deploy"),
+        enabled=True,
+        org_key="org:acme",
+        caller_user_id="slack:U1",
+    )
+    lines = reply.splitlines()
+    assert "matching" in lines[0] and "deploy" in lines[0]
+    assert len(lines) == 2 and "deploy with make ship" in lines[1]
+    full = answer_list(
+        state,
+        ListCommand(scope="org", limit=2),
+        enabled=True,
+        org_key="org:acme",
+        caller_user_id="slack:U1",
+    ).splitlines()
+    assert len(full) == 4 and "narrow" in full[-1]
+    not_full = answer_list(
+        state,
+        ListCommand(scope="org", limit=3),
+        enabled=True,
+        org_key="org:acme",
+        caller_user_id="slack:U1",
+    ).splitlines()
+    assert len(not_full) == 3 and "narrow" not in not_full[-1]

@@ -9,10 +9,11 @@ from typing import Any
 import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
-from mem_strategies import make_record
+from mem_strategies import T0, make_record, query_text, vocab_text
 
 from reference.ledger.credentials import detect_credential
 from reference.memory.budget import utf16_length
+from reference.memory.engine import rank_records
 from reference.memory.reflection import (
     MAX_REFLECTION_FACTS,
     NO_REFLECT_AGENTS,
@@ -32,6 +33,7 @@ from reference.memory.reflection import (
     finish_reflection,
     parse_reflection,
     plan_reflection,
+    records_to_show,
     redact_secrets,
     reflection_model,
     route_candidates,
@@ -39,6 +41,7 @@ from reference.memory.reflection import (
     tail_cap,
     utf16_tail,
 )
+from reference.memory.store import empty_store, with_scope_records
 
 SECRETS = [
     "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8",
@@ -569,3 +572,64 @@ def test_finish_routes_what_parse_returns() -> None:
     plan = route_candidates(parsed, scopes, {r.id: r.scope_key for r in shown}, "public")
     assert out.writes == plan.writes
     assert [w.scope_key for w in out.writes] == ["org:acme", "user:slack:U1"]
+
+
+# --------------------------------------------------------------------------- MEM-REFLECT.11
+
+_SHOW_KEYS = ["org:acme", "repo:o/n", "channel:slack:C1", "user:slack:U1", "user:slack:U2"]
+
+
+@pytest.mark.clause("MEM-REFLECT.11")
+@given(
+    rows=st.lists(
+        st.tuples(
+            st.sampled_from(_SHOW_KEYS),
+            vocab_text,
+            st.sampled_from(["active", "active", "superseded", "forgotten", "evicted"]),
+        ),
+        max_size=40,
+    ),
+    query=query_text,
+    has=st.tuples(st.booleans(), st.booleans(), st.booleans()),
+)
+def test_shown_records_come_per_scope_from_the_runs_scopes(
+    rows: list[tuple[str, str, str]], query: str, has: tuple[bool, bool, bool]
+) -> None:
+    per_scope: dict[str, list[Any]] = {}
+    for i, (key, text, status) in enumerate(rows):
+        rec = make_record(f"mem:{key}:{i + 1}", scope_key=key, text=text, status=status)
+        per_scope.setdefault(key, []).append(rec)
+    state = empty_store()
+    for key, recs in per_scope.items():
+        state = with_scope_records(state, key, recs)
+    scopes = RunScopes(
+        "org:acme",
+        repo="repo:o/n" if has[0] else None,
+        channel="channel:slack:C1" if has[1] else None,
+        user="user:slack:U1" if has[2] else None,
+    )
+    now = T0 + 1000
+    shown = records_to_show(state, scopes, query, now)
+    expected: list[Any] = []
+    for key in scopes.keys():
+        active = [r for r in per_scope.get(key, []) if r.status == "active"]
+        expected.extend(rank_records(active, query, 8, now))
+    assert shown == expected
+    assert all(r.scope_key in scopes.keys() and r.status == "active" for r in shown)
+    for key in scopes.keys():
+        assert sum(r.scope_key == key for r in shown) <= 8
+
+
+@pytest.mark.clause("MEM-REFLECT.11")
+def test_each_scope_contributes_up_to_eight() -> None:
+    scopes = RunScopes("org:acme", user="user:slack:U1")
+    state = empty_store()
+    for key in ("org:acme", "user:slack:U1", "user:slack:U2"):
+        recs = [
+            make_record(f"mem:{key}:{i}", scope_key=key, text=f"deploy step {i}")
+            for i in range(1, 12)
+        ]
+        state = with_scope_records(state, key, recs)
+    shown = records_to_show(state, scopes, "deploy", T0)
+    assert [r.scope_key for r in shown] == ["org:acme"] * 8 + ["user:slack:U1"] * 8
+    assert records_to_show(state, scopes, "unrelated", T0) == []
