@@ -119,7 +119,7 @@ def test_schema_is_idempotent_and_has_the_status_prefixed_indexes(tmp_path: Path
 # --------------------------------------------------------------------------- persistence
 
 
-@pytest.mark.clause("MEM-STORE.10", "MEM-STORE.9")
+@pytest.mark.clause("MEM-STORE.12", "MEM-STORE.10", "MEM-STORE.9")
 def test_a_restart_on_the_same_file_loses_nothing(make_store: StoreFactory, tmp_path: Path) -> None:
     db = str(tmp_path / "persist.sqlite3")
     s = make_store(db=db)
