@@ -32,6 +32,10 @@ class Progress:
         self._started = time.monotonic()
 
     def set_phase(self, phase: str) -> None:
+        if self.enabled and not self.tty and self.phase:
+            self.stream.write(
+                self.line().replace(f"memspec {self.phase}", f"memspec {self.phase} done", 1) + "\n"
+            )
         self.phase = phase
         self._emit(force=True)
 
@@ -80,6 +84,12 @@ class Progress:
         self._last = now
 
     def close(self) -> None:
+        if self.enabled and not self.tty and self.phase:
+            self.stream.write(
+                self.line().replace(f"memspec {self.phase}", f"memspec {self.phase} done", 1) + "\n"
+            )
+            self.stream.flush()
+            self.phase = ""
         if self.enabled and self.tty and self._width:
             self.stream.write("\r" + " " * self._width + "\r")
             self.stream.flush()

@@ -1,0 +1,46 @@
+"""Live progress of a run (harness UX; no spec clause of its own): in a CI log it prints a line
+when a phase starts and when it is done, and otherwise at most one line per interval."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from conformance.driver import StepOutcome
+from conformance.report.progress import Progress
+
+
+def outcome(verdict: str = "pass") -> StepOutcome:
+    return StepOutcome(0, "write", verdict, (), "", None)  # type: ignore[arg-type]
+
+
+@pytest.mark.clause()
+def test_a_log_gets_phase_lines_and_throttled_progress() -> None:
+    out = io.StringIO()
+    p = Progress(out, interval_s=3600.0)
+    p.set_phase("corpus")
+    for _ in range(500):
+        p.step(outcome())
+    p.step(outcome("diverge"))
+    p.scenario_done()
+    p.set_phase("memory machine")
+    p.close()
+    lines = out.getvalue().splitlines()
+    assert [line.split(" | ")[0] for line in lines] == [
+        "memspec corpus",
+        "memspec corpus done",
+        "memspec memory machine",
+        "memspec memory machine done",
+    ]  # 501 steps, but no line between phases within the interval
+    assert "1 scenarios | 501 steps | 1 divergences" in lines[1]
+
+
+@pytest.mark.clause()
+def test_disabled_progress_writes_nothing() -> None:
+    out = io.StringIO()
+    p = Progress(out, enabled=False)
+    p.set_phase("corpus")
+    p.step(outcome())
+    p.close()
+    assert out.getvalue() == ""
