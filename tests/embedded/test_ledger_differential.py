@@ -32,6 +32,7 @@ T0 = 1_767_225_600_000
 DAY = 86_400_000
 SCOPE = "account:local"
 
+# The clause ids TestLedgerAgainstModel covers (a marker cannot sit on a generated TestCase class).
 CLAUSES_TestLedgerAgainstModel = (
     "LED-WIRE.1",
     "LED-WIRE.2",

@@ -57,6 +57,7 @@ kinds = st.one_of(
 )
 ticks = st.integers(1, DAY // 2)
 
+# The clause ids TestLedgerMachine covers (a marker cannot sit on a generated TestCase class).
 CLAUSES_TestLedgerMachine = (
     "LED-REC.1",
     "LED-REC.3",

@@ -275,6 +275,7 @@ class StoreMachine(RuleBasedStateMachine):
 
 
 TestStoreMachine = StoreMachine.TestCase
+# The clause ids TestStoreMachine covers (a marker cannot sit on a generated TestCase class).
 CLAUSES_TestStoreMachine = (
     "MEM-STORE.1",
     "MEM-STORE.2",
