@@ -40,31 +40,12 @@ from typing import Any
 
 from reference.ledger.outcome import INVALID_PARAMS, METHOD_NOT_FOUND, REFUSED, Ok, Outcome, Refused
 from reference.ledger.timefmt import format_rfc3339, parse_rfc3339
+from reference.ledger.wire import RECORD_FIELDS, RECORD_FIELDS_WHEN_SET, TIME_FIELDS, WIRE_TIME
 
 # --------------------------------------------------------------------------- wire vocabulary
 
-REQUIRED_FIELDS: tuple[str, ...] = (
-    "id",
-    "scopeKey",
-    "kind",
-    "body",
-    "provenance",
-    "status",
-    "validFrom",
-    "createdAt",
-    "updatedAt",
-)
-OPTIONAL_FIELDS: tuple[str, ...] = (
-    "sourceSessionId",
-    "confidenceBps",
-    "rationale",
-    "supersedes",
-    "validTo",
-    "expiresAt",
-    "conflictGroup",
-)
-TIME_FIELDS: tuple[str, ...] = ("validFrom", "validTo", "createdAt", "updatedAt", "expiresAt")
-WIRE_TIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z")
+REQUIRED_FIELDS = RECORD_FIELDS
+OPTIONAL_FIELDS = RECORD_FIELDS_WHEN_SET
 LIST_LIMIT = 50
 
 #: HTTP status of each error code (CONTRACTS: "The ledger binding over HTTP").

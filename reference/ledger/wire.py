@@ -70,6 +70,21 @@ class _Method:
 
 # --- rendering --------------------------------------------------------------------------------
 
+#: Fields every record carries on the wire (LED-WIRE.4).
+RECORD_FIELDS: Final = (
+    "id", "scopeKey", "kind", "body", "provenance", "status", "validFrom", "createdAt",
+    "updatedAt",
+)  # fmt: skip
+#: Fields a record carries only when set — absent, never ``null`` (LED-WIRE.4).
+RECORD_FIELDS_WHEN_SET: Final = (
+    "sourceSessionId", "confidenceBps", "rationale", "supersedes", "validTo", "expiresAt",
+    "conflictGroup",
+)  # fmt: skip
+#: The record fields that are instants, RFC 3339 UTC with milliseconds (LED-WIRE.5).
+TIME_FIELDS: Final = ("validFrom", "validTo", "createdAt", "updatedAt", "expiresAt")
+#: The exact textual form of a time on the wire (LED-WIRE.5).
+WIRE_TIME: Final = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z")
+
 
 def record_to_wire(rec: LedgerRecord) -> dict[str, object]:
     """A record as the binding returns it (LED-WIRE.4, LED-FORGET.3).

@@ -8,7 +8,6 @@ both ways.  Times are epoch milliseconds; the store's clock is driven with ``_te
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -18,38 +17,20 @@ import pytest
 
 from conformance.embedded.ledger_service import LedgerService
 from conformance.embedded.server import start_server
+from reference.ledger.wire import RECORD_FIELDS, RECORD_FIELDS_WHEN_SET, TIME_FIELDS, WIRE_TIME
 
 SCOPE = "account:local"
 TOKEN = "t"
 T0 = 1_767_225_600_000  # 2026-01-01T00:00:00.000Z
 SEC = 1000
 DAY = 86_400_000
-TIME_RE = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z")
 BUDGET_MSG = (
     "Memory scope 'account:local' holds {held} of {budget} records and nothing was written."
     " Forget or consolidate a record to make room."
 )
 CREDENTIAL_MSG = "Memory pins cannot store credentials. Nothing was saved."
-ALWAYS = {
-    "id",
-    "scopeKey",
-    "kind",
-    "body",
-    "provenance",
-    "status",
-    "validFrom",
-    "createdAt",
-    "updatedAt",
-}
-OPTIONAL = {
-    "sourceSessionId",
-    "confidenceBps",
-    "rationale",
-    "supersedes",
-    "validTo",
-    "expiresAt",
-    "conflictGroup",
-}
+ALWAYS = set(RECORD_FIELDS)
+OPTIONAL = set(RECORD_FIELDS_WHEN_SET)
 
 
 def iso(ms: int) -> str:
@@ -209,9 +190,9 @@ def check_record_shape(rec: dict[str, Any]) -> None:
     assert ALWAYS <= set(rec), rec
     assert set(rec) <= ALWAYS | OPTIONAL, set(rec) - ALWAYS - OPTIONAL
     assert all(v is not None for v in rec.values()), rec
-    for name in ("validFrom", "validTo", "createdAt", "updatedAt", "expiresAt"):
+    for name in TIME_FIELDS:
         if name in rec:
-            assert TIME_RE.fullmatch(rec[name]), (name, rec[name])
+            assert WIRE_TIME.fullmatch(rec[name]), (name, rec[name])
     assert rec["scopeKey"] == SCOPE
     if "confidenceBps" in rec:
         assert type(rec["confidenceBps"]) is int

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import pytest
@@ -14,31 +13,21 @@ from reference.ledger.outcome import INVALID_PARAMS, METHOD_NOT_FOUND, REFUSED, 
 from reference.ledger.records import empty_state
 from reference.ledger.search import search, searchable
 from reference.ledger.timefmt import format_rfc3339
-from reference.ledger.wire import METHODS, TEST_METHODS, handle, slash_command
+from reference.ledger.wire import (
+    METHODS,
+    RECORD_FIELDS,
+    RECORD_FIELDS_WHEN_SET,
+    TEST_METHODS,
+    TIME_FIELDS,
+    WIRE_TIME,
+    handle,
+    slash_command,
+)
 
 LOCAL = "account:local"
-WIRE_TIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z")
-ALWAYS = {
-    "id",
-    "scopeKey",
-    "kind",
-    "body",
-    "provenance",
-    "status",
-    "validFrom",
-    "createdAt",
-    "updatedAt",
-}
-OPTIONAL = {
-    "sourceSessionId",
-    "confidenceBps",
-    "rationale",
-    "supersedes",
-    "validTo",
-    "expiresAt",
-    "conflictGroup",
-}
-TIMES = {"validFrom", "validTo", "createdAt", "updatedAt", "expiresAt"}
+ALWAYS = set(RECORD_FIELDS)
+OPTIONAL = set(RECORD_FIELDS_WHEN_SET)
+TIMES = set(TIME_FIELDS)
 
 # A valid params object for every method, to mutate.
 VALID: dict[str, dict[str, Any]] = {
