@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from conformance.scenario import Step
+from conformance.scenario import Scenario, Step
 
 Verdict = Literal["pass", "diverge", "indeterminate", "skip"]
 
@@ -205,3 +205,12 @@ class Driver(Protocol):
 #: raise :class:`conformance.targets.base.TargetError` when the target cannot be used at all
 #: (unreachable, token refused, dirty without ``--allow-dirty``) — the CLI prints one line.
 DriverFactory = Callable[[RunContext], Driver]
+
+
+def scenario_requires(scenario: Scenario, step_requires: Callable[[Step], set[str]]) -> set[str]:
+    """Every capability a scenario needs: its declared ``requires`` plus what its steps use
+    (``step_requires`` is the protocol's own rule for one step)."""
+    need = set(scenario.requires)
+    for step in scenario.steps:
+        need |= step_requires(step)
+    return need

@@ -55,7 +55,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any
 
-from conformance.driver import Exchange, RunContext, StepOutcome
+from conformance.driver import Exchange, RunContext, StepOutcome, scenario_requires
 from conformance.oracle import ledger as oracle
 from conformance.scenario import Scenario, Step
 from conformance.targets.base import TargetError
@@ -131,10 +131,7 @@ def step_requires(step: Step) -> set[str]:
 
 def infer_requires(scenario: Scenario) -> set[str]:
     """Every capability a ledger scenario needs: its ``requires`` plus what its steps use."""
-    need = set(scenario.requires)
-    for step in scenario.steps:
-        need |= step_requires(step)
-    return need
+    return scenario_requires(scenario, step_requires)
 
 
 class LedgerDriver:

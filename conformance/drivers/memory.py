@@ -44,7 +44,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any
 
-from conformance.driver import Exchange, RunContext, StepOutcome
+from conformance.driver import Exchange, RunContext, StepOutcome, scenario_requires
 from conformance.oracle.memory import MemoryOracle, SentRequest
 from conformance.scenario import Scenario, Step
 from conformance.targets.base import AUTH, RAW_HTTP, TargetError
@@ -92,10 +92,7 @@ def step_requires(step: Step) -> set[str]:
 
 def infer_requires(scenario: Scenario) -> set[str]:
     """Every capability a memory scenario needs (declared ``requires`` plus what its steps use)."""
-    need = set(scenario.requires)
-    for step in scenario.steps:
-        need |= step_requires(step)
-    return need
+    return scenario_requires(scenario, step_requires)
 
 
 class MemoryDriver:
