@@ -8,15 +8,15 @@ scenario that needs a capability the target lacks is reported as skipped (exit 0
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import sys
 import textwrap
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 from conformance.commands.run import add_target_options, build_drivers, new_run_id, open_target
 from conformance.driver import RunContext, StepOutcome
+from conformance.jsonutil import short_json
 from conformance.runner import run_scenario
 from conformance.scenario import ScenarioError, load_scenario
 
@@ -34,14 +34,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--allow-dirty", action="store_true", help="see memspec run --help")
     p.add_argument("--width", type=int, default=0, help="column width (default: fit the terminal)")
     p.set_defaults(func=run)
-
-
-def _short(v: Any, n: int = 2000) -> str:
-    try:
-        s = json.dumps(v, ensure_ascii=False, sort_keys=True)
-    except (TypeError, ValueError):
-        s = repr(v)
-    return s if len(s) <= n else s[: n - 1] + "…"
 
 
 def _wrap(text: str, width: int) -> list[str]:
@@ -67,7 +59,9 @@ def print_side_by_side(o: StepOutcome, out: TextIO, width: int) -> None:
         + "\n"
     )
     if ex is not None:
-        out.write(f"   sent: {ex.method} {ex.path} {_short(ex.request_body, 400)}\n")
+        out.write(
+            f"   sent: {ex.method} {ex.path} {short_json(ex.request_body, 400, sort_keys=True)}\n"
+        )
     left = _wrap(o.expected or "(nothing: the step did not run)", width)
     if ex is None:
         said = "(no request)"
@@ -88,10 +82,10 @@ def print_side_by_side(o: StepOutcome, out: TextIO, width: int) -> None:
                     f"  {i + 1}. {r.get('id')} {r.get('text')!r} useCount {r.get('useCount')}{used}"
                 )
             else:
-                lines.append(f"  {i + 1}. {_short(r, 200)}")
+                lines.append(f"  {i + 1}. {short_json(r, 200, sort_keys=True)}")
         said = "\n".join(lines)
     else:
-        said = f"{ex.status} {_short(ex.body)}"
+        said = f"{ex.status} {short_json(ex.body, 2000, sort_keys=True)}"
     right = _wrap(said, width)
     out.write(f"   {'the model allows':<{width}} │ the target said\n")
     out.write(f"   {'─' * width}─┼─{'─' * width}\n")

@@ -56,6 +56,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from conformance.driver import Exchange, RunContext, StepOutcome, scenario_requires
+from conformance.jsonutil import json_subset, short_json
 from conformance.oracle import ledger as oracle
 from conformance.scenario import Scenario, Step
 from conformance.targets.base import TargetError
@@ -196,7 +197,7 @@ class LedgerDriver:
             ex = self.target.test("reset", {})
             if ex.status != 200 or ex.body != {"ok": True}:
                 self._setup_error = (
-                    f"_test/reset answered {ex.status} {_short(ex.body or ex.transport_error)}"
+                    f"_test/reset answered {ex.status} {short_json(ex.body or ex.transport_error)}"
                 )
         elif self._wrote:
             self._setup_error = self._forget_previous()
@@ -274,7 +275,7 @@ class LedgerDriver:
             if ex.status != 200 or not isinstance(records, list):
                 raise TargetError(
                     f"{self.target.url}: cannot list {status} ledger records"
-                    f" (HTTP {ex.status} {_short(ex.body or ex.transport_error)})"
+                    f" (HTTP {ex.status} {short_json(ex.body or ex.transport_error)})"
                 )
             held += [str(r.get("id")) for r in records if isinstance(r, dict)]
         if held and not self.ctx.allow_dirty:
@@ -366,7 +367,7 @@ class LedgerDriver:
         ex = self.target.test("set_clock", {"now": text})
         self._clock_pinned = True
         if ex.status != 200 or not isinstance(ex.body, dict) or ex.body.get("now") != text:
-            return f"_test/set_clock {text} answered {ex.status} {_short(ex.body or ex.transport_error)}"
+            return f"_test/set_clock {text} answered {ex.status} {short_json(ex.body or ex.transport_error)}"
         self._target_clock = at
         return None
 
@@ -686,30 +687,6 @@ def _parse_body(text: str) -> Any:
         return _NOT_JSON
 
 
-def _short(v: Any, n: int = 160) -> str:
-    try:
-        s = json.dumps(v, ensure_ascii=False)
-    except (TypeError, ValueError):
-        s = repr(v)
-    return s if len(s) <= n else s[: n - 1] + "…"
-
-
-def _subset(want: Any, got: Any) -> bool:
-    if isinstance(want, dict):
-        return isinstance(got, dict) and all(
-            k in got and _subset(v, got[k]) for k, v in want.items()
-        )
-    if isinstance(want, list):
-        return (
-            isinstance(got, list)
-            and len(want) == len(got)
-            and all(_subset(a, b) for a, b in zip(want, got, strict=True))
-        )
-    if isinstance(want, bool) or isinstance(got, bool):
-        return want is got
-    return bool(want == got)
-
-
 def _bodies(ex: Exchange, foreign: frozenset[str]) -> list[Any] | None:
     records = ex.body.get("records") if isinstance(ex.body, dict) else None
     if not isinstance(records, list):
@@ -722,8 +699,8 @@ def _check_expect(expect: dict[str, Any], ex: Exchange, foreign: frozenset[str])
     bodies here; records that predate the run are not counted)."""
     if "status" in expect and ex.status != expect["status"]:
         return f"status {ex.status}, expected {expect['status']}"
-    if "body" in expect and not _subset(expect["body"], ex.body):
-        return f"body {_short(ex.body, 200)} lacks {_short(expect['body'], 200)}"
+    if "body" in expect and not json_subset(expect["body"], ex.body):
+        return f"body {short_json(ex.body, 200)} lacks {short_json(expect['body'], 200)}"
     bodies = _bodies(ex, foreign)
     if "count" in expect and (bodies is None or len(bodies) != expect["count"]):
         return f"{'no records' if bodies is None else len(bodies)} record(s), expected {expect['count']}"

@@ -45,6 +45,7 @@ from dataclasses import replace
 from typing import Any
 
 from conformance.driver import Exchange, RunContext, StepOutcome, scenario_requires
+from conformance.jsonutil import json_subset
 from conformance.oracle.memory import MemoryOracle, SentRequest
 from conformance.scenario import Scenario, Step
 from conformance.targets.base import AUTH, RAW_HTTP, TargetError
@@ -530,26 +531,10 @@ def _describe(parsed: Any, raw: bytes) -> Any:
     return {"raw_bytes": len(raw), "head": raw[:60].decode("utf-8", "replace")}
 
 
-def _subset(want: Any, got: Any) -> bool:
-    if isinstance(want, dict):
-        return isinstance(got, dict) and all(
-            k in got and _subset(v, got[k]) for k, v in want.items()
-        )
-    if isinstance(want, list):
-        return (
-            isinstance(got, list)
-            and len(want) == len(got)
-            and all(_subset(a, b) for a, b in zip(want, got, strict=True))
-        )
-    if isinstance(want, bool) or isinstance(got, bool):
-        return want is got
-    return bool(want == got)
-
-
 def _check_expect(expect: dict[str, Any], ex: Exchange) -> str | None:
     if "status" in expect and ex.status != expect["status"]:
         return f"status {ex.status}, expected {expect['status']}"
-    if "body" in expect and not _subset(expect["body"], ex.body):
+    if "body" in expect and not json_subset(expect["body"], ex.body):
         return f"body {json.dumps(ex.body)[:200]} lacks {json.dumps(expect['body'])[:200]}"
     records = ex.body.get("records") if isinstance(ex.body, dict) else None
     texts = (

@@ -32,12 +32,12 @@ the target said; a target answering garbage is judged, never a crash.
 from __future__ import annotations
 
 import bisect
-import json
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from conformance.jsonutil import short_json
 from reference.ledger.outcome import INVALID_PARAMS, METHOD_NOT_FOUND, REFUSED, Ok, Outcome, Refused
 from reference.ledger.timefmt import format_rfc3339, parse_rfc3339
 from reference.ledger.wire import RECORD_FIELDS, RECORD_FIELDS_WHEN_SET, TIME_FIELDS, WIRE_TIME
@@ -302,11 +302,7 @@ _ABSENT = "<absent>"
 def _short(v: Any, n: int = 160) -> str:
     if v is _ABSENT or v == _ABSENT:
         return "absent"
-    try:
-        s = json.dumps(v, ensure_ascii=False, sort_keys=True)
-    except (TypeError, ValueError):
-        s = repr(v)
-    return s if len(s) <= n else s[: n - 1] + "…"
+    return short_json(v, n, sort_keys=True)
 
 
 def _uniq(items: Sequence[str]) -> tuple[str, ...]:

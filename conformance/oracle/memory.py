@@ -74,6 +74,7 @@ from types import MappingProxyType
 from typing import Any
 
 from conformance.driver import Exchange
+from conformance.jsonutil import short_json
 from reference.memory.engine import (
     DEFAULT_SCOPE_CAP,
     Dedup,
@@ -420,7 +421,8 @@ class MemoryOracle:
         if isinstance(spec, HealthBody):
             if not isinstance(ex.body, dict) or ex.body.get("ok") is not True:
                 raise _Reject(
-                    ("MEM-WIRE.1",), f'/healthz answered {_short(ex.body)}, not {{"ok": true, …}}'
+                    ("MEM-WIRE.1",),
+                    f'/healthz answered {short_json(ex.body, 120)}, not {{"ok": true, …}}',
                 )
             return [w]
         if isinstance(spec, ExactBody):
@@ -524,7 +526,7 @@ class MemoryOracle:
             or set(body) != {"records"}
             or not isinstance(body["records"], list)
         ):
-            raise _Reject((clause,), f'answer is not {{"records": [...]}}: {_short(body)}')
+            raise _Reject((clause,), f'answer is not {{"records": [...]}}: {short_json(body, 120)}')
         items: list[Any] = body["records"]
         scope = spec.scope_key
         active = active_records(state, scope)
@@ -819,7 +821,7 @@ def _modes(route: str) -> tuple[str, ...]:
 
 def _check_shape(item: Any, pos: int) -> None:
     if not isinstance(item, dict):
-        raise _Reject(("MEM-WIRE.16",), f"record {pos} is not an object: {_short(item)}")
+        raise _Reject(("MEM-WIRE.16",), f"record {pos} is not an object: {short_json(item, 120)}")
     for name in REQUIRED_FIELDS:
         if name not in item:
             raise _Reject(("MEM-WIRE.16", "MEM-RECORD.1"), f"record {pos} has no {name!r}")
@@ -830,7 +832,9 @@ def _check_shape(item: Any, pos: int) -> None:
                 f"record {pos} sends {name!r}: null — an optional field without a value is absent",
             )
     if not isinstance(item["id"], str):
-        raise _Reject(("MEM-WIRE.16",), f"record {pos}: id is not a string: {_short(item['id'])}")
+        raise _Reject(
+            ("MEM-WIRE.16",), f"record {pos}: id is not a string: {short_json(item['id'], 120)}"
+        )
 
 
 def _content_problems(
@@ -857,12 +861,17 @@ def _content_problems(
         if want is _ABSENT:
             if got is not _ABSENT:
                 probs.append(
-                    (clauses, f"{name} is {_short(got)}; the model has no {name} (absent)")
+                    (clauses, f"{name} is {short_json(got, 120)}; the model has no {name} (absent)")
                 )
         elif got is _ABSENT:
-            probs.append((clauses, f"{name} is absent; the model has {_short(want)}"))
+            probs.append((clauses, f"{name} is absent; the model has {short_json(want, 120)}"))
         elif not json_equal(got, want):
-            probs.append((clauses, f"{name} is {_short(got)}; the model has {_short(want)}"))
+            probs.append(
+                (
+                    clauses,
+                    f"{name} is {short_json(got, 120)}; the model has {short_json(want, 120)}",
+                )
+            )
 
     eq("scopeKey", rec.scope_key, ("MEM-SCOPE.5", "MEM-RECORD.1"))
     eq("kind", rec.kind, ("MEM-RECORD.4", "MEM-RECORD.3"))
@@ -879,12 +888,15 @@ def _content_problems(
             probs.append(
                 (
                     ("MEM-RECORD.4", "MEM-RECORD.1"),
-                    f"confidence is {_short(conf)}; the model has none",
+                    f"confidence is {short_json(conf, 120)}; the model has none",
                 )
             )
     elif conf is _ABSENT or not is_number(conf) or float(conf) != rec.confidence:
         probs.append(
-            (("MEM-RECORD.4",), f"confidence is {_short(conf)}; the model has {rec.confidence!r}")
+            (
+                ("MEM-RECORD.4",),
+                f"confidence is {short_json(conf, 120)}; the model has {rec.confidence!r}",
+            )
         )
     eq("status", ACTIVE, ("MEM-RECORD.2", "MEM-STORE.4"))
     # supersedes
@@ -894,14 +906,14 @@ def _content_problems(
     if meta.ptr == "none":
         if sup is not _ABSENT:
             probs.append(
-                (("MEM-RECORD.4",), f"supersedes is {_short(sup)}; no supersedes was sent")
+                (("MEM-RECORD.4",), f"supersedes is {short_json(sup, 120)}; no supersedes was sent")
             )
     elif meta.ptr == "empty":
         if sup is not _ABSENT and sup != "":
             probs.append(
                 (
                     ("MEM-RECORD.4", "MEM-WRITE.7"),
-                    f"supersedes is {_short(sup)}; an empty supersedes was sent",
+                    f"supersedes is {short_json(sup, 120)}; an empty supersedes was sent",
                 )
             )
     elif meta.ptr == "unresolved":
@@ -909,7 +921,7 @@ def _content_problems(
             probs.append(
                 (
                     ("MEM-RECORD.4",),
-                    f"supersedes is {_short(sup)}; the run sent {_short(meta.sent)}",
+                    f"supersedes is {short_json(sup, 120)}; the run sent {short_json(meta.sent, 120)}",
                 )
             )
     else:  # resolved: must point at the superseded record's target id
@@ -919,7 +931,7 @@ def _content_problems(
             probs.append(
                 (
                     ("MEM-RECORD.4", "MEM-WRITE.3"),
-                    f"supersedes is {_short(sup)}; it must name the superseded record",
+                    f"supersedes is {short_json(sup, 120)}; it must name the superseded record",
                 )
             )
         elif target_model in w.m2t:
@@ -944,14 +956,17 @@ def _content_problems(
     kws = item.get("keywords")
     if not isinstance(kws, list) or not all(isinstance(k, str) for k in kws):
         probs.append(
-            (("MEM-WIRE.16", "MEM-RECORD.1"), f"keywords is {_short(kws)}, not an array of strings")
+            (
+                ("MEM-WIRE.16", "MEM-RECORD.1"),
+                f"keywords is {short_json(kws, 120)}, not an array of strings",
+            )
         )
     elif meta.kw_given:
         if kws != list(rec.keywords):
             probs.append(
                 (
                     ("MEM-RECORD.4", "MEM-RECORD.3"),
-                    f"keywords are {_short(kws)}; the model has {list(rec.keywords)}",
+                    f"keywords are {short_json(kws, 120)}; the model has {list(rec.keywords)}",
                 )
             )
     else:
@@ -962,7 +977,7 @@ def _content_problems(
             probs.append(
                 (
                     ("MEM-RECORD.5", "MEM-SCORE.2"),
-                    f"keywords {_short(kws)} of a record written without keywords add tokens"
+                    f"keywords {short_json(kws, 120)} of a record written without keywords add tokens"
                     f" {sorted(extra)} its text does not have, so matching would depend on them",
                 )
             )
@@ -977,14 +992,17 @@ def _content_problems(
         probs.append(
             (
                 ("MEM-WIRE.16", "MEM-STORE.11"),
-                f"createdAt is {_short(item.get('createdAt'))}, not an integer",
+                f"createdAt is {short_json(item.get('createdAt'), 120)}, not an integer",
             )
         )
     uses = item.get("useCount")
     last = item.get("lastUsedAt", _ABSENT)
     if last is not _ABSENT and (isinstance(last, bool) or js_integer(last) is None):
         probs.append(
-            (("MEM-WIRE.16", "MEM-STORE.11"), f"lastUsedAt is {_short(last)}, not an integer")
+            (
+                ("MEM-WIRE.16", "MEM-STORE.11"),
+                f"lastUsedAt is {short_json(last, 120)}, not an integer",
+            )
         )
     if probs:
         return probs
@@ -1001,7 +1019,7 @@ def _content_problems(
                 if route != "/list"
                 else ("MEM-STORE.3", "MEM-STORE.7", "MEM-WRITE.1")
             )
-            mp.append((clauses, f"useCount is {_short(uses)}; the model has {want_uses}"))
+            mp.append((clauses, f"useCount is {short_json(uses, 120)}; the model has {want_uses}"))
         if want_last is None and last is not _ABSENT:
             mp.append(
                 (
@@ -1062,13 +1080,13 @@ def _no_match_reason(
             if r.status != ACTIVE and r.id not in w.m2t and r.text == item.get("text"):
                 return (
                     DEAD_CLAUSES.get(r.status, ("MEM-STORE.4",)),
-                    f"record {pos} ({item['id']}, text {_short(item.get('text'))}) is the model's"
+                    f"record {pos} ({item['id']}, text {short_json(item.get('text'), 120)}) is the model's"
                     f" {r.id}, which is {r.status} — only active records may be returned",
                 )
     if not free:
         return (
             ("MEM-SEAM.2", ROUTE_CLAUSE[route]),
-            f"record {pos} ({item['id']}, text {_short(item.get('text'))}) is not a record the model"
+            f"record {pos} ({item['id']}, text {short_json(item.get('text'), 120)}) is not a record the model"
             " holds: every active model record of the scope is already paired with another id",
         )
     same_text = [r for r in free if r.text == item.get("text")]
@@ -1082,7 +1100,7 @@ def _no_match_reason(
         return clauses, f"record {pos} ({item['id']}) shows the model's {best.id} but {msg}"
     return (
         ("MEM-SEAM.2", ROUTE_CLAUSE[route]),
-        f"record {pos} ({item['id']}, text {_short(item.get('text'))}) matches no active model record"
+        f"record {pos} ({item['id']}, text {short_json(item.get('text'), 120)}) matches no active model record"
         " of the scope by content",
     )
 
@@ -1300,26 +1318,20 @@ def _describe_records(spec: RecordsBody, state: StoreState, w: World) -> str:
     )
 
 
-def _short(v: Any, n: int = 120) -> str:
-    try:
-        s = json.dumps(v, ensure_ascii=False)
-    except (TypeError, ValueError):
-        s = repr(v)
-    return s if len(s) <= n else s[: n - 1] + "…"
-
-
 def _diff_exact(want: Any, got: Any) -> str:
     if isinstance(want, dict) and isinstance(got, dict):
         diffs = []
         for k in sorted(set(want) | set(got)):
             if k not in got:
-                diffs.append(f"{k} missing (model {_short(want[k])})")
+                diffs.append(f"{k} missing (model {short_json(want[k], 120)})")
             elif k not in want:
-                diffs.append(f"unexpected member {k}={_short(got[k])}")
+                diffs.append(f"unexpected member {k}={short_json(got[k], 120)}")
             elif not json_equal(want[k], got[k]):
-                diffs.append(f"{k} is {_short(got[k])}, the model has {_short(want[k])}")
+                diffs.append(
+                    f"{k} is {short_json(got[k], 120)}, the model has {short_json(want[k], 120)}"
+                )
         return "answer differs: " + "; ".join(diffs)
-    return f"answer is {_short(got)}; the model has {_short(want)}"
+    return f"answer is {short_json(got, 120)}; the model has {short_json(want, 120)}"
 
 
 def _exact_clauses(route: str, want: Any, got: Any, req: WireRequest) -> tuple[str, ...]:
@@ -1354,7 +1366,9 @@ def _check_error_body(spec: ErrorBody, body: Any, status: int, route: str) -> No
         or set(body) != {"error"}
         or not isinstance(body.get("error"), str)
     ):
-        raise _Reject(("MEM-WIRE.8",), f'error body is {_short(body)}, not {{"error": "<reason>"}}')
+        raise _Reject(
+            ("MEM-WIRE.8",), f'error body is {short_json(body, 120)}, not {{"error": "<reason>"}}'
+        )
     if spec.fields:
         from reference.memory.wire import names_field
 
