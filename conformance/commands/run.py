@@ -145,10 +145,17 @@ class TargetSession:
     handle: Any = None
 
 
-def start_bundled_store(token: str) -> Any:
-    """Start the bundled store (the only import of ``conformance.embedded`` in the harness)."""
+def start_bundled_store(token: str, quirks: frozenset[str] = frozenset()) -> Any:
+    """Start the bundled store (the only import of ``conformance.embedded`` in the harness).
+
+    ``quirks`` names catalogue entries (allowed variants, mutants) to run it with; ``selftest``
+    uses it, a normal run never does.
+    """
     server = importlib.import_module("conformance.embedded.server")
-    return server.start_server(host="127.0.0.1", port=0, token=token, test_control=True)
+    catalogue = importlib.import_module("conformance.embedded.catalogue")
+    return server.start_server(
+        host="127.0.0.1", port=0, token=token, test_control=True, quirks=catalogue.Quirks(quirks)
+    )
 
 
 @contextmanager

@@ -7,8 +7,11 @@ import os
 import signal
 import sys
 import threading
+from argparse import SUPPRESS
 from pathlib import Path
 from types import FrameType
+
+from conformance.embedded.catalogue import Quirks, mutants, variants
 
 DEFAULT_DB = "./memspec-data/store.sqlite3"
 DEFAULT_TOKEN_ENV = "MEMSPEC_TOKEN"
@@ -57,7 +60,27 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="enable the ledger's POST /ledger/_test/* controls (reset, clock, sweep, ...)",
     )
     p.add_argument("--quiet", action="store_true", help="no access log on stderr")
+    # The catalogue of altered stores (conformance/embedded/catalogue): hidden from the normal
+    # help -- they exist to test memspec itself, never to serve anyone's data.
+    p.add_argument("--variant", action="append", default=[], metavar="NAME", help=SUPPRESS)
+    p.add_argument("--mutant", action="append", default=[], metavar="NAME", help=SUPPRESS)
     p.set_defaults(func=run)
+
+
+def quirks_from_args(variant_names: list[str], mutant_names: list[str]) -> Quirks:
+    """The catalogue entries ``--variant`` / ``--mutant`` name, or a usage error naming the
+    unknown one and what the catalogue holds."""
+    from conformance.cli import UsageError
+
+    names: set[str] = set()
+    for kind, given in (("variant", variant_names), ("mutant", mutant_names)):
+        known = {e.name for e in (variants() if kind == "variant" else mutants())}
+        for name in given:
+            if name not in known:
+                listing = ", ".join(sorted(known)) or "none"
+                raise UsageError(f"--{kind} {name}: not in the catalogue (known: {listing})")
+            names.add(name)
+    return Quirks(frozenset(names))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -95,6 +118,7 @@ def run(args: argparse.Namespace) -> int:
                 "--token-env VAR), or pass --no-auth for an unauthenticated local server"
             )
 
+    quirks = quirks_from_args(args.variant, args.mutant)
     db: str = args.db
     if db != ":memory:":
         path = Path(db)
@@ -117,6 +141,7 @@ def run(args: argparse.Namespace) -> int:
             allow_non_loopback=explicit_host,
             access_log=None if args.quiet else sys.stderr,
             write_hook=pause_hook_from_env(),
+            quirks=quirks,
         )
     except OSError as exc:
         raise UsageError(f"cannot listen on {host}:{args.port}: {exc.strerror or exc}") from exc
@@ -131,6 +156,11 @@ def run(args: argparse.Namespace) -> int:
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         print(f"memspec serve: listening on {handle.url}", flush=True)
+        if quirks:
+            print(
+                f"memspec serve: ALTERED store ({quirks.label()}): for testing memspec only",
+                file=sys.stderr,
+            )
         if handle.ledger is None:
             print("memspec serve: ledger binding not available (503 on /ledger/*)", file=sys.stderr)
         while not done.wait(timeout=0.5):

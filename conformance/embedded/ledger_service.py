@@ -37,6 +37,8 @@ from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+from conformance.embedded.catalogue import NONE as NO_QUIRKS
+from conformance.embedded.catalogue import Quirks
 from conformance.embedded.ledger_store import (
     KINDS,
     LedgerStore,
@@ -386,7 +388,8 @@ class LedgerService:
     """The ledger binding over one SQLite database (``":memory:"`` or a file path).
 
     ``clock`` gives the store's now in epoch milliseconds (default: the system clock);
-    ``test_control`` enables the ``_test/*`` controls (LED-WIRE.7).
+    ``test_control`` enables the ``_test/*`` controls (LED-WIRE.7); ``quirks`` selects catalogue
+    alterations (allowed variants, mutants) -- production runs with none.
     """
 
     def __init__(
@@ -394,7 +397,9 @@ class LedgerService:
         db: str | Path = ":memory:",
         clock: Callable[[], int] | None = None,
         test_control: bool = False,
+        quirks: Quirks = NO_QUIRKS,
     ) -> None:
+        self.quirks = quirks
         self._store = LedgerStore(str(db))
         self._clock = clock if clock is not None else real_clock
         self._frozen: int | None = None

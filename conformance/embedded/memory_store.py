@@ -34,6 +34,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any
 
+from conformance.embedded.catalogue import NONE as NO_QUIRKS
+from conformance.embedded.catalogue import Quirks
 from reference.memory.engine import (
     DEFAULT_SCOPE_CAP,
     Dedup,
@@ -156,7 +158,8 @@ class MemoryStore:
     ``db`` is a file path or ``":memory:"``.  ``clock`` returns the store's "now" in epoch
     milliseconds (read once per operation, inside the lock).  ``write_hook``, when set, is
     called inside the write transaction right after a batch's first candidate has been applied
-    -- a test seam for killing the process mid-batch; production never sets it.
+    -- a test seam for killing the process mid-batch; production never sets it.  ``quirks``
+    selects catalogue alterations (allowed variants, mutants); production runs with none.
     """
 
     def __init__(
@@ -166,8 +169,10 @@ class MemoryStore:
         clock: Callable[[], int] | None = None,
         cap_default: int = DEFAULT_SCOPE_CAP,
         write_hook: Callable[[], None] | None = None,
+        quirks: Quirks = NO_QUIRKS,
     ) -> None:
         self.db = db
+        self.quirks = quirks
         self.cap_default = cap_default
         self._clock = clock or system_clock_ms
         self._write_hook = write_hook

@@ -37,6 +37,8 @@ from typing import IO, Any
 from urllib.parse import urlsplit
 
 from conformance.embedded import memory_http
+from conformance.embedded.catalogue import NONE as NO_QUIRKS
+from conformance.embedded.catalogue import Quirks
 from conformance.embedded.memory_store import MemoryStore
 from reference.memory.engine import DEFAULT_SCOPE_CAP
 
@@ -60,7 +62,9 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def _load_ledger(db: str, test_control: bool, clock: Callable[[], int] | None) -> Any | None:
+def _load_ledger(
+    db: str, test_control: bool, clock: Callable[[], int] | None, quirks: Quirks
+) -> Any | None:
     """The ledger binding (engineer D2's ``ledger_service``), or None while it is absent."""
     try:
         from conformance.embedded import ledger_service
@@ -68,7 +72,7 @@ def _load_ledger(db: str, test_control: bool, clock: Callable[[], int] | None) -
         if exc.name == "conformance.embedded.ledger_service":
             return None
         raise
-    return ledger_service.LedgerService(db, clock=clock, test_control=test_control)
+    return ledger_service.LedgerService(db, clock=clock, test_control=test_control, quirks=quirks)
 
 
 # --------------------------------------------------------------------------- the handler
@@ -85,6 +89,7 @@ class _Server(ThreadingHTTPServer):
     require_auth: bool
     test_control: bool
     access_log: IO[str] | None
+    quirks: Quirks
 
     def server_bind(self) -> None:
         self.stopping = False
@@ -465,6 +470,7 @@ def start_server(
     access_log: IO[str] | None = None,
     write_hook: Callable[[], None] | None = None,
     with_ledger: bool = True,
+    quirks: Quirks = NO_QUIRKS,
 ) -> ServerHandle:
     """Start the bundled store on ``host:port`` (0 = an ephemeral port) in a background thread.
 
@@ -472,7 +478,9 @@ def start_server(
     (every data route answers 401) unless ``require_auth=False`` (``memspec serve --no-auth``).
     A non-loopback ``host`` is refused unless ``allow_non_loopback`` is set.  ``clock`` is the
     memory store's "now" in epoch ms (tests inject one); ``access_log`` receives one JSON line
-    per request; ``write_hook`` is the kill-mid-batch test seam (see ``MemoryStore``).
+    per request; ``write_hook`` is the kill-mid-batch test seam (see ``MemoryStore``);
+    ``quirks`` selects catalogue alterations (allowed variants and mutants,
+    :mod:`conformance.embedded.catalogue`) -- production runs with none.
     """
     if not is_loopback(host) and not allow_non_loopback:
         raise ValueError(
@@ -480,9 +488,11 @@ def start_server(
         )
     if not 1 <= cap_default <= memory_http.MAX_CAP:
         raise ValueError("cap_default must be an integer from 1 to 10000")
-    store = MemoryStore(db, clock=clock, cap_default=cap_default, write_hook=write_hook)
+    store = MemoryStore(
+        db, clock=clock, cap_default=cap_default, write_hook=write_hook, quirks=quirks
+    )
     try:
-        ledger = _load_ledger(db, test_control, clock) if with_ledger else None
+        ledger = _load_ledger(db, test_control, clock, quirks) if with_ledger else None
         cls = _Server6 if ":" in host.strip("[]") else _Server
         server = cls((host.strip("[]"), port), _Handler)
     except BaseException:
@@ -494,6 +504,7 @@ def start_server(
     server.require_auth = require_auth
     server.test_control = test_control
     server.access_log = access_log
+    server.quirks = quirks
     thread = threading.Thread(
         target=server.serve_forever,
         kwargs={"poll_interval": 0.05},

@@ -1,0 +1,5 @@
+"""Allowed variants of the ledger binding (see the package doc)."""
+
+from conformance.embedded.catalogue import Entry
+
+ENTRIES: tuple[Entry, ...] = ()
