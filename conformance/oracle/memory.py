@@ -65,33 +65,39 @@ option) and what the target said.
 
 from __future__ import annotations
 
-import itertools
 import json
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
 from conformance.driver import Exchange
 from conformance.jsonutil import short_json
-from reference.memory.engine import (
-    DEFAULT_SCOPE_CAP,
-    Dedup,
-    candidate_cap,
-    eviction_key,
-    fts_match_tokens,
-    plan_write,
+from reference.memory.engine import DEFAULT_SCOPE_CAP, Dedup, plan_write
+from reference.memory.judge import (
+    content_problems,
+    eviction_picks,
+    listing_problem,
+    rank_allowed,
+    retrieval_problem,
+    usage_problems,
 )
 from reference.memory.records import ACTIVE, EVICTED, MemoryRecord
-from reference.memory.scoring import keyword_match, record_tokens, tokenize
-from reference.memory.store import StoreState, active_records, empty_store, parse_record_id
+from reference.memory.scoring import keyword_match, tokenize
+from reference.memory.store import (
+    StoreState,
+    active_records,
+    bump_usage,
+    empty_store,
+    parse_record_id,
+    store_list,
+)
 from reference.memory.wire import (
     Allowed,
     ErrorBody,
     ExactBody,
     HealthBody,
-    ListBody,
     Option,
     RecordsBody,
     WireRequest,
@@ -99,7 +105,6 @@ from reference.memory.wire import (
     is_number,
     js_integer,
     json_equal,
-    validate_list,
     validate_write,
     worker_respond,
 )
@@ -437,13 +442,7 @@ class MemoryOracle:
             nw.state = option.state
             return [nw]
         assert isinstance(spec, RecordsBody)
-        if spec.route == "/list":
-            obj = json.loads(req.body.decode("utf-8", "replace").removeprefix("\ufeff"))
-            parsed = validate_list(obj)
-            assert isinstance(parsed, ListBody), "an admitted 200 list must validate"
-            view = _View(spec.route, spec.scope_key, parsed.query, parsed.limit)
-        else:
-            view = _View(spec.route, spec.scope_key, spec.query, spec.limit)
+        view = _View(spec.route, spec.scope_key, spec.query, spec.limit)
         # Retrieve and list start from this world's own state (the option's state may be the
         # model's pick after its own bump).
         return self._records(w, view, w.state, ex.body, now)
@@ -498,8 +497,8 @@ class MemoryOracle:
         if not evicted_now:
             return [base]
         by_id = {r.id: r for r in after}
-        pre_evict = [by_id[i] for i in (r.id for r in active)]
-        picks = list(_eviction_picks(pre_evict, len(evicted_now)))
+        pre_evict = [replace(by_id[r.id], status=ACTIVE) for r in active]
+        picks = eviction_picks(pre_evict, len(evicted_now))
         if len(picks) > MAX_WORLDS:
             raise _Reject(
                 ("MEM-CAP.2",),
@@ -612,11 +611,11 @@ class MemoryOracle:
         # order and membership
         if spec.route == "/retrieve":
             assert spec.query is not None
-            problem = judge_ranking(active, spec.query, spec.limit, ids)
+            problem = retrieval_problem(active, spec.query, spec.limit, now, ids)
         else:
-            problem = judge_listing(active, spec.query, spec.limit, ids)
+            problem = listing_problem(active, spec.query, spec.limit, ids)
         if problem is not None:
-            raise _Reject(*problem)
+            raise _Reject(problem.clauses, problem.reason)
         # per-record content, times, bijection (a retrieve shows usage all before or all after
         # its bump: the first record decides which)
         modes = _modes(spec.route)
@@ -643,7 +642,7 @@ class MemoryOracle:
                     )
                 nw.bind(mid, item["id"])
         if spec.route == "/retrieve" and ids:
-            nw.state = _bump(state, scope, ids, now)
+            nw.state = bump_usage(state, scope, ids, now)
         else:
             nw.state = state
         return [nw]
@@ -667,149 +666,6 @@ class _Reject(Exception):
 
 
 # --------------------------------------------------------------------------- ranking
-
-
-def _touch(r: MemoryRecord) -> int:
-    return r.last_used_at if r.last_used_at is not None else r.created_at
-
-
-def judge_ranking(
-    active: Sequence[MemoryRecord], query: str, limit: int, answer: Sequence[str]
-) -> tuple[tuple[str, ...], str] | None:
-    """``None`` when ``answer`` (model ids) is a legal retrieval, else (clauses, reason).
-
-    Tie groups are (keyword match desc, last touch desc); see the module docstring.
-    """
-    by_id = {r.id: r for r in active}
-    qtok = tokenize(query)
-    if not qtok:
-        if answer:
-            return (
-                "MEM-SCORE.4",
-                "MEM-WIRE.11",
-            ), f"a query without tokens returned {len(answer)} record(s)"
-        return None
-    km = {r.id: keyword_match(query, r) for r in active}
-    matching = [r for r in active if km[r.id] > 0]
-    for i, mid in enumerate(answer):
-        if km.get(mid, 0) <= 0:
-            return (
-                ("MEM-SCORE.4", "MEM-SCORE.2"),
-                f"position {i}: {mid} does not match the query {query!r} by whole tokens",
-            )
-    if len(set(answer)) != len(answer):
-        return ("MEM-WIRE.16",), "a record appears twice"
-    sure = _prefilter_sure(matching, query)
-    cap_n = candidate_cap(limit)
-
-    def key(rid: str) -> tuple[float, int]:
-        return (km[rid], _touch(by_id[rid]))
-
-    # the answer itself must be in non-increasing key order
-    for i in range(1, len(answer)):
-        if key(answer[i]) > key(answer[i - 1]):
-            a, b = by_id[answer[i - 1]], by_id[answer[i]]
-            return _order_problem(i, a, b, km)
-    if len(sure) <= cap_n:
-        candidates = {r.id for r in sure} | set(answer)
-        expected_len = min(limit, len(candidates))
-        if len(answer) != expected_len:
-            return (
-                ("MEM-SCORE.5", "MEM-STORE.2"),
-                f"returned {len(answer)} record(s); {len(candidates)} match and the limit is {limit},"
-                f" so exactly {expected_len} are expected",
-            )
-        if answer:
-            worst = key(answer[-1])
-            missing = [c for c in candidates if c not in answer and key(c) > worst]
-            if missing:
-                better = by_id[missing[0]]
-                return _order_problem(len(answer), by_id[answer[-1]], better, km, left_out=True)
-        return None
-    # More prefilter hits than the candidate floor: the store picks >= cap_n candidates.
-    if len(answer) != limit:
-        return (
-            ("MEM-SCORE.5", "MEM-STORE.6"),
-            f"returned {len(answer)} record(s) though {len(sure)} records match (limit {limit})",
-        )
-    worst = key(answer[-1])
-    harmless = sum(1 for r in matching if r.id not in answer and key(r.id) <= worst)
-    if harmless < cap_n - len(answer):
-        return (
-            ("MEM-STORE.6", "MEM-SCORE.5"),
-            f"no choice of {cap_n} candidates explains this answer: better-matching records were left out",
-        )
-    return None
-
-
-def _prefilter_sure(matching: Sequence[MemoryRecord], query: str) -> list[MemoryRecord]:
-    """The matching records every conforming prefilter must hand on (MEM-STORE.5)."""
-    distinct = set(tokenize(query))
-    if len(distinct) <= 24:
-        return list(matching)
-    kept = set(fts_match_tokens(query))
-    return [r for r in matching if record_tokens(r) & kept]
-
-
-def _order_problem(
-    i: int, above: MemoryRecord, below: MemoryRecord, km: dict[str, float], left_out: bool = False
-) -> tuple[tuple[str, ...], str]:
-    where = "was left out while" if left_out else f"is at position {i}, below"
-    if km[below.id] != km[above.id]:
-        return (
-            ("MEM-SCORE.1", "MEM-SCORE.2", "MEM-SCORE.5"),
-            f"{below.id} (keyword match {km[below.id]:.3f}) {where} {above.id} (keyword match"
-            f" {km[above.id]:.3f}); keyword match dominates the score",
-        )
-    return (
-        ("MEM-SCORE.1", "MEM-SCORE.3", "MEM-SCORE.5"),
-        f"{below.id} {where} {above.id}: equal keyword match, but {below.id} was touched later"
-        " (more recent last use or creation ranks first)",
-    )
-
-
-def judge_listing(
-    active: Sequence[MemoryRecord], query: str | None, limit: int, answer: Sequence[str]
-) -> tuple[tuple[str, ...], str] | None:
-    """``None`` when ``answer`` is a legal ``/list`` answer (MEM-STORE.7, MEM-STORE.5).
-
-    Newest first (insertion order reversed), the filter applied before the limit, and — for a
-    query of more than 24 distinct tokens — records hit only by a dropped token optional.
-    """
-    newest = list(reversed(active))
-    if query is None:
-        matching = newest
-    elif not tokenize(query):
-        matching = []
-    else:
-        matching = [r for r in newest if keyword_match(query, r) > 0]
-    sure = (
-        {r.id for r in _prefilter_sure(matching, query)}
-        if query is not None
-        else {r.id for r in matching}
-    )
-    order = {r.id: i for i, r in enumerate(matching)}
-    for i, mid in enumerate(answer):
-        if mid not in order:
-            return (
-                ("MEM-STORE.7", "MEM-SCORE.4"),
-                f"position {i}: {mid} does not match the filter {query!r}",
-            )
-    if any(order[answer[i]] <= order[answer[i - 1]] for i in range(1, len(answer))):
-        return (("MEM-STORE.7", "MEM-WIRE.14"), "records are not newest first")
-    if len(answer) > limit:
-        return (("MEM-STORE.7", "MEM-WIRE.14"), f"{len(answer)} records over the limit {limit}")
-    upto = order[answer[-1]] if answer else -1
-    if len(answer) < limit:
-        upto = len(matching)
-    skipped = [r.id for r in matching[: upto + 1] if r.id not in answer and r.id in sure]
-    if skipped:
-        return (
-            ("MEM-STORE.7", "MEM-WIRE.14"),
-            f"{skipped[0]} is missing: {len(matching)} active record(s) match, newest first,"
-            f" limit {limit}",
-        )
-    return None
 
 
 # --------------------------------------------------------------------------- records
@@ -849,58 +705,18 @@ def _content_problems(
 ) -> list[tuple[tuple[str, ...], str]]:
     """Differences between wire record ``item`` and model record ``rec`` (empty: it shows it).
 
+    The rules are the reference judge's (``reference.memory.judge.record_problems``); this
+    adds only what needs the run's maps: ``supersedes`` through the id bijection, keywords
+    stable across answers, and ``createdAt``/``lastUsedAt`` through the time correspondence.
     ``bump_modes`` (retrieve only): ``post`` — usage after this retrieval's bump, ``pre`` —
     before it.  With ``commit`` the time observations and keyword sightings are recorded in
     ``w`` (call only once the record is known to fit).
     """
-    probs: list[tuple[tuple[str, ...], str]] = []
-    rec_c = ("MEM-RECORD.1", "MEM-WIRE.16")
-
-    def eq(name: str, want: Any, clauses: tuple[str, ...] = rec_c) -> None:
-        got = item.get(name, _ABSENT)
-        if want is _ABSENT:
-            if got is not _ABSENT:
-                probs.append(
-                    (clauses, f"{name} is {short_json(got, 120)}; the model has no {name} (absent)")
-                )
-        elif got is _ABSENT:
-            probs.append((clauses, f"{name} is absent; the model has {short_json(want, 120)}"))
-        elif not json_equal(got, want):
-            probs.append(
-                (
-                    clauses,
-                    f"{name} is {short_json(got, 120)}; the model has {short_json(want, 120)}",
-                )
-            )
-
-    eq("scopeKey", rec.scope_key, ("MEM-SCOPE.5", "MEM-RECORD.1"))
-    eq("kind", rec.kind, ("MEM-RECORD.4", "MEM-RECORD.3"))
-    eq("text", rec.text, ("MEM-RECORD.4", "MEM-RECORD.3"))
-    eq("sourceThreadKey", rec.source_thread_key, ("MEM-RECORD.4", "MEM-RECORD.3"))
-    eq(
-        "sourceRunId",
-        rec.source_run_id if rec.source_run_id is not None else _ABSENT,
-        ("MEM-RECORD.4", "MEM-RECORD.1"),
-    )
-    conf = item.get("confidence", _ABSENT)
-    if rec.confidence is None:
-        if conf is not _ABSENT:
-            probs.append(
-                (
-                    ("MEM-RECORD.4", "MEM-RECORD.1"),
-                    f"confidence is {short_json(conf, 120)}; the model has none",
-                )
-            )
-    elif conf is _ABSENT or not is_number(conf) or float(conf) != rec.confidence:
-        probs.append(
-            (
-                ("MEM-RECORD.4",),
-                f"confidence is {short_json(conf, 120)}; the model has {rec.confidence!r}",
-            )
-        )
-    eq("status", ACTIVE, ("MEM-RECORD.2", "MEM-STORE.4"))
-    # supersedes
     meta = w.meta.get(rec.id, RecMeta(kw_given=True))
+    probs: list[tuple[tuple[str, ...], str]] = [
+        (p.clauses, p.reason) for p in content_problems(rec, item, keywords_given=meta.kw_given)
+    ]
+    # supersedes
     sup = item.get("supersedes", _ABSENT)
     bind_ptr: tuple[str, str] | None = None
     if meta.ptr == "none":
@@ -952,39 +768,13 @@ def _content_problems(
             )
         else:
             bind_ptr = (target_model, sup)
-    # keywords
+    # keywords of a record written without keywords: free, but the same in every answer
     kws = item.get("keywords")
-    if not isinstance(kws, list) or not all(isinstance(k, str) for k in kws):
-        probs.append(
-            (
-                ("MEM-WIRE.16", "MEM-RECORD.1"),
-                f"keywords is {short_json(kws, 120)}, not an array of strings",
-            )
-        )
-    elif meta.kw_given:
-        if kws != list(rec.keywords):
-            probs.append(
-                (
-                    ("MEM-RECORD.4", "MEM-RECORD.3"),
-                    f"keywords are {short_json(kws, 120)}; the model has {list(rec.keywords)}",
-                )
-            )
-    else:
-        extra = set(itertools.chain.from_iterable(tokenize(k) for k in kws)) - set(
-            tokenize(rec.text)
-        )
-        if extra:
-            probs.append(
-                (
-                    ("MEM-RECORD.5", "MEM-SCORE.2"),
-                    f"keywords {short_json(kws, 120)} of a record written without keywords add tokens"
-                    f" {sorted(extra)} its text does not have, so matching would depend on them",
-                )
-            )
+    if not meta.kw_given and isinstance(kws, list):
         seen = w.keywords_seen.get(item.get("id", ""))
         if seen is not None and tuple(kws) != seen:
             probs.append((("MEM-RECORD.3",), f"keywords changed from {list(seen)} to {kws}"))
-    # usage
+    # times: integers, then the run's time correspondence
     created = (
         js_integer(item.get("createdAt")) if not isinstance(item.get("createdAt"), bool) else None
     )
@@ -995,7 +785,6 @@ def _content_problems(
                 f"createdAt is {short_json(item.get('createdAt'), 120)}, not an integer",
             )
         )
-    uses = item.get("useCount")
     last = item.get("lastUsedAt", _ABSENT)
     if last is not _ABSENT and (isinstance(last, bool) or js_integer(last) is None):
         probs.append(
@@ -1008,27 +797,9 @@ def _content_problems(
         return probs
     usage_probs: list[tuple[tuple[str, ...], str]] = []
     for mode in bump_modes:
-        if mode == "post":
-            want_uses, want_last = rec.use_count + 1, now
-        else:
-            want_uses, want_last = rec.use_count, rec.last_used_at
-        mp: list[tuple[tuple[str, ...], str]] = []
-        if isinstance(uses, bool) or js_integer(uses) != want_uses:
-            clauses = (
-                ("MEM-STORE.3", "MEM-WRITE.1")
-                if route != "/list"
-                else ("MEM-STORE.3", "MEM-STORE.7", "MEM-WRITE.1")
-            )
-            mp.append((clauses, f"useCount is {short_json(uses, 120)}; the model has {want_uses}"))
-        if want_last is None and last is not _ABSENT:
-            mp.append(
-                (
-                    ("MEM-STORE.3", "MEM-RECORD.4"),
-                    f"lastUsedAt is {last}; the record was never retrieved",
-                )
-            )
-        if want_last is not None and last is _ABSENT:
-            mp.append((("MEM-STORE.3",), "lastUsedAt is absent; the record was retrieved"))
+        bumped = mode == "post"
+        want_last = now if bumped else rec.last_used_at
+        mp = [(p.clauses, p.reason) for p in usage_problems(rec, item, bumped=bumped, route=route)]
         if not mp:
             trial = w if commit else w.copy()
             try:
@@ -1138,18 +909,6 @@ def _assignments(positions: list[int], options: dict[int, list[str]]) -> list[di
 # --------------------------------------------------------------------------- state edits
 
 
-def _bump(state: StoreState, scope: str, ids: Iterable[str], now: int) -> StoreState:
-    """Retrieval's usage bump of exactly ``ids`` (the records the target returned)."""
-    chosen = set(ids)
-    recs = tuple(
-        replace(r, last_used_at=now, use_count=r.use_count + 1) if r.id in chosen else r
-        for r in state.records(scope)
-    )
-    scopes = dict(state.scopes)
-    scopes[scope] = recs
-    return StoreState(scopes=MappingProxyType(scopes))
-
-
 def _set_statuses(
     state: StoreState, scope: str, model_pick: frozenset[str], pick: frozenset[str]
 ) -> StoreState:
@@ -1164,16 +923,6 @@ def _set_statuses(
     scopes = dict(state.scopes)
     scopes[scope] = tuple(recs)
     return StoreState(scopes=MappingProxyType(scopes))
-
-
-def _eviction_picks(active: Sequence[MemoryRecord], k: int) -> Iterable[frozenset[str]]:
-    """Every set of ``k`` records a conforming store may evict (MEM-CAP.2)."""
-    ordered = sorted(active, key=eviction_key)
-    boundary = eviction_key(ordered[k - 1])
-    must = [r.id for r in ordered if eviction_key(r) < boundary]
-    group = [r.id for r in ordered if eviction_key(r) == boundary]
-    for combo in itertools.combinations(group, k - len(must)):
-        yield frozenset(must) | frozenset(combo)
 
 
 def _status_of(records: Sequence[MemoryRecord], rid: str) -> str | None:
@@ -1288,33 +1037,26 @@ def _show(r: MemoryRecord, w: World) -> str:
 
 def _describe_records(spec: RecordsBody, state: StoreState, w: World) -> str:
     if spec.route == "/list":
-        lines = [f"  {i + 1}. {_show(r, w)}" for i, r in enumerate(spec.expected)]
-        return "records, newest first, exactly:" + ("\n" + "\n".join(lines) if lines else " none")
+        want = store_list(state, spec.scope_key, spec.limit, spec.query)
+        lines = [f"  {i + 1}. {_show(r, w)}" for i, r in enumerate(want)]
+        return "records, newest first:" + ("\n" + "\n".join(lines) if lines else " none")
     active = active_records(state, spec.scope_key)
-    if not tokenize(spec.query):
+    if not tokenize(spec.query or ""):
         return "records: none (the query has no tokens)"
-    km = {r.id: keyword_match(spec.query, r) for r in active}
-    matching = sorted((r for r in active if km[r.id] > 0), key=lambda r: (-km[r.id], -_touch(r)))
-    groups: list[list[MemoryRecord]] = []
-    for r in matching:
-        if groups and (km[groups[-1][0].id], _touch(groups[-1][0])) == (km[r.id], _touch(r)):
-            groups[-1].append(r)
-        else:
-            groups.append([r])
+    query = spec.query or ""
+    by_id = {r.id: r for r in active}
+    groups = rank_allowed(active, query, spec.limit, spec.now)
     lines = []
-    taken = 0
     for n, g in enumerate(groups):
-        if taken >= spec.limit:
-            break
-        head = f"  group {n + 1} (keyword match {km[g[0].id]:.3f}, any order):"
-        lines.append(head)
-        lines.extend(f"     {_show(r, w)}" for r in g)
-        taken += len(g)
-    want = min(spec.limit, len(matching))
+        members = sorted((by_id[i] for i in g), key=lambda r: r.created_at)
+        km = keyword_match(query, members[0])
+        lines.append(f"  group {n + 1} (keyword match {km:.3f}, any order):")
+        lines.extend(f"     {_show(r, w)}" for r in members)
+    want_n = min(spec.limit, sum(len(g) for g in groups))
     return (
-        f"records: the first {want} of these tie groups (a group cut by the limit keeps any of"
-        " its members; usage shown before or after this retrieval's bump):"
-        + ("\n" + "\n".join(lines) if lines else " none")
+        f"records: the first {want_n} of these tie groups (a group cut by the limit keeps any of"
+        " its members; usage shown before or after this retrieval's bump; see MEM-STORE.5-6 for"
+        " what a prefilter may leave out):" + ("\n" + "\n".join(lines) if lines else " none")
     )
 
 

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
 
+from reference.memory.containment import flatten_field
 from reference.memory.records import MemoryRecord
 from reference.memory.scopes import derive_scope_key
 from reference.memory.store import StoreState, parse_record_id, store_forget, store_list
@@ -289,11 +290,15 @@ def render_list_line(record: MemoryRecord) -> str:
     """``• `<id>` [<kind>, <YYYY-MM-DD>] <text> (source: `<thread>`)`` (MEM-CMD.6).
 
     The date is the UTC calendar date of ``created_at``; the source thread is a code span.
+    Every field is flattened first (``flatten_field``: control characters, line and paragraph
+    separators become spaces, whitespace runs collapse, ends trimmed), so whatever a record
+    holds it is exactly one line and can never forge another record's line.  No escaping: the
+    listing is for a person, not a prompt.
     """
     date = utc_date(record.created_at)
     return (
-        f"\u2022 `{record.id}` [{record.kind}, {date}] {record.text}"
-        f" (source: `{record.source_thread_key}`)"
+        f"\u2022 `{flatten_field(record.id)}` [{flatten_field(record.kind)}, {date}]"
+        f" {flatten_field(record.text)} (source: `{flatten_field(record.source_thread_key)}`)"
     )
 
 
@@ -399,8 +404,13 @@ def render_list_section(
     order given.  An empty section says it holds no active records; a section that filled its
     page (as many records as ``limit``) ends with a hint on how to narrow the listing.
     """
-    label = f"your records (`{scope_key}`)" if scope_key == own_key else f"`{scope_key}`"
-    heading = f"{label} matching \u201c{query}\u201d:" if query is not None else f"{label}:"
+    key = flatten_field(scope_key)
+    label = f"your records (`{key}`)" if scope_key == own_key else f"`{key}`"
+    heading = (
+        f"{label} matching \u201c{flatten_field(query)}\u201d:"
+        if query is not None
+        else f"{label}:"
+    )
     if not records:
         return f"{heading}\n{EMPTY_SECTION}"
     lines = [heading, *(render_list_line(r) for r in records)]

@@ -27,6 +27,13 @@ def unescape_markup(s: str) -> str:
     return re.sub("&(amp|lt|gt);", lambda m: {"amp": "&", "lt": "<", "gt": ">"}[m.group(1)], s)
 
 
+def flatten_field(s: str) -> str:
+    """One line of plain text: control characters ``[\\x00-\\x1f\\x7f-\\x9f]`` and
+    U+2028/U+2029 become spaces, every whitespace run one space, the ends trimmed.  No escaping
+    (MEM-CONTAIN.1, MEM-CMD.6)."""
+    return collapse_whitespace(_CONTROL.sub(" ", s))
+
+
 def sanitize_memory_field(s: str) -> str:
     """Make one record field safe to place inside a bullet (MEM-CONTAIN.1, MEM-CONTAIN.2).
 
@@ -34,7 +41,7 @@ def sanitize_memory_field(s: str) -> str:
     whitespace run becomes one space, the ends are trimmed, then ``&``, ``<``, ``>`` are
     escaped (``&`` first).
     """
-    return escape_markup(collapse_whitespace(_CONTROL.sub(" ", s)))
+    return escape_markup(flatten_field(s))
 
 
 def render_bullet(record: MemoryRecord) -> str:

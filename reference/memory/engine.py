@@ -2,8 +2,8 @@
 
 Stores call these functions directly (MEM-SEAM.2): the in-process model in ``store.py`` and
 the bundled SQLite store both apply exactly this algorithm.  Where the seed allows several
-answers (score ties, eviction ties) the ``*_allowed`` helpers describe the whole set of legal
-answers for the oracle.
+answers (score ties, eviction ties, prefilter freedoms) ``reference.memory.judge`` describes
+the whole set of allowed answers.
 """
 
 from __future__ import annotations
@@ -54,61 +54,6 @@ def rank_records(
     if limit <= 0:
         return []
     return [r for _, r in _scored(records, query, now)[:limit]]
-
-
-def rank_allowed(
-    records: Sequence[MemoryRecord], query: str, limit: int, now: int
-) -> list[frozenset[str]]:
-    """Every legal answer of a ranked retrieval, as a sequence of tie groups (MEM-SCORE.5).
-
-    The groups are the ids of equal-score matching records, best score first, stopping at the
-    group that reaches ``limit``.  An answer is legal iff it is a concatenation of permutations
-    of all groups but the last, followed by ``limit - (ids before it)`` distinct ids of the
-    last group (any subset of that size; all of it when fewer than ``limit`` records match).
-    ``is_allowed_ranking`` applies that rule.
-    """
-    if limit <= 0:
-        return []
-    groups: list[frozenset[str]] = []
-    current: list[str] = []
-    current_score: float | None = None
-    taken = 0
-    for score, r in _scored(records, query, now):
-        if current_score is not None and score != current_score:
-            groups.append(frozenset(current))
-            taken += len(current)
-            current = []
-            if taken >= limit:
-                return groups
-        current_score = score
-        current.append(r.id)
-    if current:
-        groups.append(frozenset(current))
-    return groups
-
-
-def is_allowed_ranking(
-    records: Sequence[MemoryRecord],
-    query: str,
-    limit: int,
-    now: int,
-    answer_ids: Sequence[str],
-) -> bool:
-    """True iff ``answer_ids`` is one of the answers ``rank_allowed`` describes (MEM-SCORE.5)."""
-    groups = rank_allowed(records, query, limit, now)
-    expected = min(max(limit, 0), sum(len(g) for g in groups))
-    if len(answer_ids) != expected or len(set(answer_ids)) != len(answer_ids):
-        return False
-    pos = 0
-    for g in groups:
-        chunk = answer_ids[pos : pos + len(g)]
-        if len(chunk) == len(g):
-            if set(chunk) != g:
-                return False
-        elif not set(chunk) <= g:
-            return False
-        pos += len(chunk)
-    return pos == len(answer_ids)
 
 
 def fts_match_tokens(query: str, max_tokens: int = MAX_MATCH_TOKENS) -> list[str]:
@@ -230,7 +175,7 @@ def plan_eviction(active: Sequence[MemoryRecord], cap: int) -> list[str]:
     Only active records count and only they are candidates.  Nothing at or under the cap;
     otherwise exactly ``len(active) - cap`` ids, least recently used first (``eviction_key``),
     and on a complete tie the earlier-inserted record first (the model's pick of an
-    implementation-defined order; see ``eviction_allowed``).
+    implementation-defined order; see ``judge.eviction_allowed``).
     """
     live = [r for r in active if r.status == ACTIVE]
     excess = len(live) - max(cap, 0)
@@ -238,24 +183,3 @@ def plan_eviction(active: Sequence[MemoryRecord], cap: int) -> list[str]:
         return []
     ordered = sorted(live, key=eviction_key)  # stable: insertion order on full ties
     return [r.id for r in ordered[:excess]]
-
-
-def eviction_allowed(active: Sequence[MemoryRecord], cap: int, evicted_ids: Sequence[str]) -> bool:
-    """True iff evicting exactly ``evicted_ids`` is a legal answer (MEM-CAP.1, MEM-CAP.2).
-
-    Legal: the ids are distinct active records, exactly ``max(0, len(active) - cap)`` of them,
-    and no kept active record has a strictly smaller ``eviction_key`` than an evicted one.
-    (Which of several records with equal keys goes is implementation-defined.)
-    """
-    live = [r for r in active if r.status == ACTIVE]
-    by_id = {r.id: r for r in live}
-    chosen = set(evicted_ids)
-    if len(chosen) != len(evicted_ids) or not chosen <= by_id.keys():
-        return False
-    if len(chosen) != max(0, len(live) - max(cap, 0)):
-        return False
-    if not chosen:
-        return True
-    worst_evicted = max(eviction_key(by_id[i]) for i in chosen)
-    kept = [r for r in live if r.id not in chosen]
-    return all(eviction_key(r) >= worst_evicted for r in kept)

@@ -8,7 +8,7 @@ only change ``status`` (soft delete).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Final
@@ -159,6 +159,19 @@ def store_write(
     return _with_scope(state, scope_key, recs), result
 
 
+def bump_usage(state: StoreState, scope_key: str, ids: Iterable[str], now: int) -> StoreState:
+    """Retrieval's usage bump of exactly ``ids``: ``last_used_at = now``, ``use_count + 1``
+    (MEM-STORE.3).  Every other record is untouched."""
+    chosen = set(ids)
+    if not chosen:
+        return state
+    recs = [
+        replace(r, last_used_at=now, use_count=r.use_count + 1) if r.id in chosen else r
+        for r in state.records(scope_key)
+    ]
+    return _with_scope(state, scope_key, recs)
+
+
 def store_retrieve(
     state: StoreState, scope_key: str, query: str, limit: int, now: int
 ) -> tuple[StoreState, list[MemoryRecord]]:
@@ -171,9 +184,9 @@ def store_retrieve(
     ranked = rank_records(active_records(state, scope_key), query, limit, now)
     if not ranked:
         return state, []
-    bumped = {r.id: replace(r, last_used_at=now, use_count=r.use_count + 1) for r in ranked}
-    recs = [bumped.get(r.id, r) for r in state.records(scope_key)]
-    return _with_scope(state, scope_key, recs), [bumped[r.id] for r in ranked]
+    after = bump_usage(state, scope_key, (r.id for r in ranked), now)
+    bumped = {r.id: r for r in after.records(scope_key)}
+    return after, [bumped[r.id] for r in ranked]
 
 
 def list_matches(query: str, record: MemoryRecord) -> bool:

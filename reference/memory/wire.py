@@ -30,12 +30,14 @@ from types import MappingProxyType
 from typing import Final, Literal
 
 from reference.memory.budget import utf16_length
-from reference.memory.engine import DEFAULT_SCOPE_CAP, default_keywords, rank_allowed
-from reference.memory.records import ACTIVE, KINDS, STATUSES, MemoryCandidate, MemoryRecord
+from reference.memory.engine import DEFAULT_SCOPE_CAP
+from reference.memory.judge import listing_problem, rank_allowed, record_problems, retrieval_problem
+from reference.memory.records import KINDS, STATUSES, MemoryCandidate, MemoryRecord
 from reference.memory.store import (
     StoreState,
     WriteResult,
     active_records,
+    bump_usage,
     parse_record_id,
     store_forget,
     store_list,
@@ -589,15 +591,15 @@ class HealthBody:
 
 @dataclass(frozen=True)
 class RecordsBody:
-    """``{"records": [...]}``: for ``/list`` exactly ``expected`` in order; for ``/retrieve``
-    any legal ranking of ``active`` for ``query``/``limit`` at ``now``, each record as it was or
-    as bumped by this retrieval."""
+    """``{"records": [...]}``: any answer the one judge (``reference.memory.judge``) allows for
+    ``route`` over the scope's ``active`` records -- ``listing_problem`` for ``/list``,
+    ``retrieval_problem`` at ``now`` for ``/retrieve`` (each record as it was, or all as bumped
+    by this retrieval).  ``before`` is the state a retrieve's bump starts from."""
 
     route: Literal["/retrieve", "/list"]
     scope_key: str
-    expected: tuple[MemoryRecord, ...] = ()
     active: tuple[MemoryRecord, ...] = ()
-    query: str = ""
+    query: str | None = None
     limit: int = 0
     now: int = 0
     before: StoreState | None = None
@@ -624,118 +626,96 @@ def _id_shape_ok(wire_id: str, scope_key: str) -> bool:
     return parsed is not None and parsed[0] == scope_key
 
 
-def _content_matches(
-    rec: MemoryRecord, w: MemoryRecord, *, bumped: bool, id_map: IdMap | None
+def _shows(
+    rec: MemoryRecord, w: Mapping[str, object], *, bumped: bool, id_map: IdMap | None
 ) -> bool:
-    """Does wire record ``w`` show model record ``rec`` (MEM-WIRE.11, MEM-WIRE.14, MEM-WIRE.16)?"""
+    """Does wire record ``w`` show model record ``rec`` (the judge's ``record_problems``, plus
+    ids and ``supersedes`` through ``id_map`` when one is given)?"""
+    wid = w.get("id")
     if id_map is not None:
         if rec.id in id_map:
-            if id_map[rec.id] != w.id:
+            if id_map[rec.id] != wid:
                 return False
-        elif w.id in id_map.values():
+        elif wid in id_map.values():
             return False
-    if (
-        w.scope_key != rec.scope_key
-        or w.kind != rec.kind
-        or w.text != rec.text
-        or w.source_thread_key != rec.source_thread_key
-        or w.source_run_id != rec.source_run_id
-        or w.status != ACTIVE
-        or (w.confidence is None) != (rec.confidence is None)
-        or (w.confidence is not None and w.confidence != rec.confidence)
-        or (w.supersedes is None) != (rec.supersedes is None)
-    ):
+    sup = w.get("supersedes")
+    if (sup is None) != (rec.supersedes is None):
         return False
     if (
         rec.supersedes is not None
         and id_map is not None
         and rec.supersedes in id_map
-        and w.supersedes != id_map[rec.supersedes]
+        and sup != id_map[rec.supersedes]
     ):
         return False
-    if w.keywords != rec.keywords and rec.keywords != default_keywords(rec.text):
-        return False
-    if bumped:
-        return w.use_count == rec.use_count + 1 and w.last_used_at is not None
-    return w.use_count == rec.use_count and (w.last_used_at is None) == (rec.last_used_at is None)
+    return not record_problems(rec, w, keywords_given=None, bumped=bumped)
 
 
-def _parse_records_body(body: object, scope_key: str) -> list[MemoryRecord] | None:
+def _parse_records_body(body: object, scope_key: str) -> list[Mapping[str, object]] | None:
     if not isinstance(body, dict) or set(body) != {"records"}:
         return None
     raw = body["records"]
     if not isinstance(raw, list):
         return None
-    out: list[MemoryRecord] = []
+    out: list[Mapping[str, object]] = []
     for item in raw:
         r = record_from_wire(item)
         if isinstance(r, WireError) or not _id_shape_ok(r.id, scope_key):
             return None
-        out.append(r)
-    if len({r.id for r in out}) != len(out):
+        assert isinstance(item, dict)
+        out.append(item)
+    if len({str(r["id"]) for r in out}) != len(out):
         return None
     return out
 
 
-def _bipartite(
-    positions: Sequence[int], members: Sequence[MemoryRecord], ok: Callable[[int, int], bool]
-) -> dict[int, int] | None:
-    """Kuhn's matching of every position to a distinct member index, or ``None``."""
-    owner: dict[int, int] = {}
+_MAX_ASSIGNMENTS: Final = 64
 
-    def augment(p: int, seen: set[int]) -> bool:
-        for m in range(len(members)):
-            if m in seen or not ok(p, m):
-                continue
-            seen.add(m)
-            if m not in owner or augment(owner[m], seen):
-                owner[m] = p
-                return True
-        return False
 
-    for p in positions:
-        if not augment(p, set()):
-            return None
-    return {p: m for m, p in owner.items()}
+def _assignments(options: Sequence[Sequence[str]]) -> list[list[str]]:
+    """Injective choices of one model id per position (at most ``_MAX_ASSIGNMENTS``)."""
+    out: list[list[str]] = []
+
+    def go(i: int, acc: list[str]) -> None:
+        if len(out) >= _MAX_ASSIGNMENTS:
+            return
+        if i == len(options):
+            out.append(list(acc))
+            return
+        for m in options[i]:
+            if m not in acc:
+                acc.append(m)
+                go(i + 1, acc)
+                acc.pop()
+
+    go(0, [])
+    return out
 
 
 def match_records(spec: RecordsBody, body: object, id_map: IdMap | None = None) -> list[str] | None:
-    """The model ids a records body shows, position by position, or ``None`` if illegal."""
+    """The model ids a records body shows, position by position, or ``None`` if illegal.
+
+    Each wire record is paired with a model record it shows (``_shows``) and the pairing is
+    judged by ``judge.listing_problem`` / ``judge.retrieval_problem``.
+    """
     wire = _parse_records_body(body, spec.scope_key)
     if wire is None:
         return None
-    if spec.route == "/list":
-        if len(wire) != len(spec.expected):
-            return None
-        for rec, w in zip(spec.expected, wire, strict=True):
-            if not _content_matches(rec, w, bumped=False, id_map=id_map):
-                return None
-        return [r.id for r in spec.expected]
-    groups = rank_allowed(list(spec.active), spec.query, spec.limit, spec.now)
-    by_id = {r.id: r for r in spec.active}
-    expected_len = min(spec.limit, sum(len(g) for g in groups))
-    if len(wire) != expected_len:
-        return None
-    answer: list[str] = [""] * len(wire)
-    pos = 0
-    for g in groups:
-        members = sorted((by_id[i] for i in g), key=lambda r: r.id)
-        take = min(len(g), len(wire) - pos)
-        positions = list(range(pos, pos + take))
-
-        def ok(p: int, m: int, members: list[MemoryRecord] = members) -> bool:
-            rec, w = members[m], wire[p]
-            return _content_matches(rec, w, bumped=False, id_map=id_map) or _content_matches(
-                rec, w, bumped=True, id_map=id_map
-            )
-
-        assignment = _bipartite(positions, members, ok)
-        if assignment is None:
-            return None
-        for p, m in assignment.items():
-            answer[p] = members[m].id
-        pos += take
-    return answer
+    modes = (True, False) if spec.route == "/retrieve" else (False,)
+    for bumped in modes:
+        options = [
+            [r.id for r in spec.active if _shows(r, w, bumped=bumped, id_map=id_map)] for w in wire
+        ]
+        for ids in _assignments(options):
+            if spec.route == "/list":
+                problem = listing_problem(spec.active, spec.query, spec.limit, ids)
+            else:
+                problem = retrieval_problem(
+                    spec.active, spec.query or "", spec.limit, spec.now, ids
+                )
+            if problem is None:
+                return ids
+    return None
 
 
 def _body_admits(spec: BodySpec, body: object, id_map: IdMap | None) -> list[str] | None:
@@ -756,19 +736,6 @@ def _body_admits(spec: BodySpec, body: object, id_map: IdMap | None) -> list[str
     return match_records(spec, body, id_map)
 
 
-def _bump(state: StoreState, scope_key: str, ids: Sequence[str], now: int) -> StoreState:
-    if not ids:
-        return state
-    chosen = set(ids)
-    recs = tuple(
-        replace(r, last_used_at=now, use_count=r.use_count + 1) if r.id in chosen else r
-        for r in state.records(scope_key)
-    )
-    scopes = dict(state.scopes)
-    scopes[scope_key] = recs
-    return StoreState(scopes=MappingProxyType(scopes))
-
-
 def _describe_body(spec: BodySpec) -> str:
     if isinstance(spec, ExactBody):
         return json.dumps(spec.value, sort_keys=True)
@@ -779,9 +746,15 @@ def _describe_body(spec: BodySpec) -> str:
     if isinstance(spec, HealthBody):
         return '{"ok": true, ...}'
     if spec.route == "/list":
-        ids = ", ".join(r.id for r in spec.expected)
-        return f'{{"records": [{ids}]}} (newest first, exact)'
-    groups = rank_allowed(list(spec.active), spec.query, spec.limit, spec.now)
+        want = store_list(
+            StoreState(MappingProxyType({spec.scope_key: spec.active})),
+            spec.scope_key,
+            spec.limit,
+            spec.query,
+        )
+        ids = ", ".join(r.id for r in want)
+        return f'{{"records": [{ids}]}} (newest first)'
+    groups = rank_allowed(list(spec.active), spec.query or "", spec.limit, spec.now)
     shown = " | ".join("{" + ", ".join(sorted(g)) + "}" for g in groups)
     return f'{{"records": <limit {spec.limit} of tie groups {shown or "-"}>}}'
 
@@ -827,7 +800,7 @@ class Allowed:
         option, ids = m
         spec = option.body
         if isinstance(spec, RecordsBody) and spec.route == "/retrieve" and spec.before is not None:
-            return _bump(spec.before, spec.scope_key, ids, self.now)
+            return bump_usage(spec.before, spec.scope_key, ids, self.now)
         return option.state
 
     def describe(self) -> str:
@@ -868,8 +841,15 @@ def _process(state: StoreState, route: str, parsed: object, now: int, cap_defaul
         after, res = store_write(state, parsed.scope_key, parsed.candidates, now, cap)
         return Option(200, ExactBody(write_response(res)), after, "write batch")
     if isinstance(parsed, ListBody):
-        recs = store_list(state, parsed.scope_key, parsed.limit, parsed.query)
-        return Option(200, RecordsBody("/list", parsed.scope_key, expected=tuple(recs)), state)
+        spec = RecordsBody(
+            "/list",
+            parsed.scope_key,
+            active=tuple(active_records(state, parsed.scope_key)),
+            query=parsed.query,
+            limit=parsed.limit,
+            now=now,
+        )
+        return Option(200, spec, state, "newest first")
     assert isinstance(parsed, ForgetBody)
     after, forgotten = store_forget(state, parsed.scope_key, parsed.id)
     return Option(200, ExactBody({"ok": True, "forgotten": forgotten}), after, "forget")

@@ -17,7 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from memory_helpers import Store, unique_scope
 
-from reference.memory.engine import is_allowed_ranking
+from reference.memory.judge import is_allowed_ranking
 from reference.memory.records import MemoryRecord
 from reference.memory.store import (
     active_records,

@@ -12,11 +12,9 @@ from conformance.oracle.memory import (
     SentRequest,
     TimeProblem,
     World,
-    _eviction_picks,
-    judge_listing,
-    judge_ranking,
 )
 from conformance.scenario import Step
+from reference.memory.judge import Problem, eviction_picks, listing_problem, retrieval_problem
 from reference.memory.records import MemoryRecord
 from reference.memory.store import empty_store
 
@@ -29,6 +27,26 @@ def rec(
         source_thread_key="t", source_run_id=None, created_at=created, last_used_at=used,
         use_count=0, confidence=None, supersedes=None, status="active",
     )  # fmt: skip
+
+
+NOW = 1_000
+
+
+def _pair(p: Problem | None) -> tuple[tuple[str, ...], str] | None:
+    return None if p is None else (p.clauses, p.reason)
+
+
+def judge_ranking(
+    active: list[MemoryRecord], query: str, limit: int, answer: list[str]
+) -> tuple[tuple[str, ...], str] | None:
+    """The one judge (reference.memory.judge) as the oracle asks it."""
+    return _pair(retrieval_problem(active, query, limit, NOW, answer))
+
+
+def judge_listing(
+    active: list[MemoryRecord], query: str | None, limit: int, answer: list[str]
+) -> tuple[tuple[str, ...], str] | None:
+    return _pair(listing_problem(active, query, limit, answer))
 
 
 # --------------------------------------------------------------------------- ranking
@@ -118,14 +136,14 @@ def test_listing_is_exactly_newest_first_filter_then_limit() -> None:
 @pytest.mark.clause("MEM-CAP.2")
 def test_eviction_choices_are_every_pick_among_equal_keys() -> None:
     active = [rec(1, "a", 10), rec(2, "b", 10), rec(3, "c", 10), rec(4, "d", 5, used=20)]
-    picks = {frozenset(p) for p in _eviction_picks(active, 2)}
+    picks = {frozenset(p) for p in eviction_picks(active, 2)}
     assert picks == {
         frozenset({"mem:s:1", "mem:s:2"}),
         frozenset({"mem:s:1", "mem:s:3"}),
         frozenset({"mem:s:2", "mem:s:3"}),
     }
     older = [rec(1, "a", 5), rec(2, "b", 10), rec(3, "c", 10)]
-    assert {frozenset(p) for p in _eviction_picks(older, 2)} == {
+    assert {frozenset(p) for p in eviction_picks(older, 2)} == {
         frozenset({"mem:s:1", "mem:s:2"}),
         frozenset({"mem:s:1", "mem:s:3"}),
     }

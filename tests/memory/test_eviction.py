@@ -7,7 +7,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from mem_strategies import T0, make_record, records
 
-from reference.memory.engine import DEFAULT_SCOPE_CAP, eviction_allowed, eviction_key, plan_eviction
+from reference.memory.engine import DEFAULT_SCOPE_CAP, eviction_key, plan_eviction
+from reference.memory.judge import eviction_allowed
 from reference.memory.records import STATUSES
 
 caps = st.integers(0, 14)

@@ -9,13 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from mem_strategies import DAY, T0, make_record, query_text, records
 
-from reference.memory.engine import (
-    candidate_cap,
-    fts_match_tokens,
-    is_allowed_ranking,
-    rank_allowed,
-    rank_records,
-)
+from reference.memory.engine import candidate_cap, fts_match_tokens, rank_records
+from reference.memory.judge import is_allowed_ranking, rank_allowed
 from reference.memory.scoring import keyword_match, score_record, tokenize
 
 nows = st.integers(T0, T0 + 20 * DAY)

@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 from mem_strategies import DAY, T0
 
-from reference.memory.engine import eviction_allowed, is_allowed_ranking, normalize_text
+from reference.memory.engine import normalize_text
+from reference.memory.judge import eviction_allowed, is_allowed_ranking
 from reference.memory.records import MemoryCandidate, MemoryRecord
 from reference.memory.scoring import keyword_match, tokenize
 from reference.memory.store import (
