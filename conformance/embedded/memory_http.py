@@ -349,6 +349,28 @@ def handle(store: MemoryStore, path: str, raw: bytes) -> Reply:
     """Answer one authenticated, length-fenced ``POST`` to a data route."""
     route = ROUTES[path]
     try:
-        return route(store, parse_body(raw))
+        body = parse_body(raw)
+        if store.quirks("null-optional-refused"):
+            _refuse_nulls(body)
+        return route(store, body)
     except BadRequest as exc:
+        if store.quirks("error-reasons-reworded"):
+            field_name, _, _ = exc.reason.partition(" ")
+            return Reply(400, {"error": f"Bad request: the value of {field_name} is not accepted."})
         return Reply(400, {"error": exc.reason})
+
+
+_OPTIONAL = ("query", "cap")
+_OPTIONAL_IN_RECORD = ("keywords", "sourceRunId", "confidence", "supersedes")
+
+
+def _refuse_nulls(body: Mapping[str, Any]) -> None:
+    """The other reading of a JSON ``null`` for an optional field: a 400 naming it."""
+    for name in _OPTIONAL:
+        if name in body and body[name] is None:
+            raise BadRequest(f"{name} must not be null")
+    recs = body.get("records")
+    for i, rec in enumerate(recs if isinstance(recs, list) else ()):
+        for name in _OPTIONAL_IN_RECORD:
+            if isinstance(rec, dict) and name in rec and rec[name] is None:
+                raise BadRequest(f"records[{i}].{name} must not be null")

@@ -230,7 +230,30 @@ class MemoryStore:
         return self._closed
 
     def now(self) -> int:
+        if self.quirks("clock-a-day-behind"):
+            return int(self._clock()) - 86_400_000
         return int(self._clock())
+
+    def _mint_id(self, scope_key: str, seq: int) -> str:
+        """The id of the ``seq``-th record of a scope (numbering is implementation-defined)."""
+        if self.quirks("ids-from-zero"):
+            return f"mem:{scope_key}:{seq - 1}"
+        if self.quirks("ids-sparse"):
+            return f"mem:{scope_key}:{1000 + 7 * seq}"
+        return f"mem:{scope_key}:{seq}"
+
+    def _match_tokens(self, query: str) -> list[str]:
+        """The prefilter's MATCH tokens: at most the 24 longest distinct ones (seed §17)."""
+        if self.quirks("no-match-token-cap"):
+            return fts_match_tokens(query, max_tokens=10**6)
+        return fts_match_tokens(query)
+
+    def _fts_document(self, text: str, keywords: Sequence[str]) -> str:
+        if self.quirks(
+            "fts-raw-text"
+        ):  # the real Worker's choice: the text itself, tokenized by FTS
+            return " ".join([text, *keywords])
+        return fts_document(text, keywords)
 
     # ------------------------------------------------------------------ maintenance
 
@@ -252,7 +275,7 @@ class MemoryStore:
             for rid, text, keywords in missing:
                 c.execute(
                     "INSERT INTO records_fts (rowid, tokens) VALUES (?, ?)",
-                    (rid, fts_document(text, json.loads(keywords))),
+                    (rid, self._fts_document(text, json.loads(keywords))),
                 )
         return deleted, len(missing)
 
@@ -271,7 +294,7 @@ class MemoryStore:
 
     # ------------------------------------------------------------------ internals
 
-    def _insert(self, c: sqlite3.Connection, r: MemoryRecord) -> None:
+    def _insert(self, c: sqlite3.Connection, r: MemoryRecord, seq: int | None = None) -> None:
         cur = c.execute(
             "INSERT INTO records (id, scope_key, seq, kind, text, norm, keywords,"
             " source_thread_key, source_run_id, created_at, last_used_at, use_count,"
@@ -279,7 +302,7 @@ class MemoryStore:
             (
                 r.id,
                 r.scope_key,
-                _seq_of(r.id),
+                _seq_of(r.id) if seq is None else seq,
                 r.kind,
                 r.text,
                 normalize_text(r.text),
@@ -297,7 +320,7 @@ class MemoryStore:
         if r.status == "active":
             c.execute(
                 "INSERT INTO records_fts (rowid, tokens) VALUES (?, ?)",
-                (cur.lastrowid, fts_document(r.text, r.keywords)),
+                (cur.lastrowid, self._fts_document(r.text, r.keywords)),
             )
 
     def _soft_delete(self, c: sqlite3.Connection, scope_key: str, record_id: str, to: str) -> bool:
@@ -370,7 +393,14 @@ class MemoryStore:
                         if self._soft_delete(c, scope_key, plan.supersede_id, "superseded"):
                             superseded += 1
                     seq += 1
-                    self._insert(c, mint_record(cand, scope_key, f"mem:{scope_key}:{seq}", now))
+                    if self.quirks("keywords-as-given") and cand.keywords is None:
+                        cand = replace(cand, keywords=())
+                    if self.quirks("unresolved-supersedes-dropped") and plan.supersede_id is None:
+                        cand = replace(cand, supersedes=None)
+                    rec = mint_record(cand, scope_key, self._mint_id(scope_key, seq), now)
+                    if self.quirks("last-used-at-on-mint"):
+                        rec = replace(rec, last_used_at=rec.created_at)
+                    self._insert(c, rec, seq)
                     inserted += 1
                 if i == 0 and self._write_hook is not None:
                     self._write_hook()
@@ -381,10 +411,14 @@ class MemoryStore:
                 "SELECT COUNT(*) FROM records WHERE scope_key = ? AND status = 'active'",
                 (scope_key,),
             ).fetchone()
+            if not candidates and self.quirks("empty-batch-is-a-no-op"):
+                return WriteCounts(0, 0, 0, 0)
             if active > cap:
+                newest_first = self.quirks("evict-newest-of-a-tie-first")
                 rows = c.execute(
                     f"SELECT {_COLUMNS} FROM records"
-                    " WHERE scope_key = ? AND status = 'active' ORDER BY seq",
+                    " WHERE scope_key = ? AND status = 'active'"
+                    f" ORDER BY seq {'DESC' if newest_first else 'ASC'}",
                     (scope_key,),
                 ).fetchall()
                 for rid in plan_eviction([_record(r) for r in rows], cap):
@@ -398,7 +432,7 @@ class MemoryStore:
         Returns the ranked records as they are after the bump (``lastUsedAt = now``,
         ``useCount + 1``), like the model's ``store_retrieve``.
         """
-        tokens = fts_match_tokens(query)
+        tokens = self._match_tokens(query)
         if not tokens or limit <= 0:
             return []
         with self._tx() as c:
@@ -409,8 +443,10 @@ class MemoryStore:
                 " ON r.rid = records_fts.rowid"
                 " WHERE records_fts MATCH ? AND r.scope_key = ? AND r.status = 'active'"
                 " ORDER BY bm25(records_fts) LIMIT ?",
-                (match_expression(tokens), scope_key, candidate_cap(limit)),
+                (match_expression(tokens), scope_key, self._candidate_cap(limit)),
             ).fetchall()
+            if self.quirks("ties-newest-first"):
+                rows.sort(key=lambda r: -_seq_of(r[0]))
             ranked = rank_records([_record(r) for r in rows], query, limit, now)
             if ranked:
                 marks = ", ".join("?" for _ in ranked)
@@ -419,7 +455,14 @@ class MemoryStore:
                     f" WHERE id IN ({marks}) AND +scope_key = ?",
                     (now, *(r.id for r in ranked), scope_key),
                 )
+        if self.quirks("retrieve-shows-usage-before-bump"):
+            return ranked
         return [replace(r, last_used_at=now, use_count=r.use_count + 1) for r in ranked]
+
+    def _candidate_cap(self, limit: int) -> int:
+        if self.quirks("candidate-cap-doubled"):
+            return 2 * candidate_cap(limit)
+        return candidate_cap(limit)
 
     def list(self, scope_key: str, limit: int, query: str | None = None) -> list[MemoryRecord]:
         """Active records newest first; with a query, only whole-token hits; no usage bump."""
@@ -431,7 +474,7 @@ class MemoryStore:
                     (scope_key, limit),
                 ).fetchall()
                 return [_record(r) for r in rows]
-            tokens = fts_match_tokens(query)
+            tokens = self._match_tokens(query)
             if not tokens:
                 return []
             cur = c.execute(

@@ -316,6 +316,9 @@ class _Handler(BaseHTTPRequestHandler):
         if kind is None:
             self._early(404, _error(ledger, -32601, "not found"))
             return
+        if kind == "health" and self.command == "POST" and self.server.quirks("post-healthz-404"):
+            self._early(404, {"error": "not found"})
+            return
         if self.command != allowed:
             self._early(405, _error(ledger, -32600, "method not allowed"), allow=allowed)
             return

@@ -925,7 +925,15 @@ def worker_respond(
         return state, _only(_error(state, 404, "unknown path"), now)
     if route == HEALTH_ROUTE:
         if request.method != "GET":
-            return state, _only(_error(state, 405, "/healthz is GET only"), now)
+            # "non-POST is 405" read literally leaves POST /healthz to "everything else is 404";
+            # either answer is conforming for every non-GET method (MEM-WIRE.2).
+            return state, Allowed(
+                (
+                    _error(state, 405, "/healthz is GET only"),
+                    _error(state, 404, "/healthz is GET only: 404 also allowed"),
+                ),
+                now,
+            )
         return state, _only(Option(200, HealthBody(), state, "health check"), now)
     if request.method != "POST":
         return state, _only(_error(state, 405, "data routes are POST only"), now)
@@ -954,6 +962,11 @@ def worker_respond(
             options.append(_error(state, 400, strict.reason, fields))
             continue
         options.append(_process(state, route, lenient, now, cap_default))
+        if isinstance(lenient, WriteBody) and not lenient.candidates:
+            # An empty batch may be a pure no-op even when its cap is below the active count
+            # (MEM-CAP.1): nothing evicted, nothing changed.
+            noop = write_response(WriteResult(0, 0, 0, 0))
+            options.append(Option(200, ExactBody(noop), state, "empty batch as a no-op"))
         if isinstance(strict, WireError):
             options.append(_error(state, 400, "implementation-defined rejection", strict.fields))
     # Strict choices first so that the primary state is the conservative one.

@@ -1,0 +1,75 @@
+"""Every allowed variant of the bundled Memory Worker is judged CONFORMANT.
+
+A variant makes one other choice the spec allows (``conformance/embedded/catalogue/
+memory_variants.py``); a harness that fails one raises a false alarm on a correct store.  Each
+variant runs the whole memory corpus and the memory state machine through the harness API.
+
+The default run explores with a small fixed-seed profile; ``make variants`` sets
+``MEMSPEC_VARIANTS_PROFILE=ci`` to explore each variant with the ``ci`` profile.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+from conformance.driver import RunContext, Secret, TargetConfig
+from conformance.drivers.memory import MemoryDriver
+from conformance.embedded import catalogue
+from conformance.embedded.server import start_server
+from conformance.machines import run_machine
+from conformance.machines.profiles import Profile, get_profile
+from conformance.runner import load_corpus, run_scenario
+
+VARIANTS = catalogue.variants("memory")
+TOKEN = "memspec-variants-token-7c1d"
+
+
+def make_driver(url: str, run_id: str) -> MemoryDriver:
+    return MemoryDriver(RunContext(run_id=run_id, target=TargetConfig(url, Secret(TOKEN), 10.0)))
+
+
+FAST = Profile("variants-fast", max_examples=6, step_count=15, budget_s=30.0, fixed_seed=11)
+
+
+def _profile() -> Profile:
+    name = os.environ.get("MEMSPEC_VARIANTS_PROFILE")
+    return get_profile(name) if name else FAST
+
+
+@pytest.fixture(params=VARIANTS, ids=[v.name for v in VARIANTS])
+def variant_url(request: pytest.FixtureRequest) -> Iterator[tuple[catalogue.Entry, str]]:
+    entry: catalogue.Entry = request.param
+    quirks = catalogue.Quirks(frozenset({entry.name}))
+    with start_server(token=TOKEN, quirks=quirks, test_control=True) as handle:
+        yield entry, handle.url
+
+
+def test_there_is_a_variant_per_memory_open_point() -> None:
+    assert len(VARIANTS) >= 9
+    covered = {c for v in VARIANTS for c in v.clauses}
+    for clause in ("MEM-STORE.9", "MEM-RECORD.5", "MEM-SCORE.5", "MEM-STORE.11", "MEM-RECORD.4",
+                   "MEM-CAP.2", "MEM-WIRE.8", "MEM-STORE.5", "MEM-STORE.6", "MEM-WIRE.2"):  # fmt: skip
+        assert clause in covered, clause
+
+
+@pytest.mark.clause(*sorted({c for v in VARIANTS for c in v.clauses}))
+def test_every_memory_variant_is_judged_conformant(
+    variant_url: tuple[catalogue.Entry, str],
+) -> None:
+    entry, url = variant_url
+    driver = make_driver(url, f"memspec-var-{entry.name}"[:40])
+    try:
+        failures = []
+        for scenario, path in load_corpus(["memory"]):
+            result = run_scenario(driver, scenario, path=path)
+            if result.verdict != "pass":
+                failures.append(f"{scenario.name}: {result.verdict}: {result.reason}")
+        assert failures == [], f"{entry.name} judged not conformant:\n" + "\n".join(failures)
+        machine = run_machine("memory", driver, _profile())
+        assert machine.verdict == "pass", f"{entry.name}: machine {machine.reason}"
+        assert machine.steps > 0
+    finally:
+        driver.close()
