@@ -172,6 +172,21 @@ def json_equal(a: object, b: object) -> bool:
     return type(a) is type(b) and a == b
 
 
+def members_differ(want: Mapping[str, object], got: object) -> list[str] | None:
+    """How a result object differs from ``want`` (MEM-WIRE.13, MEM-WIRE.15), ``None`` if it
+    does not: every member of ``want`` present and JSON-equal; members the protocol does not
+    name are allowed (the seed names the members of a result but forbids no others)."""
+    if not isinstance(got, dict):
+        return [f"answer is {got!r}, not an object"]
+    diffs = []
+    for k, v in want.items():
+        if k not in got:
+            diffs.append(f"{k} missing (model {json.dumps(v)})")
+        elif not json_equal(v, got[k]):
+            diffs.append(f"{k} is {json.dumps(got[k])[:120]}, the model has {json.dumps(v)}")
+    return diffs or None
+
+
 def _js_trim(s: str) -> str:
     return s.strip(_JS_TRIM_CHARS)
 
@@ -307,7 +322,8 @@ class Policy:
 
     ``null_is_error``: a JSON ``null`` for an optional field is a 400 (else it is treated as
     absent).  ``strict_chars``: surrogates, private-use and unassigned characters in a scope
-    key (and those plus format characters in a forget id) are a 400 (else accepted).
+    key (and those plus format characters in a forget id), and a lone surrogate in any other
+    string field, are a 400 naming the field (else accepted).
     """
 
     null_is_error: bool = False
@@ -406,8 +422,14 @@ def _limit(obj: Mapping[str, object], errs: _Errors) -> int:
     return v
 
 
-def _query(v: object, errs: _Errors) -> str:
-    if not isinstance(v, str) or utf16_length(v) > MAX_QUERY:
+def _lone_surrogate(v: object, policy: Policy) -> bool:
+    """A lone surrogate (not Unicode text) in a string, refused under the strict policy
+    (MEM-WIRE.10: implementation-defined whether a string field holding one is refused)."""
+    return policy.strict_chars and isinstance(v, str) and any(0xD800 <= ord(c) <= 0xDFFF for c in v)
+
+
+def _query(v: object, errs: _Errors, policy: Policy = LENIENT) -> str:
+    if not isinstance(v, str) or utf16_length(v) > MAX_QUERY or _lone_surrogate(v, policy):
         errs.add("query", f"query must be a string of at most {MAX_QUERY} characters")
         return ""
     return v
@@ -426,7 +448,7 @@ def validate_retrieve(obj: object, policy: Policy = LENIENT) -> RetrieveBody | W
     assert isinstance(obj, dict)
     errs = _Errors()
     scope = _scope_key(obj, policy, errs)
-    query = _query(obj.get("query"), errs)
+    query = _query(obj.get("query"), errs, policy)
     limit = _limit(obj, errs)
     return errs.result() or RetrieveBody(scope, query, limit)
 
@@ -437,7 +459,7 @@ def _opt_str(
     if not _present(rec, name, policy, errs):
         return None
     v = rec[name]
-    if not isinstance(v, str) or utf16_length(v) > max_units:
+    if not isinstance(v, str) or utf16_length(v) > max_units or _lone_surrogate(v, policy):
         errs.add(name, f"{name} must be a string of at most {max_units} characters")
         return None
     return v
@@ -452,10 +474,19 @@ def _candidate(rec: object, policy: Policy, errs: _Errors) -> MemoryCandidate | 
     if kind not in KINDS:
         errs.add("kind", "kind must be fact or summary")
     text = rec.get("text")
-    if not isinstance(text, str) or not _js_trim(text) or utf16_length(text) > MAX_TEXT:
+    if (
+        not isinstance(text, str)
+        or not _js_trim(text)
+        or utf16_length(text) > MAX_TEXT
+        or _lone_surrogate(text, policy)
+    ):
         errs.add("text", f"text must be a non-blank string of at most {MAX_TEXT} characters")
     thread = rec.get("sourceThreadKey")
-    if not isinstance(thread, str) or not 1 <= utf16_length(thread) <= MAX_THREAD_KEY:
+    if (
+        not isinstance(thread, str)
+        or not 1 <= utf16_length(thread) <= MAX_THREAD_KEY
+        or _lone_surrogate(thread, policy)
+    ):
         errs.add("sourceThreadKey", f"sourceThreadKey must be 1-{MAX_THREAD_KEY} characters")
     keywords: tuple[str, ...] | None = None
     if _present(rec, "keywords", policy, errs):
@@ -463,7 +494,12 @@ def _candidate(rec: object, policy: Policy, errs: _Errors) -> MemoryCandidate | 
         if (
             not isinstance(kws, list)
             or len(kws) > MAX_KEYWORDS
-            or not all(isinstance(k, str) and 1 <= utf16_length(k) <= MAX_KEYWORD for k in kws)
+            or not all(
+                isinstance(k, str)
+                and 1 <= utf16_length(k) <= MAX_KEYWORD
+                and not _lone_surrogate(k, policy)
+                for k in kws
+            )
         ):
             errs.add(
                 "keywords",
@@ -535,7 +571,7 @@ def validate_list(obj: object, policy: Policy = LENIENT) -> ListBody | WireError
     limit = _limit(obj, errs)
     query: str | None = None
     if _present(obj, "query", policy, errs):
-        query = _query(obj["query"], errs)
+        query = _query(obj["query"], errs, policy)
     return errs.result() or ListBody(scope, limit, query)
 
 
@@ -572,7 +608,8 @@ def names_field(reason: str, name: str) -> bool:
 
 @dataclass(frozen=True)
 class ExactBody:
-    """The body must equal ``value`` (JSON equality)."""
+    """The body holds every member of ``value`` exactly (JSON equality); other members are
+    allowed (``members_differ``)."""
 
     value: object
 
@@ -652,7 +689,7 @@ def _shows(
 
 
 def _parse_records_body(body: object, scope_key: str) -> list[Mapping[str, object]] | None:
-    if not isinstance(body, dict) or set(body) != {"records"}:
+    if not isinstance(body, dict) or "records" not in body:
         return None
     raw = body["records"]
     if not isinstance(raw, list):
@@ -721,7 +758,8 @@ def match_records(spec: RecordsBody, body: object, id_map: IdMap | None = None) 
 def _body_admits(spec: BodySpec, body: object, id_map: IdMap | None) -> list[str] | None:
     """``None`` if ``body`` is not admitted; else the matched model ids (``[]`` for non-records)."""
     if isinstance(spec, ExactBody):
-        return [] if json_equal(spec.value, body) else None
+        assert isinstance(spec.value, dict)
+        return [] if members_differ(spec.value, body) is None else None
     if isinstance(spec, ErrorBody):
         if not isinstance(body, dict) or set(body) != {"error"}:
             return None

@@ -11,6 +11,8 @@ from typing import Any
 
 import httpx
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from memory_helpers import (
     AUTH,
     TOKEN,
@@ -22,6 +24,9 @@ from memory_helpers import (
     raw_exchange,
     unique_scope,
 )
+
+from reference.memory.store import empty_store
+from reference.memory.wire import make_request, worker_respond
 
 AUTH_H = {"Authorization": f"Bearer {TOKEN}"}
 DATA_ROUTES = ("/retrieve", "/write", "/list", "/forget")
@@ -682,3 +687,64 @@ def test_malformed_requests_get_a_json_error_and_a_closed_connection(
     assert set(body) == {"error"} and isinstance(body["error"], str)
     assert b"GARBAGE".lower() not in r.body.lower()  # the request is never echoed
     assert r.closed
+
+
+# --------------------------------------------------------------------------- lone surrogates
+
+#: Every string parameter of the memory protocol: (route, field, body builder).
+_STRING_FIELDS: list[tuple[str, str, Any]] = [
+    ("/retrieve", "scopeKey", lambda s, v: {"scopeKey": v, "query": "deploy", "limit": 5}),
+    ("/retrieve", "query", lambda s, v: {"scopeKey": s, "query": v, "limit": 5}),
+    ("/list", "scopeKey", lambda s, v: {"scopeKey": v, "limit": 5}),
+    ("/list", "query", lambda s, v: {"scopeKey": s, "limit": 5, "query": v}),
+    ("/forget", "scopeKey", lambda s, v: {"scopeKey": v, "id": f"mem:{s}:1"}),
+    ("/forget", "id", lambda s, v: {"scopeKey": s, "id": v}),
+    ("/write", "scopeKey", lambda s, v: {"scopeKey": v, "records": [fact("deploy it")]}),
+    ("/write", "text", lambda s, v: {"scopeKey": s, "records": [fact(v)]}),
+    ("/write", "sourceThreadKey", lambda s, v: {"scopeKey": s, "records": [fact("x", thread=v)]}),
+    ("/write", "keywords", lambda s, v: {"scopeKey": s, "records": [fact("x", keywords=[v])]}),
+    ("/write", "sourceRunId", lambda s, v: {"scopeKey": s, "records": [fact("x", sourceRunId=v)]}),
+    ("/write", "supersedes", lambda s, v: {"scopeKey": s, "records": [fact("x", supersedes=v)]}),
+]
+
+
+@pytest.mark.clause("MEM-WIRE.8", "MEM-WIRE.9", "MEM-WIRE.10", "MEM-WIRE.12", "MEM-WIRE.15")
+@pytest.mark.parametrize(
+    ("route", "fieldname", "build"),
+    _STRING_FIELDS,
+    ids=[f"{r[1:]}-{f}" for r, f, _ in _STRING_FIELDS],
+)
+@settings(
+    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    prefix=st.text(alphabet="abcxyz019:", min_size=1, max_size=8),
+    lone=st.sampled_from(["\ud800", "\udfff", "\udc00", "\ud83d"]),
+    suffix=st.text(alphabet="abcxyz019", max_size=8),
+)
+def test_a_lone_surrogate_in_any_string_parameter_is_a_400_naming_it_or_accepted(
+    store: Store, route: str, fieldname: str, build: Any, prefix: str, lone: str, suffix: str
+) -> None:
+    """A lone surrogate (sent as the JSON escape ``\\ud800``) is not Unicode text: a store may
+    refuse it with a 400 naming the field or accept it (MEM-WIRE.10); never a 5xx, and the
+    answer is one the reference model allows.  The bundled store refuses it wherever the value
+    would be stored or compared, and accepts it in a query (a query is only tokenized)."""
+    scope = unique_scope()
+    value = prefix + lone + suffix
+    body = build(scope, value)
+    raw = json.dumps(body).encode()  # ensure_ascii: the surrogate travels as \ud800
+    assert b"\\ud" in raw
+    r = store.client.post(route, content=raw, headers={"Content-Type": "application/json"})
+    answer = r.json()
+    _, allowed = worker_respond(
+        empty_store(), make_request(route, raw, token=TOKEN), store.clock(), TOKEN
+    )
+    assert allowed.admits(r.status_code, answer), (route, fieldname, r.status_code, answer)
+    if fieldname == "query":
+        assert r.status_code == 200, answer
+    elif fieldname == "id":
+        assert (r.status_code, answer) == (200, {"ok": True, "forgotten": False})
+    else:
+        assert r.status_code == 400, answer
+        assert _names_field(answer["error"], fieldname), answer
+    assert store.list(scope) == []
