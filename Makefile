@@ -32,6 +32,10 @@ typecheck: $(STAMP)
 clauses: $(STAMP)
 	$(BIN)/memspec clauses
 
+## make variants: every allowed memory variant, whole corpus + the ci machine profile (slow)
+variants: $(STAMP)
+	MEMSPEC_VARIANTS_PROFILE=ci $(BIN)/python -m pytest -q -p no:randomly tests/embedded/test_memory_variants.py
+
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks
 

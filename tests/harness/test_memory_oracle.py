@@ -366,3 +366,147 @@ def test_the_token_never_prints() -> None:
     cfg = TargetConfig("http://127.0.0.1:1", s)
     assert "s3cr3t" not in f"{s} {s!r} {cfg} {cfg!r} {cfg.public()}"
     assert s.reveal() == "s3cr3t-value"
+
+
+# --------------------------------------------------------------------------- open points, end to end
+
+
+def _written(o: MemoryOracle, text: str, t: int, **rec: object) -> None:
+    body = {
+        "scopeKey": "org:t",
+        "records": [{"kind": "fact", "text": text, "sourceThreadKey": "t", **rec}],
+    }
+    counts = {"ok": True, "inserted": 1, "deduped": 0, "superseded": 0, "evicted": 0}
+    j = o.judge(_sent("/write", body), _ex(200, counts), t)
+    assert j.verdict == "pass", j.reason
+    o.commit(j)
+
+
+LIST = _sent("/list", {"scopeKey": "org:t", "limit": 5})
+
+
+@pytest.mark.clause("MEM-RECORD.5", "MEM-RECORD.3")
+@pytest.mark.parametrize(
+    ("shown", "ok"),
+    [(["deploy", "with", "make"], True), ([], True), (["make"], True), (["staging"], False)],
+)
+def test_keywords_of_an_unkeyworded_record_pass_as_given_or_derived(
+    shown: list[str], ok: bool
+) -> None:
+    o = MemoryOracle()
+    _written(o, "Deploy with make", 1000)
+    j = o.judge(
+        LIST,
+        _ex(200, {"records": [_wire("mem:org:t:0", "Deploy with make", 5, keywords=shown)]}),
+        1010,
+    )
+    assert (j.verdict == "pass") is ok, j.reason
+    if ok:  # and the choice holds for the record's life
+        o.commit(j)
+        other = [*shown, "deploy"] if shown != ["deploy", "with", "make"] else []
+        j = o.judge(
+            LIST,
+            _ex(200, {"records": [_wire("mem:org:t:0", "Deploy with make", 5, keywords=other)]}),
+            1020,
+        )
+        assert j.verdict == "diverge" and "MEM-RECORD.3" in j.clauses
+
+
+@pytest.mark.clause("MEM-RECORD.4", "MEM-STORE.11")
+@pytest.mark.parametrize(("last", "ok"), [(None, True), (5, True), (6, False)])
+def test_last_use_of_a_fresh_record_absent_or_its_creation_time(last: int | None, ok: bool) -> None:
+    o = MemoryOracle()
+    _written(o, "alpha", 1000, keywords=["alpha"])
+    extra = {} if last is None else {"lastUsedAt": last}
+    j = o.judge(LIST, _ex(200, {"records": [_wire("mem:org:t:7", "alpha", 5, **extra)]}), 1010)
+    assert (j.verdict == "pass") is ok, j.reason
+
+
+@pytest.mark.clause("MEM-WIRE.13", "MEM-WIRE.14", "MEM-WIRE.15")
+def test_result_objects_may_carry_members_the_seed_does_not_name() -> None:
+    o = MemoryOracle()
+    body = {
+        "scopeKey": "org:t",
+        "records": [{"kind": "fact", "text": "alpha", "sourceThreadKey": "t"}],
+    }
+    counts = {"ok": True, "inserted": 1, "deduped": 0, "superseded": 0, "evicted": 0}
+    j = o.judge(_sent("/write", body), _ex(200, {**counts, "active": 1, "tookMs": 3}), 1000)
+    assert j.verdict == "pass", j.reason
+    o.commit(j)
+    j = o.judge(_sent("/write", body), _ex(200, {**counts, "inserted": 2, "active": 1}), 1010)
+    assert j.verdict == "diverge" and "MEM-WRITE.1" in j.clauses  # named members stay exact
+    j = o.judge(LIST, _ex(200, {"records": [], "page": 1}), 1020)
+    assert j.verdict == "diverge"  # the record is still owed
+    rec = _wire("mem:org:t:1", "alpha", 5, keywords=["alpha"])
+    j = o.judge(LIST, _ex(200, {"records": [rec], "page": 1}), 1020)
+    assert j.verdict == "pass", j.reason
+    forget = _sent("/forget", {"scopeKey": "org:t", "id": "mem:org:t:9"})
+    j = o.judge(forget, _ex(200, {"ok": True, "forgotten": False, "scope": "org:t"}), 1030)
+    assert j.verdict == "pass", j.reason
+
+
+@pytest.mark.clause("MEM-WIRE.2")
+@pytest.mark.parametrize("status", [404, 405])
+def test_post_healthz_may_be_404_or_405(status: int) -> None:
+    sent = SentRequest("POST", "/healthz", {}, b"{}", "2", False)
+    j = MemoryOracle().judge(sent, _ex(status, {"error": "no"}), 1000)
+    assert j.verdict == "pass", j.reason
+    j = MemoryOracle().judge(sent, _ex(401, {"error": "no"}), 1000)
+    assert j.verdict == "diverge"
+
+
+@pytest.mark.clause("MEM-WIRE.8")
+@pytest.mark.parametrize(
+    ("reason", "ok"),
+    [("limit must be an integer from 1 to 50", True), ("Bad request: the value of limit is not accepted.", True),
+     ("invalid request", False)],
+)  # fmt: skip
+def test_any_400_wording_that_names_the_field(reason: str, ok: bool) -> None:
+    sent = _sent("/list", {"scopeKey": "org:t", "limit": 0})
+    j = MemoryOracle().judge(sent, _ex(400, {"error": reason}), 1000)
+    assert (j.verdict == "pass") is ok, j.reason
+
+
+@pytest.mark.clause("MEM-WIRE.10", "MEM-WIRE.12")
+@pytest.mark.parametrize(
+    ("status", "body"), [(200, None), (400, {"error": "records[0].sourceRunId must not be null"})]
+)
+def test_a_null_optional_is_absent_or_refused(status: int, body: object) -> None:
+    sent = _sent(
+        "/write",
+        {
+            "scopeKey": "org:t",
+            "records": [{"kind": "fact", "text": "a", "sourceThreadKey": "t", "sourceRunId": None}],
+        },
+    )
+    counts = {"ok": True, "inserted": 1, "deduped": 0, "superseded": 0, "evicted": 0}
+    j = MemoryOracle().judge(sent, _ex(status, body or counts), 1000)
+    assert j.verdict == "pass", j.reason
+
+
+@pytest.mark.clause("MEM-CAP.1")
+@pytest.mark.parametrize("evicted", [0, 1])
+def test_an_empty_batch_with_a_lower_cap_evicts_or_is_a_no_op(evicted: int) -> None:
+    o = MemoryOracle()
+    _written(o, "alpha", 1000, keywords=["alpha"])
+    _written(o, "beta", 1010, keywords=["beta"])
+    counts = {"ok": True, "inserted": 0, "deduped": 0, "superseded": 0, "evicted": evicted}
+    j = o.judge(
+        _sent("/write", {"scopeKey": "org:t", "records": [], "cap": 1}), _ex(200, counts), 1020
+    )
+    assert j.verdict == "pass", j.reason
+
+
+@pytest.mark.clause("MEM-STORE.11", "MEM-STORE.9")
+@pytest.mark.parametrize(("base", "offset"), [(0, 0), (1000, -86_400_000), (7, 10**12)])
+def test_any_id_numbering_and_any_clock_offset(base: int, offset: int) -> None:
+    o = MemoryOracle()
+    _written(o, "alpha", 1000, keywords=["alpha"])
+    _written(o, "beta", 1010, keywords=["beta"])
+    a = _wire(f"mem:org:t:{base}", "alpha", 1000 + offset, keywords=["alpha"])
+    b = _wire(f"mem:org:t:{base + 9}", "beta", 1010 + offset, keywords=["beta"])
+    j = o.judge(LIST, _ex(200, {"records": [b, a]}), 1020)
+    assert j.verdict == "pass", j.reason
+    swapped = {**b, "createdAt": a["createdAt"] - 1}  # stamps out of event order
+    j = o.judge(LIST, _ex(200, {"records": [swapped, a]}), 1020)
+    assert j.verdict == "diverge" and "MEM-STORE.11" in j.clauses

@@ -1,0 +1,177 @@
+"""The one judge (reference.memory.judge): every accepted answer of each memory open point is
+accepted, and what stays required is still enforced."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from reference.memory.engine import candidate_cap, fts_match_tokens
+from reference.memory.judge import (
+    eviction_allowed,
+    eviction_picks,
+    keywords_problem,
+    listing_problem,
+    prefilter_must_pass,
+    record_problems,
+    retrieval_problem,
+    robust_tokens,
+)
+from reference.memory.records import MemoryRecord
+from reference.memory.scoring import tokenize
+from reference.memory.wire import record_to_wire
+
+NOW = 10_000
+
+
+def rec(n: int, text: str, created: int = 100, kws: tuple[str, ...] = ()) -> MemoryRecord:
+    return MemoryRecord(
+        id=f"mem:s:{n}", scope_key="s", kind="fact", text=text, keywords=kws,
+        source_thread_key="t", source_run_id=None, created_at=created, last_used_at=None,
+        use_count=0, confidence=None, supersedes=None, status="active",
+    )  # fmt: skip
+
+
+def ids(*ns: int) -> list[str]:
+    return [f"mem:s:{n}" for n in ns]
+
+
+# --------------------------------------------------------------------------- MEM-RECORD.5
+
+
+@pytest.mark.clause("MEM-RECORD.5", "MEM-RECORD.4")
+def test_keywords_of_an_unkeyworded_record_derived_empty_or_any_text_subset() -> None:
+    r = rec(1, "Deploy with make ship", kws=("deploy", "with", "make", "ship"))
+    for shown in (["deploy", "with", "make", "ship"], [], ["ship"], ["Deploy with make ship"]):
+        assert keywords_problem(r, shown, given=False) is None, shown
+    bad = keywords_problem(r, ["deploy", "staging"], given=False)
+    assert bad is not None and "MEM-RECORD.5" in bad.clauses  # staging would change matching
+    assert keywords_problem(r, "deploy", given=False) is not None  # not a list
+    # written WITH keywords: exactly those
+    assert keywords_problem(r, ["deploy", "with", "make", "ship"], given=True) is None
+    assert keywords_problem(r, [], given=True) is not None
+
+
+# --------------------------------------------------------------------------- MEM-RECORD.4
+
+
+@pytest.mark.clause("MEM-RECORD.4", "MEM-STORE.3")
+def test_a_never_used_record_shows_no_last_use_or_its_creation_time() -> None:
+    r = rec(1, "deploy")
+    wire = record_to_wire(replace(r, created_at=5))
+    assert "lastUsedAt" not in wire
+    assert record_problems(r, wire, keywords_given=True, bumped=False) == []
+    assert record_problems(r, {**wire, "lastUsedAt": 5}, keywords_given=True, bumped=False) == []
+    probs = record_problems(r, {**wire, "lastUsedAt": 6}, keywords_given=True, bumped=False)
+    assert probs and "MEM-STORE.3" in probs[0].clauses
+    # after this retrieval's bump (or once used) lastUsedAt must be there
+    assert record_problems(r, wire, keywords_given=True, bumped=True)
+
+
+@pytest.mark.clause("MEM-RECORD.1", "MEM-WIRE.16")
+def test_record_fields_are_compared_exactly_and_unknown_members_ignored() -> None:
+    r = replace(rec(1, "deploy"), source_run_id="run-1", confidence=0.75)
+    wire = record_to_wire(r)
+    assert record_problems(r, {**wire, "x-extra": 1}, keywords_given=True, bumped=False) == []
+    for change in ({"text": "Deploy"}, {"confidence": 0.7}, {"sourceRunId": "run-2"}):
+        assert record_problems(r, {**wire, **change}, keywords_given=True, bumped=False), change
+    wire.pop("confidence")
+    assert record_problems(r, wire, keywords_given=True, bumped=False)
+
+
+# --------------------------------------------------------------------------- MEM-SCORE.5
+
+
+@pytest.mark.clause("MEM-SCORE.5")
+@given(st.permutations([1, 2, 3]), st.integers(1, 3))
+def test_equal_scores_any_order_and_any_survivors_at_the_limit(
+    order: list[int], limit: int
+) -> None:
+    active = [rec(1, "deploy a"), rec(2, "deploy b"), rec(3, "deploy c")]
+    assert retrieval_problem(active, "deploy", limit, NOW, ids(*order[:limit])) is None
+
+
+# --------------------------------------------------------------------------- MEM-STORE.5
+
+
+def _long_query(extra: str) -> str:
+    return " ".join(f"longtoken{i:02d}" for i in range(30)) + " " + extra
+
+
+@pytest.mark.clause("MEM-STORE.5")
+def test_the_24_longest_trim_applied_or_not_both_pass() -> None:
+    query = _long_query("xy")
+    assert len(set(tokenize(query))) > 24 and "xy" not in fts_match_tokens(query)
+    active = [rec(1, "xy"), rec(2, "longtoken03 here")]
+    assert retrieval_problem(active, query, 5, NOW, ids(2)) is None  # trimmed: xy not a candidate
+    assert retrieval_problem(active, query, 5, NOW, ids(2, 1)) is None  # not trimmed
+    assert retrieval_problem(active, query, 5, NOW, []) is not None  # a kept token's hit is due
+    assert listing_problem(active, query, 5, ids(2)) is None
+    assert listing_problem(active, query, 5, ids(2, 1)) is None
+    assert listing_problem(active, query, 5, ids(1)) is not None
+    # 24 or fewer distinct tokens: nothing may be missing
+    assert retrieval_problem(active, "longtoken03 xy", 5, NOW, ids(2)) is not None
+    assert listing_problem(active, "longtoken03 xy", 5, ids(2)) is not None
+
+
+@pytest.mark.clause("MEM-STORE.5")
+def test_a_token_glued_to_non_ascii_text_may_be_missed_by_the_prefilter() -> None:
+    assert robust_tokens("café au lait, naïve-ok x\u00e9y") == {"au", "lait", "ok"}
+    glued, clean = rec(1, "le café"), rec(2, "caf deploy")
+    assert not prefilter_must_pass(glued, "caf") and prefilter_must_pass(clean, "caf")
+    active = [glued, clean]
+    assert retrieval_problem(active, "caf", 5, NOW, ids(2)) is None  # FTS5 sees "cafe"/"café"
+    assert retrieval_problem(active, "caf", 5, NOW, ids(2, 1)) is None  # engine tokens indexed
+    assert retrieval_problem(active, "caf", 5, NOW, ids(1)) is not None  # the clean hit is due
+    assert listing_problem(active, "caf", 5, ids(2)) is None
+    # a keyword counts the same way
+    kw = rec(3, "nothing here", kws=("café",))
+    assert not prefilter_must_pass(kw, "caf")
+
+
+# --------------------------------------------------------------------------- MEM-STORE.6
+
+
+@pytest.mark.clause("MEM-STORE.6", "MEM-SCORE.5")
+def test_more_matches_than_the_cap_leave_the_candidates_to_the_store() -> None:
+    # 70 matches, cap 50: 60 older (created 10) and 10 newer (created 20) records
+    active = [rec(i, f"deploy item{i}", 10 if i <= 60 else 20) for i in range(1, 71)]
+    assert candidate_cap(5) == 50
+    older = ids(1, 2, 3, 4, 5)
+    assert retrieval_problem(active, "deploy", 5, NOW, older) is None  # bm25 chose 50 old ones
+    assert retrieval_problem(active, "deploy", 5, NOW, ids(61, 62, 63, 64, 65)) is None
+    # still required: exactly `limit`, best first, and a cap-sized set explaining the answer
+    assert retrieval_problem(active, "deploy", 5, NOW, older[:4]) is not None
+    assert retrieval_problem(active, "deploy", 5, NOW, ids(1, 61, 2, 3, 4)) is not None
+    few_old = [rec(i, f"deploy item{i}", 10 if i <= 45 else 20) for i in range(1, 71)]
+    assert retrieval_problem(few_old, "deploy", 5, NOW, older) is not None
+
+
+@pytest.mark.clause("MEM-STORE.6")
+def test_a_larger_cap_is_conforming_and_a_smaller_one_is_not() -> None:
+    active = [rec(i, f"deploy item{i}", 10 if i <= 60 else 20) for i in range(1, 71)]
+    best = ids(61, 62, 63, 64, 65)  # what a cap of >= 70 candidates returns
+    assert retrieval_problem(active, "deploy", 5, NOW, best) is None
+    # 40 matches fit under the floor of 50: a store capping at 30 could return old ones only
+    small = [rec(i, f"deploy item{i}", 10 if i <= 35 else 20) for i in range(1, 41)]
+    assert retrieval_problem(small, "deploy", 5, NOW, ids(1, 2, 3, 4, 5)) is not None
+
+
+# --------------------------------------------------------------------------- MEM-CAP.2
+
+
+@pytest.mark.clause("MEM-CAP.2", "MEM-CAP.1")
+def test_every_order_among_full_eviction_ties_is_allowed() -> None:
+    batch = [rec(1, "a", 10), rec(2, "b", 10), rec(3, "c", 10)]
+    old = rec(4, "d", 5)
+    active = [old, *batch]
+    assert eviction_allowed(active, 2, ids(4, 1))  # insertion order (the model)
+    assert eviction_allowed(active, 2, ids(4, 3))  # newest of the tie first (a variant)
+    assert not eviction_allowed(active, 2, ids(1, 2))  # the older record must go first
+    assert not eviction_allowed(active, 2, ids(4))  # exactly the excess
+    assert {frozenset(p) for p in eviction_picks(active, 2)} == {
+        frozenset(ids(4, n)) for n in (1, 2, 3)
+    }
