@@ -32,21 +32,27 @@ ranking, eviction and MEM-STORE.11 never look across scopes — so each scope ha
 correspondence, and steps on different scopes need no spacing.  A store whose clock runs backwards
 between requests fails this check, which the report says in so many words.
 
-**Ranking ties are unordered, judged by event order, never by clock values.**  The spec ranks
-by ``0.7·keywordMatch + 0.3·exp(−age/τ)`` with τ = 7 days.  Within one run every record of a
-scope is minutes old at most, so the recency term of two records differs by less than
-``0.3·(1 − e^(−run/τ))`` — about 3·10⁻⁶ for a ten-minute run — while two different keyword
-matches differ by at least ``0.7/q²`` for a q-token query (≥ 4·10⁻⁵ for q ≤ 128).  The score
-order is therefore exactly the lexicographic order (keyword match desc, last-touch time desc),
-and two records tie exactly when both are equal.  The oracle judges retrieval by those tie
-groups computed on the *model's* times.  Because the last-touch comparison only asks which
-event came later — and mutating steps are ≥ 3 ms apart — no clock skew between harness and
-target, and no difference in the absolute values of either clock, can move a record from one
-tie group to another.  (The spacing matters: with it switched off, distinct events get equal
-store stamps and this check reports them — the benchmark shows it.)  Within a group any order is allowed, and when the limit cuts a group any
-of its members may survive (MEM-SCORE.5).  The prefilter freedoms are honoured too: with more
-than 24 distinct query tokens a record hit only by a dropped token may be missing
-(MEM-STORE.5), and with more matching records than ``max(50, 5·limit)`` the store may pick its
+**One judge.**  What answers are allowed is not decided here: the reference declares it as
+pure functions (``reference.memory.judge``: ``retrieval_problem``, ``listing_problem``,
+``eviction_picks``, ``content_problems``/``usage_problems``/``keywords_problem``; and
+``reference.memory.wire.worker_respond`` for statuses, error bodies and result members).  This
+module only maps the target's ids and times onto the model's and asks those functions.
+
+**Ranking ties are judged by event order, never by clock values.**  The spec ranks by
+``0.7·keywordMatch + 0.3·exp(−age/τ)`` with τ = 7 days; the judge scores the model's records at
+the model's *now*.  Within one run every record of a scope is minutes old at most, so the
+recency term of two records differs by less than ``0.3·(1 − e^(−run/τ))`` — about 3·10⁻⁶ for a
+ten-minute run — while two different keyword matches differ by at least ``0.7/q²`` (≥ 4·10⁻⁵
+for q ≤ 128): the score order is the lexicographic order (keyword match desc, last-touch time
+desc), and two records tie exactly when both are equal.  Because the last-touch comparison only
+asks which event came later — and mutating steps are ≥ 3 ms apart — no clock skew between
+harness and target, and no difference in the absolute values of either clock, can move a record
+from one tie group to another.  (The spacing matters: with it switched off, distinct events get
+equal store stamps and this check reports them — the benchmark shows it.)  Within a group any
+order is allowed, and when the limit cuts a group any of its members may survive
+(MEM-SCORE.5).  The prefilter freedoms are the judge's too: a record matched only by a token
+the 24-longest trim drops, or only by a token glued to non-ASCII text, may be missing
+(MEM-STORE.5), and with more matching records than ``max(50, 5·limit)`` the store picks its
 candidates (MEM-STORE.6).
 
 **Where the spec leaves a choice, the model runs every choice.**  The oracle keeps a small set
