@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import itertools
 import re
+import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
@@ -63,6 +64,18 @@ def robust_tokens(text: str) -> frozenset[str]:
             continue
         out.add(m.group().lower())
     return frozenset(out)
+
+
+def folded_tokens(text: str) -> frozenset[str]:
+    """The words a case- and diacritic-folding full-text tokenizer sees (MEM-STORE.7).
+
+    Compatibility-decomposed, combining marks dropped, lower-cased, split at every character
+    that is not a letter or digit of any script -- what FTS5's ``unicode61`` tokenizer indexes
+    (``résumé`` is ``resume``).
+    """
+    decomposed = unicodedata.normalize("NFKD", text)
+    stripped = "".join(c for c in decomposed if unicodedata.category(c) != "Mn").lower()
+    return frozenset(t for t in re.split(r"[\W_]+", stripped) if t)
 
 
 def prefilter_must_pass(record: MemoryRecord, query: str) -> bool:
@@ -236,7 +249,9 @@ def listing_problem(
     whole-token test over the full query), at most ``limit``, the limit applied after the
     filter, nothing skipped -- except that with a query a matching record that a prefilter may
     miss (``prefilter_must_pass`` false: MEM-STORE.5, "/list shares the same builder") may be
-    skipped.  Without a query the answer is exact.
+    skipped, and a record a case- and diacritic-folding full-text index hits on a kept query
+    token (``folded_tokens``: the seed's Worker filters /list by its FTS5 index alone, so
+    ``resume`` lists ``résumé``) may be listed.  Without a query the answer is exact.
     """
     newest = list(reversed(active))
     if query is None:
@@ -244,7 +259,13 @@ def listing_problem(
     elif not tokenize(query):
         matching = []
     else:
-        matching = [r for r in newest if keyword_match(query, r) > 0]
+        kept = set(fts_match_tokens(query))
+        matching = [
+            r
+            for r in newest
+            if keyword_match(query, r) > 0
+            or any(kept & folded_tokens(t) for t in (r.text, *r.keywords))
+        ]
     order = {r.id: i for i, r in enumerate(matching)}
     for i, rid in enumerate(answer):
         if rid not in order:
@@ -262,7 +283,7 @@ def listing_problem(
     chosen = set(answer)
     for r in matching[: upto + 1]:
         if r.id in chosen or (query is not None and not prefilter_must_pass(r, query)):
-            continue
+            continue  # listed, or a record a prefilter may miss (or only a folding one hits)
         return Problem(
             ("MEM-STORE.7", "MEM-WIRE.14"),
             f"{r.id} is missing: {len(matching)} active record(s) match, newest first,"

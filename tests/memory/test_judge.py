@@ -175,3 +175,16 @@ def test_every_order_among_full_eviction_ties_is_allowed() -> None:
     assert {frozenset(p) for p in eviction_picks(active, 2)} == {
         frozenset(ids(4, n)) for n in (1, 2, 3)
     }
+
+
+@pytest.mark.clause("MEM-STORE.7", "MEM-STORE.5")
+def test_a_folding_full_text_filter_may_list_accented_words_for_their_plain_form() -> None:
+    accented, plain, other = rec(1, "Résumé template"), rec(2, "resume later"), rec(3, "alpha")
+    active = [accented, plain, other]  # newest first: 3, 2, 1
+    assert listing_problem(active, "resume", 5, ids(2)) is None  # the engine's whole-token test
+    assert listing_problem(active, "resume", 5, ids(2, 1)) is None  # FTS5 unicode61 folds é
+    assert listing_problem(active, "resume", 5, ids(1)) is not None  # the plain hit is due
+    assert listing_problem(active, "resume", 5, ids(2, 3)) is not None  # alpha never matches
+    assert listing_problem(active, "resume", 5, ids(1, 2)) is not None  # still newest first
+    # retrieval keeps the engine's gate over the full query: no folding there
+    assert retrieval_problem(active, "resume", 5, NOW, ids(2, 1)) is not None
