@@ -94,7 +94,7 @@ def test_responses_conform_to_the_openapi_document(store: Store, op: Any, mode: 
     )
     @given(case=op.as_strategy(generation_mode=generation))
     def run(case: Any) -> None:
-        if time.monotonic() > deadline:
+        if calls["n"] and time.monotonic() > deadline:  # at least one call, even under load
             return
         calls["n"] += 1
         case.call_and_validate(base_url=store.url, headers=dict(AUTH), checks=checks)
