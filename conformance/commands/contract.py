@@ -295,10 +295,10 @@ class Http:
             parts += ["-H", shlex.quote(f"Content-Length: {ex.declared_length}")]
         if len(ex.body) > 2048 and ex.body.strip(b" ") != ex.body or len(ex.body) > 8192:
             # A large body: its JSON prefix, padded with spaces to the same length.
-            text = ex.body.rstrip(b" ")
-            if len(text) <= 2048 and text.isascii():
-                pad = len(ex.body) - len(text)
-                gen = f"{{ printf %s {shlex.quote(text.decode())}; head -c {pad} /dev/zero | tr '\\0' ' '; }}"
+            prefix = ex.body.rstrip(b" ")
+            if len(prefix) <= 2048 and prefix.isascii():
+                pad = len(ex.body) - len(prefix)
+                gen = f"{{ printf %s {shlex.quote(prefix.decode())}; head -c {pad} /dev/zero | tr '\\0' ' '; }}"
                 return f"{gen} | {' '.join(parts)} --data-binary @-"
             return " ".join(parts) + f" --data-binary @body-{len(ex.body)}-bytes.bin"
         try:
@@ -1047,14 +1047,16 @@ def print_summary(data: dict[str, Any], out: Any, report_dir: Path | None) -> No
 def finding_records(report: dict[str, Any] | str | Path) -> list[FindingRecord]:
     """The findings of a contract report (its JSON, or its directory / ``contract.json`` path)
     as ``(clause, title, detail, curl)`` records, for joining into the ``memspec run`` report."""
-    if not isinstance(report, dict):
+    if isinstance(report, dict):
+        data = report
+    else:
         path = Path(report)
         if path.is_dir():
             path = path / REPORT_FILE
-        report = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8"))
     return [
         FindingRecord(f["clause"], f["title"], f["detail"], f["curl"])
-        for f in report.get("findings", [])
+        for f in data.get("findings", [])
     ]
 
 

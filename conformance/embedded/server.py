@@ -182,7 +182,8 @@ class _Handler(BaseHTTPRequestHandler):
     def setup(self) -> None:
         super().setup()
         self.deadline: float | None = None
-        self.rfile = io.BufferedReader(_DeadlineReader(self.connection, self))
+        self._reader = io.BufferedReader(_DeadlineReader(self.connection, self))
+        self.rfile = self._reader
         with self.server.idle:
             self.server.connections.add(self.connection)
 
@@ -224,7 +225,7 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             # Idle keep-alive wait for the first byte, then a deadline for the whole head.
             self.deadline = time.monotonic() + server.idle_timeout
-            if not self.rfile.peek(1):
+            if not self._reader.peek(1):
                 self.close_connection = True
                 return
             self.deadline = time.monotonic() + server.head_timeout
