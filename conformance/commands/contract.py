@@ -151,6 +151,8 @@ class Scrubber:
         self._token = token.reveal() if token else ""
 
     def __call__(self, text: str) -> str:
+        # Lone surrogates (from generated data or a target) could not be printed or written.
+        text = text.encode("utf-8", "replace").decode("utf-8")
         if not self._token:
             return text
         out = text.replace(self._token, TOKEN_PLACEHOLDER)
