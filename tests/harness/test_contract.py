@@ -88,6 +88,9 @@ def test_the_bundled_store_has_no_finding_on_the_quick_profile(
     labels = set(data["operations"])
     assert {"POST /write", "POST /forget", "POST /ledger/memory/save_memory_record"} <= labels
     assert not any("/_test/" in label for label in labels)
+    for label, counts in data["operations"].items():
+        assert counts.get("positive", 0) >= 1, label
+        assert label == "GET /healthz" or counts.get("negative", 0) >= 1, label
     assert data["requests"] > 150
     assert "contract: PASS" in out
     assert finding_records(report) == []
