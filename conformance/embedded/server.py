@@ -117,15 +117,20 @@ class _Server(ThreadingHTTPServer):
         self.connections: set[socket] = set()
         self.slots = threading.BoundedSemaphore(MAX_WORKERS)
         self.saturated = False
+        self.waiting: set[socket] = set()  # connections idle between requests
         super().server_bind()
 
     # ---- a bounded number of worker threads
 
     def process_request(self, request: Any, client_address: Any) -> None:
-        # Wait for a free worker (the kernel's backlog holds the next connections meanwhile);
-        # poll so that stop() is never blocked behind a full pool.
-        while not self.slots.acquire(timeout=0.05):
+        # Wait for a free worker (the kernel's backlog holds the next connections meanwhile),
+        # closing connections that sit idle between requests to free one; poll so that stop()
+        # is never blocked behind a full pool.
+        while not self.slots.acquire(blocking=False):
             self.saturated = True
+            self._close_one_idle()
+            if self.slots.acquire(timeout=0.05):
+                break
             if not self.accepting:
                 self.shutdown_request(request)
                 return
@@ -135,6 +140,18 @@ class _Server(ThreadingHTTPServer):
         except BaseException:
             self.slots.release()
             raise
+
+    def _close_one_idle(self) -> None:
+        """End one connection that waits for its next request (a client reconnects, as after
+        any keep-alive timeout); its worker then serves a waiting connection."""
+        with self.idle:
+            if not self.waiting:
+                return
+            conn = self.waiting.pop()
+        try:
+            conn.shutdown(SHUT_RDWR)
+        except OSError:
+            pass
 
     def process_request_thread(self, request: Any, client_address: Any) -> None:
         try:
@@ -225,7 +242,14 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             # Idle keep-alive wait for the first byte, then a deadline for the whole head.
             self.deadline = time.monotonic() + server.idle_timeout
-            if not self._reader.peek(1):
+            with server.idle:
+                server.waiting.add(self.connection)
+            try:
+                first = self._reader.peek(1)
+            finally:
+                with server.idle:
+                    server.waiting.discard(self.connection)
+            if not first:
                 self.close_connection = True
                 return
             self.deadline = time.monotonic() + server.head_timeout

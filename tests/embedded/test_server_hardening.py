@@ -146,6 +146,26 @@ def test_a_flood_of_silent_connections_holds_at_most_max_workers_threads(
             sock.close()
 
 
+@pytest.mark.clause("MEM-WIRE.19")
+def test_idle_keep_alive_connections_give_way_to_new_clients(make_store: StoreFactory) -> None:
+    s = make_store(max_workers=2, idle_timeout=30.0)
+    host, port = _hostport(s.url)
+    idle = [socket.create_connection((host, port), timeout=5) for _ in range(2)]
+    try:
+        for sock in idle:  # one request each, then the connections stay open and idle
+            sock.sendall(http_request("GET", "/healthz", b""))
+            assert sock.recv(65536).startswith(b"HTTP/1.1 200 ")
+        # Both workers wait on idle connections; a new client is served anyway, long before
+        # the 30 s idle timeout would free one.
+        with socket.create_connection((host, port), timeout=5) as new:
+            new.sendall(http_request("GET", "/healthz", b"", {"Connection": "close"}))
+            new.settimeout(10)
+            assert new.recv(65536).startswith(b"HTTP/1.1 200 ")
+    finally:
+        for sock in idle:
+            sock.close()
+
+
 @contextmanager
 def _trickle(url: str, first: bytes, drip: bytes) -> Iterator[dict[str, Any]]:
     """A client sending ``first`` and then one byte of ``drip`` every 50 ms (far faster than
