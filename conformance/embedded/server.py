@@ -16,6 +16,13 @@ closed.
 
 Each request is logged as one JSON line (method, path, status, duration, scope key, counts --
 never bodies, text or tokens) when an access log stream is given.
+
+Hostile or failing surroundings (MEM-WIRE.18, MEM-WIRE.19, LED-WIRE.10): the listen backlog is
+128; at most ``max_workers`` connections are served at once (more wait in the backlog, and a
+connection idle between requests is closed to make room); a request head or body that is not
+complete within its deadline is dropped; a storage fault (disk full, read-only, I/O error, ...)
+answers 503 naming the cause, logged once per fault and once on recovery.  An absolute-form
+request target (``POST http://host/list``) is routed by its path.
 """
 
 from __future__ import annotations
