@@ -285,8 +285,10 @@ class Http:
         for k, v in ex.headers.items():
             if k in ("Host", "Accept-Encoding", "Connection"):
                 continue
-            if k == "Authorization" and TOKEN_PLACEHOLDER in v:
-                parts += ["-H", f'"Authorization: Bearer {TOKEN_PLACEHOLDER}"']
+            if TOKEN_PLACEHOLDER in v and '"' not in v and "`" not in v and "\\" not in v:
+                # Double quotes so the shell expands the token; ${...} where a name char follows.
+                shown = re.sub(r"\$MEMSPEC_TOKEN(?=\w)", "${MEMSPEC_TOKEN}", f"{k}: {v}")
+                parts += ["-H", f'"{shown}"']
             else:
                 parts += ["-H", shlex.quote(f"{k}: {v}")]
         if ex.framing == "none":
