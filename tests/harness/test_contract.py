@@ -183,6 +183,8 @@ def test_a_broken_store_gets_findings_with_curl_lines_and_replays(
             TOKEN_ENV,
             "--spec",
             "memory",
+            "--profile",
+            "ci",  # its time budget never cuts these 3 examples short, even on a loaded machine
             "--examples",
             "3",
             "--report",
