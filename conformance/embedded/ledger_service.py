@@ -45,6 +45,7 @@ from conformance.embedded.ledger_store import (
     Row,
     Settings,
 )
+from conformance.embedded.storage_faults import storage_fault
 from reference.ledger.credentials import detect_credential
 
 SCOPE_KEY = "account:local"
@@ -481,6 +482,8 @@ class LedgerService:
         except LedgerError as err:
             return err.status, err.body()
         except sqlite3.Error as err:  # a broken invariant or a database fault, never a 200
+            if storage_fault(err) is not None:
+                raise  # the disk, not the ledger: the server answers 503 naming the cause
             return 500, {"error": {"code": INTERNAL_ERROR, "message": f"storage error: {err}"}}
 
     # ---- shared lifecycle steps ----------------------------------------------------------

@@ -217,10 +217,16 @@ class LedgerStore:
         self.conn.execute("BEGIN IMMEDIATE")
         try:
             yield self.conn
+            self.conn.execute("COMMIT")
         except BaseException:
-            self.conn.execute("ROLLBACK")
+            # A storage fault may have rolled back already, or make ROLLBACK fail: neither may
+            # hide the original error nor leave the connection inside a transaction.
+            if self.conn.in_transaction:
+                try:
+                    self.conn.execute("ROLLBACK")
+                except sqlite3.Error:
+                    pass
             raise
-        self.conn.execute("COMMIT")
 
     # ---- records -------------------------------------------------------------------------
 

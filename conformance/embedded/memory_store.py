@@ -130,6 +130,17 @@ def match_expression(tokens: Sequence[str]) -> str:
     return " OR ".join(f'"{t}"' for t in tokens)
 
 
+def _rollback(conn: sqlite3.Connection) -> None:
+    """Roll back after a failed statement or COMMIT.  A storage fault (disk full, I/O error)
+    may already have rolled the transaction back, or may make ROLLBACK fail too: neither may
+    hide the original error nor leave the connection inside a transaction."""
+    if conn.in_transaction:
+        try:
+            conn.execute("ROLLBACK")
+        except sqlite3.Error:
+            pass
+
+
 def _record(row: Sequence[Any]) -> MemoryRecord:
     return MemoryRecord(
         id=row[0],
@@ -206,10 +217,10 @@ class MemoryStore:
             self._conn.execute("BEGIN IMMEDIATE")
             try:
                 yield self._conn
+                self._conn.execute("COMMIT")
             except BaseException:
-                self._conn.execute("ROLLBACK")
+                _rollback(self._conn)
                 raise
-            self._conn.execute("COMMIT")
 
     @contextmanager
     def _read(self) -> Iterator[sqlite3.Connection]:

@@ -16,11 +16,19 @@ closed.
 
 Each request is logged as one JSON line (method, path, status, duration, scope key, counts --
 never bodies, text or tokens) when an access log stream is given.
+
+Hostile or failing surroundings (MEM-WIRE.18, MEM-WIRE.19, LED-WIRE.10): the listen backlog is
+128; at most ``max_workers`` connections are served at once (more wait in the backlog, and a
+connection idle between requests is closed to make room); a request head or body that is not
+complete within its deadline is dropped; a storage fault (disk full, read-only, I/O error, ...)
+answers 503 naming the cause, logged once per fault and once on recovery.  An absolute-form
+request target (``POST http://host/list``) is routed by its path.
 """
 
 from __future__ import annotations
 
 import hmac
+import io
 import ipaddress
 import json
 import os
@@ -40,6 +48,7 @@ from conformance.embedded import memory_http
 from conformance.embedded.catalogue import NONE as NO_QUIRKS
 from conformance.embedded.catalogue import Quirks
 from conformance.embedded.memory_store import MemoryStore
+from conformance.embedded.storage_faults import FaultLog, storage_fault, unavailable_message
 from reference.memory.engine import DEFAULT_SCOPE_CAP
 
 MAX_BODY = 512 * 1024
@@ -48,6 +57,17 @@ _OWS = " \t"
 _LEDGER_PREFIX = "/ledger/"
 _LEDGER_TEST_PREFIX = "/ledger/_test/"
 PAUSE_ENV = "MEMSPEC_TEST_PAUSE_IN_WRITE"
+_ABSOLUTE_FORM = re.compile(r"[Hh][Tt][Tt][Pp][Ss]?://")
+
+# Resource bounds (MEM-WIRE.19).  A connection waits at most IDLE_TIMEOUT_S for the first byte
+# of a request, then must deliver the whole request head within HEAD_TIMEOUT_S and the body
+# within BODY_TIMEOUT_S (deadlines for the whole head/body, not per read), else it is dropped.
+# At most MAX_WORKERS connections are served at once; more wait in the listen backlog.
+LISTEN_BACKLOG = 128
+MAX_WORKERS = 128
+IDLE_TIMEOUT_S = 30.0
+HEAD_TIMEOUT_S = 10.0
+BODY_TIMEOUT_S = 30.0
 
 _LEDGER_UNAVAILABLE = {"error": {"code": -32603, "message": "ledger binding not available"}}
 
@@ -81,6 +101,7 @@ def _load_ledger(
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    request_queue_size = LISTEN_BACKLOG  # the stdlib's 5 drops SYNs under a burst of clients
 
     # Set by start_server before serving.
     store: MemoryStore
@@ -90,17 +111,86 @@ class _Server(ThreadingHTTPServer):
     test_control: bool
     access_log: IO[str] | None
     quirks: Quirks
+    faults: FaultLog
+    idle_timeout: float = IDLE_TIMEOUT_S
+    head_timeout: float = HEAD_TIMEOUT_S
+    body_timeout: float = BODY_TIMEOUT_S
 
     def server_bind(self) -> None:
         self.stopping = False
+        self.accepting = True
         self.in_flight = 0
         self.idle = threading.Condition()
         self.connections: set[socket] = set()
+        self.slots = threading.BoundedSemaphore(MAX_WORKERS)
+        self.saturated = False
+        self.waiting: set[socket] = set()  # connections idle between requests
         super().server_bind()
+
+    # ---- a bounded number of worker threads
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        # Wait for a free worker (the kernel's backlog holds the next connections meanwhile),
+        # closing connections that sit idle between requests to free one; poll so that stop()
+        # is never blocked behind a full pool.
+        while not self.slots.acquire(blocking=False):
+            self.saturated = True
+            self._close_one_idle()
+            if self.slots.acquire(timeout=0.05):
+                break
+            if not self.accepting:
+                self.shutdown_request(request)
+                return
+        self.saturated = False
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self.slots.release()
+            raise
+
+    def _close_one_idle(self) -> None:
+        """End one connection that waits for its next request (a client reconnects, as after
+        any keep-alive timeout); its worker then serves a waiting connection."""
+        with self.idle:
+            if not self.waiting:
+                return
+            conn = self.waiting.pop()
+        try:
+            conn.shutdown(SHUT_RDWR)
+        except OSError:
+            pass
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self.slots.release()
 
 
 class _Server6(_Server):
     address_family = AF_INET6
+
+
+class _DeadlineReader(io.RawIOBase):
+    """The request stream: each read waits at most until the handler's current deadline, so
+    a head or body trickled byte by byte is dropped when its deadline passes."""
+
+    def __init__(self, sock: socket, handler: _Handler) -> None:
+        super().__init__()
+        self._sock = sock
+        self._handler = handler
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        deadline = self._handler.deadline
+        if deadline is not None:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError("request deadline passed")
+            self._sock.settimeout(remaining)
+        return self._sock.recv_into(buffer)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -115,6 +205,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def setup(self) -> None:
         super().setup()
+        self.deadline: float | None = None
+        self._reader = io.BufferedReader(_DeadlineReader(self.connection, self))
+        self.rfile = self._reader
         with self.server.idle:
             self.server.connections.add(self.connection)
 
@@ -152,7 +245,21 @@ class _Handler(BaseHTTPRequestHandler):
         self._body_read = False
         self._started = time.perf_counter()
         self._fields: dict[str, Any] = {}
+        server = self.server
         try:
+            # Idle keep-alive wait for the first byte, then a deadline for the whole head.
+            self.deadline = time.monotonic() + server.idle_timeout
+            with server.idle:
+                server.waiting.add(self.connection)
+            try:
+                first = self._reader.peek(1)
+            finally:
+                with server.idle:
+                    server.waiting.discard(self.connection)
+            if not first:
+                self.close_connection = True
+                return
+            self.deadline = time.monotonic() + server.head_timeout
             self.raw_requestline = self.rfile.readline(65537)
             if len(self.raw_requestline) > 65536:
                 self.requestline = self.request_version = self.command = ""
@@ -163,6 +270,7 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             if not self.parse_request():
                 return
+            self.deadline = time.monotonic() + server.body_timeout
             with self.server.idle:
                 self.server.in_flight += 1
             try:
@@ -172,8 +280,22 @@ class _Handler(BaseHTTPRequestHandler):
                     self.server.in_flight -= 1
                     self.server.idle.notify_all()
             self.wfile.flush()
+            if server.saturated:
+                self.close_connection = True  # hand the worker to a waiting connection
         except (TimeoutError, ConnectionError):
             self.close_connection = True
+        finally:
+            self._end_reading()
+
+    def _end_reading(self) -> None:
+        """The request is read: writes get the plain socket timeout, not what is left of a
+        read deadline."""
+        if self.deadline is not None:
+            self.deadline = None
+            try:
+                self.connection.settimeout(self.timeout)
+            except OSError:
+                pass
 
     # ---- responses
 
@@ -186,6 +308,7 @@ class _Handler(BaseHTTPRequestHandler):
         allow: str | None = None,
     ) -> None:
         data = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        self._end_reading()
         self.send_response_only(status)
         self.send_header("Date", self.date_time_string())
         self.send_header("Content-Type", "application/json")
@@ -352,6 +475,7 @@ class _Handler(BaseHTTPRequestHandler):
             )
             self._access(400)
             return
+        component = "memory" if kind == "memory" else "ledger"
         try:
             if kind == "memory":
                 reply = memory_http.handle(self.server.store, path, raw)
@@ -359,10 +483,17 @@ class _Handler(BaseHTTPRequestHandler):
                 self._fields.update(reply.log)
             else:
                 status, body = self._ledger(kind, path, raw)
-        except Exception:
-            traceback.print_exc(file=sys.stderr)
-            self.close_connection = True
-            status, body = 500, _error(ledger, -32603, "internal error")
+            self.server.faults.ok(component)
+        except Exception as exc:
+            cause = storage_fault(exc)
+            if cause is None:
+                traceback.print_exc(file=sys.stderr)
+                self.close_connection = True
+                status, body = 500, _error(ledger, -32603, "internal error")
+            else:
+                # The disk, not the request: one log line per fault, 503 naming the cause.
+                self.server.faults.fault(component, cause)
+                status, body = 503, _error(ledger, -32603, unavailable_message(cause))
         self._send(status, body)
         self._access(status)
 
@@ -388,7 +519,7 @@ def _route_path(requestline: str) -> str:
     """
     words = requestline.split()
     target = words[1] if len(words) >= 2 else "/"
-    if "://" in target.split("/", 1)[0] + "/":
+    if _ABSOLUTE_FORM.match(target):
         target = urlsplit(target).path or "/"
     return target.split("?", 1)[0].split("#", 1)[0]
 
@@ -429,6 +560,7 @@ class ServerHandle:
                 return
             self._stopped = True
         srv = self._server
+        srv.accepting = False
         srv.shutdown()
         deadline = time.monotonic() + grace
         with srv.idle:
@@ -474,6 +606,11 @@ def start_server(
     write_hook: Callable[[], None] | None = None,
     with_ledger: bool = True,
     quirks: Quirks = NO_QUIRKS,
+    error_log: IO[str] | None = None,
+    max_workers: int = MAX_WORKERS,
+    head_timeout: float = HEAD_TIMEOUT_S,
+    body_timeout: float = BODY_TIMEOUT_S,
+    idle_timeout: float = IDLE_TIMEOUT_S,
 ) -> ServerHandle:
     """Start the bundled store on ``host:port`` (0 = an ephemeral port) in a background thread.
 
@@ -483,7 +620,11 @@ def start_server(
     memory store's "now" in epoch ms (tests inject one); ``access_log`` receives one JSON line
     per request; ``write_hook`` is the kill-mid-batch test seam (see ``MemoryStore``);
     ``quirks`` selects catalogue alterations (allowed variants and mutants,
-    :mod:`conformance.embedded.catalogue`) -- production runs with none.
+    :mod:`conformance.embedded.catalogue`) -- production runs with none.  ``error_log``
+    (default stderr) receives one line when storage starts failing and one when it recovers.
+    ``max_workers`` bounds the connections served at once; ``idle_timeout`` is how long a
+    connection may wait before a request, ``head_timeout`` / ``body_timeout`` the deadlines for
+    a request's whole head and body (MEM-WIRE.19).
     """
     if not is_loopback(host) and not allow_non_loopback:
         raise ValueError(
@@ -491,6 +632,15 @@ def start_server(
         )
     if not 1 <= cap_default <= memory_http.MAX_CAP:
         raise ValueError("cap_default must be an integer from 1 to 10000")
+    if max_workers < 1:
+        raise ValueError("max_workers must be at least 1")
+    for name, value in (
+        ("head_timeout", head_timeout),
+        ("body_timeout", body_timeout),
+        ("idle_timeout", idle_timeout),
+    ):
+        if not 0 < value < float("inf"):
+            raise ValueError(f"{name} must be a positive number of seconds")
     store = MemoryStore(
         db, clock=clock, cap_default=cap_default, write_hook=write_hook, quirks=quirks
     )
@@ -508,6 +658,11 @@ def start_server(
     server.test_control = test_control
     server.access_log = access_log
     server.quirks = quirks
+    server.faults = FaultLog(error_log)
+    server.slots = threading.BoundedSemaphore(max_workers)
+    server.idle_timeout = idle_timeout
+    server.head_timeout = head_timeout
+    server.body_timeout = body_timeout
     thread = threading.Thread(
         target=server.serve_forever,
         kwargs={"poll_interval": 0.05},
