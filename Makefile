@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: run test lint typecheck clauses bench clean
+.PHONY: run test lint typecheck clauses bench clean wheel-check
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "memspec needs Python 3.11+ (set PYTHON=...)")'
@@ -28,6 +28,10 @@ lint: $(STAMP)
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
+
+## make wheel-check: build the wheel, install it in a fresh venv, run memspec from a temp dir (~15 s)
+wheel-check: $(STAMP)
+	MEMSPEC_WHEEL_TEST=1 $(BIN)/python -m pytest -q -p no:randomly tests/scale/test_scale_wheel.py
 
 clauses: $(STAMP)
 	$(BIN)/memspec clauses
