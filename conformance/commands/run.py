@@ -28,7 +28,13 @@ from conformance.machines import machine_class, run_machine
 from conformance.machines.profiles import PROFILES, get_profile
 from conformance.report import RunReport, with_transcript, write_report
 from conformance.report.console import print_summary
-from conformance.report.expect import ExpectError, load_expectations
+from conformance.report.expect import (
+    ExpectError,
+    checked_from_report,
+    load_expectations,
+    maintain,
+    todo_warning,
+)
 from conformance.report.model import now_iso
 from conformance.report.progress import Progress
 from conformance.runner import load_corpus, run_scenario, run_scenarios
@@ -112,6 +118,17 @@ def add_run_options(p: argparse.ArgumentParser, *, machines: bool = True) -> Non
         "--expect",
         metavar="FILE",
         help="YAML/JSON list of expected divergences {clause|scenario, reason}",
+    )
+    p.add_argument(
+        "--expect-update",
+        metavar="FILE",
+        help="record every divergence FILE does not accept yet as an entry with reason: TODO"
+        " (FILE is created if missing, and used as --expect)",
+    )
+    p.add_argument(
+        "--expect-prune",
+        action="store_true",
+        help="drop the expectations this run checked and did not reproduce",
     )
     p.add_argument(
         "--allow-dirty",
@@ -281,13 +298,22 @@ def execute(
     from conformance.cli import UsageError
 
     expectations = []
-    if getattr(args, "expect", None):
+    update, prune = getattr(args, "expect_update", None), getattr(args, "expect_prune", False)
+    if update and args.expect and Path(args.expect) != Path(update):
+        raise UsageError("--expect and --expect-update name different files")
+    expect_file = update or getattr(args, "expect", None)
+    if prune and not expect_file:
+        raise UsageError("--expect-prune needs --expect FILE or --expect-update FILE")
+    if expect_file and (not update or Path(expect_file).exists()):
         try:
-            expectations = load_expectations(args.expect)
+            expectations = load_expectations(expect_file)
         except ExpectError as exc:
             raise UsageError(str(exc)) from exc
+        warning = todo_warning(expect_file, expectations)
+        if warning:
+            print(f"memspec: {warning}", file=sys.stderr)
     with open_target(args) as session:
-        return run_pipeline(
+        outcome = run_pipeline(
             session.config,
             spec=args.spec,
             profile_name=getattr(args, "profile", "quick"),
@@ -296,12 +322,16 @@ def execute(
             corpus=corpus,
             machines=machines,
             expectations=expectations,
-            expect_file=getattr(args, "expect", None),
+            expect_file=expect_file,
             report_dir=Path(args.report) if write and getattr(args, "report", None) else None,
             allow_dirty=bool(getattr(args, "allow_dirty", False)),
             quiet=bool(getattr(args, "quiet", False)),
             out=out,
         )
+    if expect_file and (update or prune):
+        results = checked_from_report(outcome.data)
+        maintain(expect_file, results, update=bool(update), prune=prune, out=out or sys.stdout)
+    return outcome
 
 
 def run_pipeline(
