@@ -3,8 +3,8 @@ checkout, ``memspec run --spec all --profile quick`` and ``memspec clauses --che
 a temporary directory — the corpus, the specs and the OpenAPI files are all inside the wheel.
 
 Slow (a wheel build, a venv, a whole quick run: ~15 s) and it builds with pip's build
-isolation, so it runs in CI only: ``make wheel-check`` (called by ``.ci/run``) sets
-``MEMSPEC_WHEEL_TEST=1``.  The fresh venv has no pip and no site packages of its own; the
+isolation, so it runs in CI only: ``make scale-check`` (called by ``.ci/run``) sets
+``MEMSPEC_SCALE_TEST=1``.  The fresh venv has no pip and no site packages of its own; the
 wheel is unpacked into it by the checkout venv's pip (``pip --python``), and the runtime
 dependencies come from the checkout venv's site-packages through a ``.pth`` line — a plain path
 line, so the editable install's own ``.pth`` hook there is *not* run and the checkout is never
@@ -37,8 +37,8 @@ _NOT_SOURCE = (
 )
 
 pytestmark = pytest.mark.skipif(
-    os.environ.get("MEMSPEC_WHEEL_TEST") != "1",
-    reason="slow: run with `make wheel-check` (MEMSPEC_WHEEL_TEST=1), as CI does",
+    os.environ.get("MEMSPEC_SCALE_TEST") != "1",
+    reason="slow: run with `make scale-check` (MEMSPEC_SCALE_TEST=1), as CI does",
 )
 
 
