@@ -26,6 +26,7 @@ from conformance.report.expect import (
     new_entries,
     not_reproduced,
 )
+from conformance.report.merge import clause_rows
 from conformance.runner import CORPUS_DIR, load_corpus
 
 TOKEN_VAR = "MEMSPEC_SCALE_EXPECT_TOKEN"
@@ -89,6 +90,9 @@ def test_update_records_each_divergence_once_and_prune_drops_the_fixed_one(
         assert code == 0 and data["summary"]["unexpected"] == 0
         assert baseline.read_bytes() == first
         assert "already accepts every divergence" in out
+        # the merge rebuilds the clause table and stale entries from JSON as the report does
+        assert clause_rows(data["scenarios"], data["machines"]) == data["clauses"]
+        assert any(r["expected"] for r in data["clauses"])
         assert "still say 'reason: TODO'" in capsys.readouterr().err
         code, out, _ = _run(broken.url, "--expect", str(baseline), "--expect-prune")
         assert code == 0 and baseline.read_bytes() == first and "nothing to drop" in out
