@@ -11,6 +11,7 @@ never on a command line::
     MEMSPEC_EXPECT     expectations file                (optional)
     MEMSPEC_SHARD      K/N                              (optional)
     MEMSPEC_SEED       machine seed                     (optional)
+    MEMSPEC_EXAMPLES   number of state-machine runs     (optional; default: the profile's)
     MEMSPEC_REPORT_DIR report directory                 (default memspec-report)
     GITHUB_OUTPUT      file the outputs are appended to (verdict, report-path, exit-code,
                        artifact-name); GITHUB_STEP_SUMMARY gets a short markdown summary
@@ -56,6 +57,7 @@ def build_argv() -> list[str]:
         ("MEMSPEC_EXPECT", "--expect"),
         ("MEMSPEC_SHARD", "--shard"),
         ("MEMSPEC_SEED", "--seed"),
+        ("MEMSPEC_EXAMPLES", "--examples"),
     ):
         if _env(var):
             argv += [flag, _env(var)]

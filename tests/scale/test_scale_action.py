@@ -37,6 +37,7 @@ def test_the_action_script_end_to_end_never_shows_the_token(tmp_path: Path) -> N
         MEMSPEC_SPEC="memory",
         MEMSPEC_PROFILE="quick",
         MEMSPEC_SEED="3",
+        MEMSPEC_EXAMPLES="5",
         MEMSPEC_SHARD="",
         MEMSPEC_REPORT_DIR="out/report",
         GITHUB_OUTPUT=str(gh_out),
@@ -114,7 +115,19 @@ def test_action_yml_passes_every_input_to_the_script_and_the_token_by_environmen
     run = next(s for s in steps if s.get("id") == "run")
     assert run["run"].strip() == "python -m conformance.commands.action"
     script = (ROOT / "conformance" / "commands" / "action.py").read_text()
-    for name in ("target", "token", "spec", "profile", "expect", "shard", "seed", "report-dir"):
+    names = (
+        "target",
+        "token",
+        "spec",
+        "profile",
+        "expect",
+        "shard",
+        "seed",
+        "examples",
+        "report-dir",
+    )
+    assert set(spec["inputs"]) == {*names, "fail-on-divergence", "python-version"}
+    for name in names:
         assert name in spec["inputs"]
         var = next(k for k, v in run["env"].items() if v == f"${{{{ inputs.{name} }}}}")
         assert var in script, f"input {name} -> ${var} is never read by the script"
