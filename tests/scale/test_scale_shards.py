@@ -250,3 +250,30 @@ def test_four_shard_processes_against_four_stores_merge_to_the_unsharded_run(
     assert_same_run(merged, json.loads((tmp_path / "whole" / "report.json").read_text()))
     assert {p for s in merged["scenarios"] for p in [s["protocol"]]} == {"memory", "ledger"}
     print(f"4 shards (4 processes): {sharded_wall:.1f}s wall; unsharded: {whole_wall:.1f}s")
+
+
+@pytest.mark.clause()
+def test_a_machine_failing_in_one_shard_fails_the_merged_run_once(
+    sharded: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    dirs = _copy_shards(sharded["root"], tmp_path)
+    report = dirs[1] / "report.json"
+    data = json.loads(report.read_text())
+    (m,) = data["machines"]
+    examples = m["examples"]
+    m.update(verdict="fail", reason="step 0 (write): boom", failed_clauses=["MEM-WRITE.1"])
+    data["divergences"].append(
+        {"source": "machine", "name": m["name"], "protocol": "memory", "verdict": "diverge",
+         "clauses": ["MEM-WRITE.1"], "step": 0, "op": "write", "reason": "boom",
+         "expected": "", "exchange": None, "replay": None, "expected_by": None}
+    )  # fmt: skip
+    report.write_text(json.dumps(data))
+    assert main(["report", "merge", *map(str, dirs), "--out", str(tmp_path / "out"), "-q"]) == 1
+    merged = json.loads((tmp_path / "out" / "report.json").read_text())
+    (mm,) = merged["machines"]
+    assert mm["verdict"] == "fail" and mm["reason"] == "step 0 (write): boom"
+    assert mm["examples"] > examples  # the other shard's batch is still counted
+    assert [d["name"] for d in merged["divergences"]] == [m["name"]]
+    row = next(r for r in merged["clauses"] if r["id"] == "MEM-WRITE.1")
+    assert row["failed"] == 1 and merged["exit_code"] == 1
+    assert merged["summary"]["unexpected"] == 1 and merged["summary"]["machines"] == {"fail": 1}
