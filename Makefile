@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: run test lint typecheck clauses bench clean
+.PHONY: run test lint typecheck clauses bench clean scale-check
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "memspec needs Python 3.11+ (set PYTHON=...)")'
@@ -28,6 +28,12 @@ lint: $(STAMP)
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
+
+## make scale-check: the slow checks of tests/scale (~1 min): the wheel installed in a fresh venv
+## and run from a temp dir; 4 shard processes against 4 bundled stores merged = the unsharded run
+scale-check: $(STAMP)
+	MEMSPEC_SCALE_TEST=1 $(BIN)/python -m pytest -q -p no:randomly -s tests/scale/test_scale_wheel.py \
+	  tests/scale/test_scale_shards.py::test_four_shard_processes_against_four_stores_merge_to_the_unsharded_run
 
 clauses: $(STAMP)
 	$(BIN)/memspec clauses

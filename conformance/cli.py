@@ -30,6 +30,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "fuzz",
     "selftest",
     "contract",
+    "report",
 )
 
 
@@ -48,11 +49,25 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(EXIT_USAGE)
 
 
+class _VersionAction(argparse.Action):
+    """``--version``: the memspec version, the spec and corpus revisions (computed on use)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kw: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, help=str(kw.get("help", "")))
+
+    def __call__(self, parser: argparse.ArgumentParser, *_a: object, **_k: object) -> None:
+        from conformance.version import version_line
+
+        print(version_line())
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="memspec",
         description="Reference spec and conformance harness for agent-memory stores.",
     )
+    parser.add_argument("--version", action=_VersionAction, help="print the version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in COMMAND_MODULES:
         module = importlib.import_module(f"conformance.commands.{name}")

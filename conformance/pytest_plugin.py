@@ -141,6 +141,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="YAML/JSON list of known divergences {clause|scenario, reason}: they xfail",
     )
     g.addoption(
+        "--memspec-expect-update",
+        metavar="FILE",
+        dest="memspec_expect_update",
+        default=None,
+        help="record every divergence FILE does not accept yet (reason: TODO); FILE is also"
+        " used as --memspec-expect",
+    )
+    g.addoption(
+        "--memspec-expect-prune",
+        action="store_true",
+        dest="memspec_expect_prune",
+        default=False,
+        help="drop the expectations this run checked and did not reproduce",
+    )
+    g.addoption(
         "--memspec-replay-dir",
         metavar="DIR",
         dest="memspec_replay_dir",
@@ -224,6 +239,8 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     run.close()
     if run.role == "worker":
         session.config.workeroutput["memspec"] = run.outcome()  # type: ignore[attr-defined]
+    else:
+        run.maintain_expectations()
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -283,6 +300,10 @@ class MemspecRun:
         self.run_ids: dict[str, None] = {}
         self.replays: list[str] = []
         self.matched: set[int] = set()  # expectation entries some failure matched
+        self.expect_file: str | None = None
+        self.expect_update = self.expect_prune = False
+        self.checked: list[dict[str, Any]] = []  # every result, for --memspec-expect-update/prune
+        self.baseline_lines: list[str] = []
 
     # -- building ---------------------------------------------------------------------------
 
@@ -292,7 +313,7 @@ class MemspecRun:
         from conformance.driver import RUN_ID, Secret, TargetConfig
         from conformance.machines import pick_seed
         from conformance.machines.profiles import get_profile
-        from conformance.report.expect import ExpectError, load_expectations
+        from conformance.report.expect import ExpectError, load_expectations, todo_warning
         from conformance.targets.base import TargetError, check_url, load_token
 
         run = cls()
@@ -351,11 +372,20 @@ class MemspecRun:
         run.replay_dir = (
             replay_dir if replay_dir.is_absolute() else config.invocation_params.dir / replay_dir
         )
-        if opt("memspec_expect"):
+        update, run.expect_prune = opt("memspec_expect_update"), bool(opt("memspec_expect_prune"))
+        if update and opt("memspec_expect") and Path(update) != Path(opt("memspec_expect")):
+            raise pytest.UsageError("memspec: --memspec-expect and --memspec-expect-update differ")
+        run.expect_file, run.expect_update = update or opt("memspec_expect"), bool(update)
+        if run.expect_prune and not run.expect_file:
+            raise pytest.UsageError("memspec: --memspec-expect-prune needs an expectations file")
+        if run.expect_file and (not update or Path(run.expect_file).exists()):
             try:
-                run.expectations = load_expectations(opt("memspec_expect"))
+                run.expectations = load_expectations(run.expect_file)
             except ExpectError as exc:
                 raise pytest.UsageError(f"memspec: --memspec-expect: {exc}") from exc
+            warning = todo_warning(run.expect_file, run.expectations)
+            if warning and workerinput is None:
+                run.notes.append(warning)
         run.corpus = _load_corpus(run.protocols, [Path(p) for p in opt("memspec_corpus")])
         run.machines = _machines(run.protocols)
 
@@ -511,6 +541,7 @@ class MemspecRun:
             "scopes": {p: list(s) for p, s in self.scopes.items()},
             "replays": list(self.replays),
             "matched": sorted(self.matched),
+            "checked": list(self.checked),
         }
 
     def merge(self, data: dict[str, Any]) -> None:
@@ -519,6 +550,36 @@ class MemspecRun:
             self.scopes.setdefault(protocol, {}).update(dict.fromkeys(keys))
         self.replays += list(data.get("replays") or [])
         self.matched.update(int(i) for i in data.get("matched") or [])
+        self.checked += list(data.get("checked") or [])
+
+    def record(
+        self, name: str, verdict: str, clauses: Any, failed: Any, step: Any, why: str
+    ) -> None:
+        """One result, as ``--memspec-expect-update`` / ``--memspec-expect-prune`` see it."""
+        op = step.op if step is not None else ""
+        self.checked.append(
+            {"name": name, "verdict": verdict, "clauses": list(clauses), "failed": list(failed),
+             "op": op, "why": why}
+        )  # fmt: skip
+
+    def maintain_expectations(self) -> None:
+        """After the run (main process or xdist controller): update / prune the file."""
+        import io
+
+        from conformance.report.expect import Checked, maintain
+
+        if not self.expect_file or not (self.expect_update or self.expect_prune):
+            return
+        results = [
+            Checked(c["name"], c["verdict"], tuple(c["clauses"]), tuple(c["failed"]), c["op"],
+                    c["why"])
+            for c in self.checked
+        ]  # fmt: skip
+        out = io.StringIO()
+        maintain(
+            self.expect_file, results, update=self.expect_update, prune=self.expect_prune, out=out
+        )
+        self.baseline_lines = out.getvalue().splitlines()
 
     def summary(self, *, verbose: bool) -> list[str]:
         lines = [f"target {self.url}; run id(s): {', '.join(self.run_ids)}"]
@@ -544,6 +605,7 @@ class MemspecRun:
                 lines.append(f"{protocol}: wrote nothing")
         for path in self.replays:
             lines.append(f"replay file: {path}  (rerun: {self.replay_hint(path)})")
+        lines += self.baseline_lines
         for i, entry in enumerate(self.expectations):
             if i not in self.matched:
                 lines.append(
@@ -763,6 +825,8 @@ class MemspecScenarioItem(MemspecItem):
         run = self.run
         result = run_scenario(run.driver(self.protocol), self.scenario, path=self.source)
         self.user_properties.append(("memspec_verdict", result.verdict))
+        run.record(self.scenario.name, result.verdict, self.scenario.all_clauses(),
+                   result.failed_clauses(), result.failing_step, result.reason)  # fmt: skip
         if result.verdict == "skip":
             _skip(result.reason)
         if result.verdict == "pass":
@@ -805,6 +869,8 @@ class MemspecMachineItem(MemspecItem):
         run = self.run
         driver = run.driver(self.protocol)
         result = run_machine(self.protocol, driver, run.profile, run.seed)
+        run.record(self.name, result.verdict, run.machines.get(self.protocol, ()), result.clauses,
+                   result.failure, result.reason)  # fmt: skip
         self.user_properties += [
             ("memspec_verdict", result.verdict),
             ("seed", str(result.seed)),

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import importlib
+import re
 import secrets
 import sys
 import time
@@ -28,11 +29,19 @@ from conformance.machines import machine_class, run_machine
 from conformance.machines.profiles import PROFILES, get_profile
 from conformance.report import RunReport, with_transcript, write_report
 from conformance.report.console import print_summary
-from conformance.report.expect import ExpectError, load_expectations
+from conformance.report.expect import (
+    ExpectError,
+    checked_from_report,
+    load_expectations,
+    maintain,
+    todo_warning,
+)
+from conformance.report.merge import mark_shard_finished, mark_shard_started, shard_report_options
 from conformance.report.model import now_iso
 from conformance.report.progress import Progress
 from conformance.runner import load_corpus, run_scenario, run_scenarios
 from conformance.scenario import Scenario, ScenarioError
+from conformance.shard import WHOLE, Shard, base_run_id, parse_shard, select_scenarios, shard_run_id
 from conformance.targets.base import TargetError, check_url, load_target_profile, load_token
 
 DEFAULT_REPORT_DIR = "memspec-report"
@@ -114,11 +123,35 @@ def add_run_options(p: argparse.ArgumentParser, *, machines: bool = True) -> Non
         help="YAML/JSON list of expected divergences {clause|scenario, reason}",
     )
     p.add_argument(
+        "--expect-update",
+        metavar="FILE",
+        help="record every divergence FILE does not accept yet as an entry with reason: TODO"
+        " (FILE is created if missing, and used as --expect)",
+    )
+    p.add_argument(
+        "--expect-prune",
+        action="store_true",
+        help="drop the expectations this run checked and did not reproduce",
+    )
+    p.add_argument(
         "--allow-dirty",
         action="store_true",
         help="run even when a protocol that cannot be isolated by scope keys (the ledger) finds data in the target",
     )
     p.add_argument("--quiet", "-q", action="store_true", help="no live progress line")
+    if machines:
+        p.add_argument(
+            "--shard",
+            metavar="K/N",
+            help="run shard K of N: a deterministic part of the corpus and of the machines'"
+            " examples (merge the N reports with `memspec report merge`)",
+        )
+        p.add_argument(
+            "--run-id",
+            metavar="ID",
+            help="base run id every shard shares (memspec-[a-z0-9]{4,20}; default: derived from"
+            " the seed and the options)",
+        )
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -281,13 +314,31 @@ def execute(
     from conformance.cli import UsageError
 
     expectations = []
-    if getattr(args, "expect", None):
+    update, prune = getattr(args, "expect_update", None), getattr(args, "expect_prune", False)
+    if update and args.expect and Path(args.expect) != Path(update):
+        raise UsageError("--expect and --expect-update name different files")
+    expect_file = update or getattr(args, "expect", None)
+    if prune and not expect_file:
+        raise UsageError("--expect-prune needs --expect FILE or --expect-update FILE")
+    if expect_file and (not update or Path(expect_file).exists()):
         try:
-            expectations = load_expectations(args.expect)
+            expectations = load_expectations(expect_file)
         except ExpectError as exc:
             raise UsageError(str(exc)) from exc
+        warning = todo_warning(expect_file, expectations)
+        if warning:
+            print(f"memspec: {warning}", file=sys.stderr)
+    shard = WHOLE
+    if getattr(args, "shard", None) is not None:
+        try:
+            shard = parse_shard(args.shard)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from exc
+    run_id = getattr(args, "run_id", None)
+    if run_id is not None and not re.fullmatch(r"memspec-[a-z0-9]{4,20}", run_id):
+        raise UsageError(f"--run-id {run_id!r}: expected memspec-[a-z0-9]{{4,20}}")
     with open_target(args) as session:
-        return run_pipeline(
+        outcome = run_pipeline(
             session.config,
             spec=args.spec,
             profile_name=getattr(args, "profile", "quick"),
@@ -296,12 +347,18 @@ def execute(
             corpus=corpus,
             machines=machines,
             expectations=expectations,
-            expect_file=getattr(args, "expect", None),
+            expect_file=expect_file,
             report_dir=Path(args.report) if write and getattr(args, "report", None) else None,
             allow_dirty=bool(getattr(args, "allow_dirty", False)),
             quiet=bool(getattr(args, "quiet", False)),
             out=out,
+            shard=shard,
+            run_id=run_id,
         )
+    if expect_file and (update or prune):
+        results = checked_from_report(outcome.data)
+        maintain(expect_file, results, update=bool(update), prune=prune, out=out or sys.stdout)
+    return outcome
 
 
 def run_pipeline(
@@ -320,6 +377,8 @@ def run_pipeline(
     quiet: bool = False,
     out: Any = None,
     corpus_dir: Path | None = None,
+    shard: Shard = WHOLE,
+    run_id: str | None = None,
 ) -> RunOutcome:
     """Drivers, corpus, machines, report — against one already reachable target."""
     from conformance.cli import UsageError
@@ -341,13 +400,27 @@ def run_pipeline(
         if max_examples < 1:
             raise UsageError("--examples must be at least 1")
         profile = dataclasses.replace(profile, max_examples=max_examples)
+    scenarios = select_scenarios(scenarios, shard)
+    if shard.count > 1 and machines and seed is None:
+        if profile.fixed_seed is None:
+            raise UsageError(
+                f"--shard with --profile {profile.name} needs --seed N (one seed for all shards)"
+            )
+        seed = profile.fixed_seed
     started = time.monotonic()
-    run_id = new_run_id()
+    shard_options = {"spec": spec, "profile": profile.name, "examples": profile.max_examples,
+                     "corpus": corpus, "machines": machines, "count": shard.count}  # fmt: skip
+    base = run_id or (base_run_id(seed or 0, shard_options) if shard.count > 1 else None)
+    run_id = shard_run_id(base, shard) if base else new_run_id()
+    if shard.count > 1 and report_dir is not None:
+        mark_shard_started(report_dir, shard, base or run_id)
     progress = Progress(enabled=not quiet)
     replays: dict[str, Scenario] = {}
     ctx = RunContext(run_id=run_id, target=config, allow_dirty=allow_dirty, seed=seed)
     notes: list[str] = []
     drivers = build_drivers(ctx, protocols, strict=spec != "all", notes=notes)
+    if shard.count > 1 and "ledger" in drivers:
+        notes.append(f"shard {shard.label}: the ledger needs a store instance of its own per shard")
     report = RunReport(
         run_id=run_id,
         target=config.public(),
@@ -359,6 +432,7 @@ def run_pipeline(
             "expect": expect_file,
             "corpus": corpus,
             "machines": machines,
+            **shard_report_options(shard, base, profile.max_examples),
         },
         expectations=list(expectations or []),
         expect_file=expect_file,
@@ -388,7 +462,10 @@ def run_pipeline(
                     notes.append(f"{protocol}: no state machine ({exc})")
                     continue
                 report.machine_clauses[protocol] = tuple(getattr(module, "MACHINE_CLAUSES", ()))
-                result = run_machine(protocol, driver, profile, seed, on_step=progress.step)
+                result = run_machine(
+                    protocol, driver, profile, seed, on_step=progress.step,
+                    shard=(shard.index, shard.count),
+                )  # fmt: skip
                 report.machines.append(result)
                 if result.replay is not None:
                     # Run the shrunk scenario once more: it confirms the failure reproduces
@@ -410,6 +487,8 @@ def run_pipeline(
     report.finished_at = now_iso()
     if report_dir is not None:
         data = write_report(report, report_dir, replays)
+        if shard.count > 1:
+            mark_shard_finished(report_dir, shard, base or run_id)
     else:
         data = report.to_json()
     print_summary(data, out, report_dir=str(report_dir) if report_dir else None)

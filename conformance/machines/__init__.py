@@ -224,8 +224,11 @@ def run_machine(
     *,
     on_step: Callable[[StepOutcome], None] | None = None,
     machine: type[DifferentialMachine] | None = None,
+    shard: tuple[int, int] = (1, 1),
 ) -> MachineResult:
-    """Explore ``protocol`` against ``driver``'s target under ``profile``; shrink a failure."""
+    """Explore ``protocol`` against ``driver``'s target under ``profile``; shrink a failure.
+
+    ``shard`` (K, N): run only the batches ``b`` with ``b % N == K - 1`` (conformance.shard)."""
     cls = machine or machine_class(protocol)
     seed = pick_seed(profile, seed)
     missing = sorted(cls.requires - driver.capabilities())
@@ -259,21 +262,21 @@ def run_machine(
     )
     started = time.monotonic()
     error: BaseException | None = None
-    batch_no = 0
+    ran = 0
     # Examples run in batches of at most BATCH, each batch a Hypothesis run with its own seed
     # derived from the run's seed.  A batch never looks at the clock, so a batch is exactly
-    # reproducible; the time budget (quick/deep only) is checked between batches.
-    while session.examples < profile.max_examples:
-        if (
-            batch_no
-            and profile.fixed_seed is None
-            and time.monotonic() - started > profile.budget_s
-        ):
+    # reproducible; the time budget (quick/deep only) is checked between batches.  The plan
+    # (batch b: its seed and min(BATCH, max_examples - b * BATCH) examples) is fixed up front,
+    # so that N shards, each taking every N-th batch, run exactly the batches of one run.
+    for batch_no in range(-(-profile.max_examples // BATCH)):
+        if batch_no % shard[1] != shard[0] - 1:
+            continue
+        if ran and profile.fixed_seed is None and time.monotonic() - started > profile.budget_s:
             break
-        size = min(BATCH, profile.max_examples - session.examples)
+        size = min(BATCH, profile.max_examples - batch_no * BATCH)
         before = session.examples
         error = _run_batch(factory, batch_seed(seed, batch_no), size, run_settings)
-        batch_no += 1
+        ran += 1
         if session.failure is not None or session.indeterminate is not None or error is not None:
             break
         if session.examples == before:  # nothing could run at all
@@ -335,5 +338,9 @@ def run_machine(
         return result
     if session.steps == 0:
         result.verdict = "skip"
-        result.reason = "no step could run against this target"
+        result.reason = (
+            "no step could run against this target"
+            if ran
+            else f"no batch of examples falls in shard {shard[0]}/{shard[1]}"
+        )
     return result

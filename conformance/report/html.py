@@ -81,6 +81,8 @@ def report_html(data: dict[str, Any]) -> str:
         f"run <code>{escape(data['run_id'])}</code> · {escape(data['started_at'])} · {data['duration_s']:.1f}s · ",
         f"{s['steps']} steps · {s['divergences']} divergence(s), {s['unexpected']} unexpected",
         "</p>",
+        f"<p class='muted'>judged by memspec {escape(str(data.get('memspec_version')))} · spec"
+        f" {escape(str(data.get('spec_revision')))} · corpus {escape(str(data.get('corpus_revision')))}</p>",
     ]
     opts = data["options"]
     parts.append(

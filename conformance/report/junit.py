@@ -33,6 +33,9 @@ def junit_xml(data: dict[str, Any]) -> str:
         by_protocol.setdefault(m["protocol"], []).append(("machine", m))
     for protocol, items in sorted(by_protocol.items()):
         suite = ET.SubElement(suites, "testsuite", name=f"memspec.{protocol}")
+        suite_props = ET.SubElement(suite, "properties")  # what judged the run
+        for key in ("memspec_version", "spec_revision", "corpus_revision", "run_id"):
+            ET.SubElement(suite_props, "property", name=key, value=str(data.get(key, "")))
         n = failures = errors = skipped = 0
         total = 0.0
         for kind, item in items:

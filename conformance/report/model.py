@@ -2,7 +2,7 @@
 
 Schema ``memspec-report/1`` (``report.json``)::
 
-    schema, memspec_version, run_id, started_at, finished_at, duration_s, exit_code
+    schema, memspec_version, spec_revision, corpus_revision, run_id, started_at, finished_at, duration_s, exit_code
     target        {url, label, token: "set"|"none", timeout_s, declared, denied}   — never the token
     options       {spec, profile, seed, allow_dirty, expect}
     capabilities  {protocol: [capability, …]}
@@ -27,16 +27,16 @@ from __future__ import annotations
 
 import datetime as _dt
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from conformance.clauses import Clause, load_clauses
 from conformance.machines import MachineResult
 from conformance.report.expect import Expectation, match
 from conformance.runner import ScenarioResult
+from conformance.version import provenance, specs_dir
 
 SCHEMA = "memspec-report/1"
-SPECS_DIR = Path(__file__).resolve().parents[2] / "specs"
+SPECS_DIR = specs_dir()
 
 
 def now_iso() -> str:
@@ -222,7 +222,7 @@ class RunReport:
         steps = sum(len(s.outcomes) for s in self.scenarios) + sum(m.steps for m in self.machines)
         return {
             "schema": SCHEMA,
-            "memspec_version": _version(),
+            **provenance(),  # memspec_version, spec_revision, corpus_revision
             "run_id": self.run_id,
             "started_at": self.started_at,
             "finished_at": self.finished_at,
@@ -278,12 +278,3 @@ def _divergence(
 def _clause_sort_key(cid: str) -> tuple[str, int]:
     area, _, n = cid.rpartition(".")
     return (area, int(n) if n.isdigit() else 0)
-
-
-def _version() -> str:
-    try:
-        from importlib.metadata import version
-
-        return version("memspec")
-    except Exception:  # pragma: no cover - not installed
-        return "unknown"

@@ -344,7 +344,8 @@ def test_expectations_excuse_listed_divergences_and_flag_stale_ones(
         "- clause: MEM-WRITE.1\n",
         "- clause: NOPE\n  reason: r\n",
         "{a: 1}\n",
-        "- {clause: MEM-WRITE.1, scenario: x, reason: r}\n",
+        "- {reason: r}\n",  # names neither a clause nor a scenario (both is allowed)
+        "- {clause: MEM-WRITE.1, op: 3, reason: r}\n",
     ):
         bad.write_text(text)
         with pytest.raises(Exception, match=os.path.basename(str(bad))):

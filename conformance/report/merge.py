@@ -1,0 +1,379 @@
+"""``memspec report merge DIR... --out DIR``: one report from the reports of N shards.
+
+A sharded run (``memspec run --shard K/N``, see :mod:`conformance.shard`) writes one report
+directory per shard.  Each shard directory also holds ``shard.json``: written ``"running"``
+when the shard starts and ``"complete"`` after its report is written — a shard killed half-way
+leaves ``"running"`` (or nothing), and the merge refuses it by name instead of producing a
+smaller green report.
+
+The merge refuses reports that do not belong together: different base run ids, seeds, memspec
+versions, spec or corpus revisions, options or shard counts, a shard given twice, a shard
+missing.  It then rebuilds one report — the same ``memspec-report/1`` schema, the same
+``report.json``, ``report.html``, ``junit.xml`` and clause table as the unsharded run with the
+same seed (ordering aside):
+
+* scenarios: each ran in exactly one shard — concatenated, in corpus order;
+* a machine ran a disjoint share of its batches in each shard — one result: examples and steps
+  summed, the verdict the worst (fail, indeterminate, pass, skip), the failure, replay and
+  reason those of the first shard (in K order) that failed;
+* the clause table, the divergences, the stale expectations, the summary and the exit code are
+  recomputed from the merged results, exactly as :class:`~conformance.report.model.RunReport`
+  computes them.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from conformance.report.expect import Expectation, match
+from conformance.report.html import report_html
+from conformance.report.junit import junit_xml
+from conformance.report.model import SCHEMA, spec_clauses
+from conformance.shard import Shard
+
+MARKER = "shard.json"
+#: Report fields that must be equal in every shard of one run.
+SAME = ("schema", "memspec_version", "spec_revision", "corpus_revision")
+_RANK = {"fail": 3, "indeterminate": 2, "pass": 1, "skip": 0}
+
+
+class MergeError(Exception):
+    """The shard reports cannot be merged (the message names the shard and the reason)."""
+
+
+# --------------------------------------------------------------------------- shard side
+
+
+def shard_report_options(shard: Shard, base: str | None, examples: int) -> dict[str, Any]:
+    """What a shard adds to its report's ``options`` (nothing for an unsharded run)."""
+    if shard.count == 1:
+        return {}
+    return {"shard": shard.label, "run_base": base, "examples": examples}
+
+
+def _mark(report_dir: Path, shard: Shard, base: str, status: str) -> None:
+    report_dir.mkdir(parents=True, exist_ok=True)
+    data = {"shard": shard.label, "run_base": base, "status": status}
+    (report_dir / MARKER).write_text(json.dumps(data) + "\n", encoding="utf-8")
+
+
+def mark_shard_started(report_dir: Path, shard: Shard, base: str) -> None:
+    stale = report_dir / "report.json"
+    if stale.exists():  # a report left by an earlier run must not pass for this shard's
+        stale.unlink()
+    _mark(report_dir, shard, base, "running")
+
+
+def mark_shard_finished(report_dir: Path, shard: Shard, base: str) -> None:
+    _mark(report_dir, shard, base, "complete")
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise MergeError(f"{path}: cannot read: {exc}") from exc
+
+
+def load_shards(dirs: list[Path]) -> list[tuple[Path, dict[str, Any]]]:
+    """Every shard's report, checked to belong to one complete sharded run, in shard order."""
+    if not dirs:
+        raise MergeError("no shard directories given")
+    found: list[tuple[Path, dict[str, Any]]] = []
+    incomplete: list[str] = []
+    for d in dirs:
+        marker = _read_json(d / MARKER) if (d / MARKER).is_file() else None
+        label = f"shard {marker['shard']}" if isinstance(marker, dict) else "shard"
+        if not d.is_dir():
+            raise MergeError(f"{d}: no such directory")
+        if marker is not None and marker.get("status") != "complete":
+            incomplete.append(f"{label} in {d} is incomplete (it stopped before its report)")
+            continue
+        if not (d / "report.json").is_file():
+            incomplete.append(f"{label} in {d} has no report.json (killed, or never ran?)")
+            continue
+        data = _read_json(d / "report.json")
+        if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+            raise MergeError(f"{d}/report.json: not a {SCHEMA} report")
+        if not (data.get("options") or {}).get("shard"):
+            raise MergeError(f"{d}/report.json: not a shard's report (run with --shard K/N)")
+        found.append((d, data))
+    if incomplete:
+        raise MergeError("; ".join(incomplete))
+    first_dir, first = found[0]
+    count = int(first["options"]["shard"].split("/")[1])
+    seen: dict[int, Path] = {}
+    for d, data in found:
+        k, n = (int(x) for x in data["options"]["shard"].split("/"))
+        if n != count:
+            raise MergeError(
+                f"conflicting shard counts: {first_dir} is one of {count}, {d} one of {n}"
+            )
+        if k in seen:
+            raise MergeError(f"shard {k}/{n} given twice: {seen[k]} and {d}")
+        seen[k] = d
+        for key in SAME:
+            if data.get(key) != first.get(key):
+                raise MergeError(
+                    f"conflicting {key}: {first.get(key)!r} ({first_dir}) and"
+                    f" {data.get(key)!r} ({d})"
+                )
+        a = {k2: v for k2, v in first["options"].items() if k2 != "shard"}
+        b = {k2: v for k2, v in data["options"].items() if k2 != "shard"}
+        for key in sorted(set(a) | set(b)):
+            if a.get(key) != b.get(key):
+                what = {"run_base": "run ids"}.get(key, f"option {key}")
+                raise MergeError(
+                    f"conflicting {what}: {a.get(key)!r} ({first_dir}) and {b.get(key)!r} ({d})"
+                )
+    missing = [f"{k}/{count}" for k in range(1, count + 1) if k not in seen]
+    if missing:
+        raise MergeError(
+            f"shard(s) {', '.join(missing)} missing: a merge of {len(seen)} of {count} shards"
+            " would be a smaller report, not the run's"
+        )
+    return sorted(found, key=lambda x: int(x[1]["options"]["shard"].split("/")[0]))
+
+
+# --------------------------------------------------------------------------- merging
+
+
+def _merge_machines(
+    shards: list[tuple[Path, dict[str, Any]]],
+) -> list[tuple[dict[str, Any], int]]:
+    """One result per machine, with the index of the shard its verdict comes from."""
+    by_name: dict[str, list[tuple[dict[str, Any], int]]] = {}
+    for i, (_, data) in enumerate(shards):
+        for m in data["machines"]:
+            by_name.setdefault(m["name"], []).append((m, i))
+    out = []
+    for found in by_name.values():
+        parts = [m for m, _ in found]
+        worst, source = max(found, key=lambda x: (_RANK.get(x[0]["verdict"], 0), -x[1]))
+        merged = dict(worst)
+        merged["examples"] = sum(m["examples"] for m in parts)
+        merged["steps"] = sum(m["steps"] for m in parts)
+        merged["elapsed_s"] = round(sum(m["elapsed_s"] for m in parts), 3)
+        if merged["verdict"] == "skip" and any(m["verdict"] == "skip" for m in parts):
+            merged["reason"] = next(
+                (m["reason"] for m in parts if "falls in shard" not in m["reason"]),
+                merged["reason"],
+            )
+        details = dict(worst.get("details") or {})
+        skipped: dict[str, int] = {}
+        for m in parts:
+            for reason, n in ((m.get("details") or {}).get("skipped_steps") or {}).items():
+                skipped[reason] = skipped.get(reason, 0) + n
+        details["skipped_steps"] = skipped
+        merged["details"] = details
+        out.append((merged, source))
+    return out
+
+
+def clause_rows(scenarios: list[dict[str, Any]], machines: list[dict[str, Any]]) -> list[Any]:
+    """The clause table from report JSON (the same as ``RunReport.clause_rows``)."""
+    known = spec_clauses()
+    rows: dict[str, dict[str, Any]] = {}
+
+    def row(cid: str) -> dict[str, Any]:
+        if cid not in rows:
+            c = known.get(cid)
+            rows[cid] = {
+                "id": cid,
+                "title": c.title if c else "",
+                "level": c.level if c else "",
+                "passed": 0,
+                "failed": 0,
+                "skipped": 0,
+                "indeterminate": 0,
+                "skip_reasons": [],
+                "expected": [],
+            }
+        return rows[cid]
+
+    for r in [*scenarios, *machines]:
+        verdict, clauses, failed = r["verdict"], r["clauses"], r["failed_clauses"]
+        if verdict == "pass":
+            for cid in clauses:
+                row(cid)["passed"] += 1
+        elif verdict == "skip":
+            for cid in clauses:
+                x = row(cid)
+                x["skipped"] += 1
+                if r["reason"] and r["reason"] not in x["skip_reasons"]:
+                    x["skip_reasons"].append(r["reason"])
+        else:
+            key = "failed" if verdict == "fail" else "indeterminate"
+            exp = r.get("expected_by")
+            for cid in failed or clauses:
+                x = row(cid)
+                x[key] += 1
+                if exp and exp["reason"] not in x["expected"]:
+                    x["expected"].append(exp["reason"])
+
+    def sort_key(cid: str) -> tuple[str, int]:
+        area, _, n = cid.rpartition(".")
+        return (area, int(n) if n.isdigit() else 0)
+
+    return sorted(rows.values(), key=lambda x: sort_key(x["id"]))
+
+
+def _stale(
+    entries: list[dict[str, Any]], results: list[dict[str, Any]], rows: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Stale expectations of the merged run (as ``RunReport.stale_expectations``)."""
+    failing = [r for r in results if r["verdict"] in ("fail", "indeterminate")]
+    ran = {r["name"]: r["verdict"] for r in results}
+    by_id = {r["id"]: r for r in rows}
+    out = []
+    for raw in entries:
+        e = Expectation(
+            raw.get("clause"),
+            raw.get("scenario"),
+            raw["reason"],
+            raw.get("op"),
+            raw.get("divergence"),
+        )
+        if any(match([e], r["name"], r["failed_clauses"]) for r in failing):
+            continue
+        if e.scenario is not None:
+            status = "passes now" if ran.get(e.scenario) == "pass" else "not run"
+        else:
+            x = by_id.get(e.clause or "")
+            status = "passes now" if x and x["passed"] and not x["failed"] else "not exercised"
+        out.append({"entry": raw, "status": status})
+    return out
+
+
+def merge_reports(shards: list[tuple[Path, dict[str, Any]]]) -> dict[str, Any]:
+    """One report from the (checked) shard reports."""
+    first = shards[0][1]
+    protocols: list[str] = []
+    for _, data in shards:
+        for p in [*data["capabilities"], *(s["protocol"] for s in data["scenarios"])]:
+            if p not in protocols:
+                protocols.append(p)
+    order = {p: i for i, p in enumerate(["memory", "ledger", *protocols])}
+    scenarios = sorted(
+        (s for _, data in shards for s in data["scenarios"]),
+        key=lambda s: (order.get(s["protocol"], 99), s.get("path") or "", s["name"]),
+    )
+    merged_machines = sorted(_merge_machines(shards), key=lambda x: order.get(x[0]["protocol"], 99))
+    machines = [m for m, _ in merged_machines]
+    by_scenario = {s["name"]: i for i, s in enumerate(scenarios)}
+    divergences = sorted(
+        (d for _, data in shards for d in data["divergences"] if d["source"] == "scenario"),
+        key=lambda d: by_scenario.get(d["name"], 0),
+    )
+    for m, source in merged_machines:  # the machine's divergence, from the shard its verdict is
+        divergences += [
+            d
+            for d in shards[source][1]["divergences"]
+            if d["source"] == "machine" and d["name"] == m["name"]
+        ]
+    results = [*scenarios, *machines]
+    failing = [r for r in results if r["verdict"] in ("fail", "indeterminate")]
+    unexpected = [r for r in failing if not r.get("expected_by")]
+    rows = clause_rows(scenarios, machines)
+    capabilities: dict[str, list[str]] = {}
+    scopes: dict[str, list[str]] = {}
+    targets = []
+    for d, data in shards:
+        for p, caps in data["capabilities"].items():
+            capabilities[p] = sorted(set(capabilities.get(p, [])) | set(caps))
+        for p, keys in data["scopes_written"].items():
+            scopes.setdefault(p, []).extend(keys)
+        targets.append(
+            {
+                "shard": data["options"]["shard"],
+                "run_id": data["run_id"],
+                "target": data["target"],
+                "duration_s": data["duration_s"],
+                "dir": str(d),
+            }
+        )
+    notes = list(dict.fromkeys(n for _, data in shards for n in data.get("notes", [])))
+    ledger_urls: dict[str, list[str]] = {}
+    for _, data in shards:
+        if "ledger" in data["capabilities"]:
+            ledger_urls.setdefault(str(data["target"].get("url")), []).append(
+                data["options"]["shard"]
+            )
+    for url, which in ledger_urls.items():
+        if len(which) > 1:
+            notes.append(
+                f"shards {', '.join(which)} checked the ledger at the same URL {url}: they shared"
+                " one store instance, whose single account scope each shard resets — give every"
+                " ledger shard a fresh store"
+            )
+    counts: dict[str, dict[str, int]] = {"scenarios": {}, "machines": {}}
+    for s in scenarios:
+        counts["scenarios"][s["verdict"]] = counts["scenarios"].get(s["verdict"], 0) + 1
+    for m in machines:
+        counts["machines"][m["verdict"]] = counts["machines"].get(m["verdict"], 0) + 1
+    options = {k: v for k, v in first["options"].items() if k != "shard"}
+    options["shards"] = len(shards)
+    expectations = first["expectations"]
+    labels = {str(first["target"].get("label") or first["target"].get("url"))}
+    labels |= {str(t["target"].get("label") or t["target"].get("url")) for t in targets}
+    target = dict(first["target"])
+    if len(labels) > 1:
+        target["label"] = f"{len(shards)} shards: " + ", ".join(sorted(labels))
+    return {
+        **{key: first[key] for key in SAME},
+        "run_id": options.get("run_base") or first["run_id"],
+        "started_at": min(data["started_at"] for _, data in shards),
+        "finished_at": max(data["finished_at"] for _, data in shards),
+        "duration_s": max(data["duration_s"] for _, data in shards),
+        "exit_code": 1 if unexpected else 0,
+        "target": target,
+        "options": options,
+        "capabilities": capabilities,
+        "scopes_written": {p: sorted(set(k)) for p, k in scopes.items()},
+        "scenarios": scenarios,
+        "machines": machines,
+        "clauses": rows,
+        "divergences": divergences,
+        "expectations": {
+            "file": expectations.get("file"),
+            "entries": expectations.get("entries", []),
+            "stale": _stale(expectations.get("entries", []), results, rows),
+        },
+        "summary": {
+            **counts,
+            "divergences": len(divergences),
+            "unexpected": len(unexpected),
+            "indeterminate": sum(1 for r in failing if r["verdict"] == "indeterminate"),
+            "steps": sum(len(s["steps"]) for s in scenarios) + sum(m["steps"] for m in machines),
+        },
+        "notes": notes,
+        "shards": targets,
+    }
+
+
+def write_merged(
+    shards: list[tuple[Path, dict[str, Any]]], data: dict[str, Any], out_dir: Path
+) -> None:
+    """Write report.json, junit.xml, report.html and the shards' replay files into out_dir."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    moved: dict[str, str] = {}
+    for d, _ in shards:
+        for f in sorted((d / "replays").glob("*.json")) if (d / "replays").is_dir() else []:
+            dest = out_dir / "replays" / f.name
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(f, dest)
+            moved[f.name] = str(dest)
+    for item in [*data["scenarios"], *data["machines"], *data["divergences"]]:
+        if item.get("replay"):
+            item["replay"] = moved.get(Path(item["replay"]).name, item["replay"])
+    (out_dir / "report.json").write_text(
+        json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
+    (out_dir / "junit.xml").write_text(junit_xml(data), encoding="utf-8")
+    (out_dir / "report.html").write_text(report_html(data), encoding="utf-8")
