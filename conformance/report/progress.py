@@ -8,6 +8,7 @@ flooding the log.
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from typing import TextIO
 
@@ -30,6 +31,7 @@ class Progress:
         self._last = 0.0
         self._width = 0
         self._started = time.monotonic()
+        self._lock = threading.RLock()  # lanes report from their own threads
 
     def set_phase(self, phase: str) -> None:
         if self.enabled and not self.tty and self.phase:
@@ -40,16 +42,18 @@ class Progress:
         self._emit(force=True)
 
     def step(self, outcome: StepOutcome) -> None:
-        self.steps += 1
-        if outcome.verdict == "diverge":
-            self.divergences += 1
-        elif outcome.verdict == "indeterminate":
-            self.indeterminate += 1
-        self._emit()
+        with self._lock:
+            self.steps += 1
+            if outcome.verdict == "diverge":
+                self.divergences += 1
+            elif outcome.verdict == "indeterminate":
+                self.indeterminate += 1
+            self._emit()
 
     def scenario_done(self) -> None:
-        self.scenarios += 1
-        self._emit()
+        with self._lock:
+            self.scenarios += 1
+            self._emit()
 
     def line(self) -> str:
         elapsed = time.monotonic() - self._started
