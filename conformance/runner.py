@@ -141,6 +141,7 @@ def run_scenarios(
     *,
     on_step: OnStep | None = None,
     on_result: Callable[[ScenarioResult], None] | None = None,
+    on_begin: Callable[[Scenario], None] | None = None,
 ) -> list[ScenarioResult]:
     """Run every scenario through a driver of its protocol (skipped if none was built).
 
@@ -151,8 +152,8 @@ def run_scenarios(
     taking the next one of its protocol when it is free, so at most ``len(lanes)`` scenarios of
     a protocol are in flight.  Every scenario's scopes are named after its place in the corpus,
     never after the lane, so results, divergences and replays are the same for any number of
-    lanes; results come back in corpus order.  ``on_step`` and ``on_result`` are called from
-    the lanes' threads, one call at a time.
+    lanes; results come back in corpus order.  ``on_begin``, ``on_step`` and ``on_result`` are
+    called from the lanes' threads, one call at a time.
     """
     items = list(scenarios)
     lanes = {p: [d] if not isinstance(d, Sequence) else list(d) for p, d in drivers.items()}
@@ -189,6 +190,8 @@ def run_scenarios(
                 if not queue:
                     return
                 i = queue.popleft()
+                if on_begin is not None:
+                    on_begin(items[i][0])
             scenario, path = items[i]
             finish(i, run_scenario(driver, scenario, path=path, on_step=step_hook, tag=f"c{i}"))
 

@@ -468,6 +468,7 @@ def run_pipeline(
                     scenarios,
                     on_step=lambda _r, o: progress.step(o),
                     on_result=lambda _r: progress.scenario_done(),
+                    on_begin=lambda _s: progress.scenario_started(),
                 )
             finally:
                 for lane in extra:

@@ -25,6 +25,7 @@ class Progress:
         self.enabled = enabled
         self.steps = 0
         self.scenarios = 0
+        self.in_flight = 0  # scenarios or machine runs begun and not yet done
         self.divergences = 0
         self.indeterminate = 0
         self.phase = ""
@@ -50,16 +51,22 @@ class Progress:
                 self.indeterminate += 1
             self._emit()
 
+    def scenario_started(self) -> None:
+        with self._lock:
+            self.in_flight += 1
+
     def scenario_done(self) -> None:
         with self._lock:
             self.scenarios += 1
+            self.in_flight = max(0, self.in_flight - 1)
             self._emit()
 
     def line(self) -> str:
         elapsed = time.monotonic() - self._started
         parts = [
             f"memspec {self.phase}" if self.phase else "memspec",
-            f"{self.scenarios} scenarios",
+            f"{self.scenarios} scenarios"
+            + (f" ({self.in_flight} in flight)" if self.in_flight > 1 else ""),
             f"{self.steps} steps",
             f"{self.divergences} divergences",
         ]
