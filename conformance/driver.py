@@ -188,8 +188,12 @@ class Driver(Protocol):
     def capabilities(self) -> frozenset[str]:
         """Capabilities the target declared or the driver probed (e.g. ``ledger.test_control``)."""
 
-    def begin(self, scenario_name: str) -> None:
-        """Start a fresh scenario: reset the model, the symbol table and the id bijection."""
+    def begin(self, scenario_name: str, tag: str | None = None) -> None:
+        """Start a fresh scenario: reset the model, the symbol table and the id bijection.
+
+        ``tag``, when given, names the scenario's scopes (the corpus passes ``c<index>``, so the
+        keys do not depend on which driver ran the scenario); a protocol without per-run scopes
+        ignores it."""
 
     def execute(self, index: int, step: Step) -> StepOutcome:
         """Run one step against model and target and judge the answer."""

@@ -8,8 +8,10 @@ with the reason, never failed.  Nothing here knows a protocol: drivers do.
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -75,9 +77,18 @@ def scenario_requirements(driver: Driver, scenario: Scenario) -> set[str]:
 
 
 def run_scenario(
-    driver: Driver, scenario: Scenario, *, path: str | None = None, on_step: OnStep | None = None
+    driver: Driver,
+    scenario: Scenario,
+    *,
+    path: str | None = None,
+    on_step: OnStep | None = None,
+    tag: str | None = None,
 ) -> ScenarioResult:
-    """Run one scenario to its end or its first divergence."""
+    """Run one scenario to its end or its first divergence.
+
+    ``tag`` names the scenario's scopes in the run (the corpus passes ``c<index>``) so that the
+    keys a scenario writes do not depend on which lane ran it or what ran before it.
+    """
     result = ScenarioResult(scenario, "pass", path=path)
     missing = sorted(scenario_requirements(driver, scenario) - set(driver.capabilities()))
     if missing:
@@ -85,7 +96,10 @@ def run_scenario(
         result.reason = f"target lacks {', '.join(missing)}"
         return result
     started = time.perf_counter()
-    driver.begin(scenario.name)
+    if tag is None:
+        driver.begin(scenario.name)
+    else:
+        driver.begin(scenario.name, tag=tag)
     for index, step in enumerate(scenario.steps):
         try:
             outcome = driver.execute(index, step)
@@ -118,27 +132,83 @@ def run_scenario(
     return result
 
 
+Lanes = Mapping[str, "Driver | Sequence[Driver]"]
+
+
 def run_scenarios(
-    drivers: dict[str, Driver],
+    drivers: Lanes,
     scenarios: Iterable[tuple[Scenario, str | None]],
     *,
     on_step: OnStep | None = None,
     on_result: Callable[[ScenarioResult], None] | None = None,
+    on_begin: Callable[[Scenario], None] | None = None,
 ) -> list[ScenarioResult]:
-    """Run every scenario through the driver of its protocol (skipped if none was built)."""
-    results = []
-    for scenario, path in scenarios:
-        driver = drivers.get(scenario.protocol)
-        if driver is None:
-            result = ScenarioResult(
-                scenario, "skip", reason=f"no {scenario.protocol} target in this run", path=path
-            )
+    """Run every scenario through a driver of its protocol (skipped if none was built).
+
+    ``drivers`` maps a protocol to one driver or to several *lanes* — drivers of the same
+    protocol, each with its own connection, that run scenarios side by side (memory lanes share
+    one target: every scenario writes only its own run-unique scopes; ledger lanes are separate
+    instances, since a ledger has one account scope).  Each lane runs one scenario at a time,
+    taking the next one of its protocol when it is free, so at most ``len(lanes)`` scenarios of
+    a protocol are in flight.  Every scenario's scopes are named after its place in the corpus,
+    never after the lane, so results, divergences and replays are the same for any number of
+    lanes; results come back in corpus order.  ``on_begin``, ``on_step`` and ``on_result`` are
+    called from the lanes' threads, one call at a time.
+    """
+    items = list(scenarios)
+    lanes = {p: [d] if not isinstance(d, Sequence) else list(d) for p, d in drivers.items()}
+    results: list[ScenarioResult | None] = [None] * len(items)
+    queues: dict[str, deque[int]] = {p: deque() for p in lanes}
+    lock = threading.Lock()
+
+    def finish(i: int, result: ScenarioResult) -> None:
+        with lock:
+            results[i] = result
+            if on_result is not None:
+                on_result(result)
+
+    def step_hook(result: ScenarioResult, outcome: StepOutcome) -> None:
+        if on_step is not None:
+            with lock:
+                on_step(result, outcome)
+
+    for i, (scenario, path) in enumerate(items):
+        if lanes.get(scenario.protocol):
+            queues[scenario.protocol].append(i)
         else:
-            result = run_scenario(driver, scenario, path=path, on_step=on_step)
-        results.append(result)
-        if on_result is not None:
-            on_result(result)
-    return results
+            finish(
+                i,
+                ScenarioResult(
+                    scenario, "skip", reason=f"no {scenario.protocol} target in this run", path=path
+                ),
+            )
+
+    def lane(protocol: str, driver: Driver) -> None:
+        queue = queues[protocol]
+        while True:
+            with lock:
+                if not queue:
+                    return
+                i = queue.popleft()
+                if on_begin is not None:
+                    on_begin(items[i][0])
+            scenario, path = items[i]
+            finish(i, run_scenario(driver, scenario, path=path, on_step=step_hook, tag=f"c{i}"))
+
+    work = [(p, d) for p, ds in lanes.items() for d in ds[: max(1, len(queues[p]))] if queues[p]]
+    if len(work) <= 1:
+        for protocol, driver in work:
+            lane(protocol, driver)
+    else:
+        threads = [
+            threading.Thread(target=lane, args=w, name=f"memspec-lane-{w[0]}", daemon=True)
+            for w in work
+        ]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    return [r for r in results if r is not None]
 
 
 def load_corpus(

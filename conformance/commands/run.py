@@ -86,6 +86,16 @@ def add_target_options(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--timeout", type=float, metavar="S", help="per-request timeout in seconds (default 10)"
     )
+    g.add_argument(
+        "--ledger-target",
+        dest="ledger_targets",
+        metavar="URL",
+        action="append",
+        default=[],
+        help="another instance of the same ledger store (same token; repeatable).  A ledger "
+        "has one account scope, so its work runs one step at a time per instance: ledger "
+        "scenarios and machine runs are spread over --target and these",
+    )
 
 
 def add_run_options(p: argparse.ArgumentParser, *, machines: bool = True) -> None:
@@ -138,6 +148,16 @@ def add_run_options(p: argparse.ArgumentParser, *, machines: bool = True) -> Non
         action="store_true",
         help="run even when a protocol that cannot be isolated by scope keys (the ledger) finds data in the target",
     )
+    p.add_argument(
+        "--jobs",
+        "-j",
+        type=_jobs,
+        default=DEFAULT_JOBS,
+        metavar="N",
+        help=f"scenarios in flight at once against one target (default {DEFAULT_JOBS}; 1 = one "
+        "at a time). Each works in its own run-unique scopes; the verdict, divergences and "
+        "replays do not depend on N",
+    )
     p.add_argument("--quiet", "-q", action="store_true", help="no live progress line")
     if machines:
         p.add_argument(
@@ -152,6 +172,52 @@ def add_run_options(p: argparse.ArgumentParser, *, machines: bool = True) -> Non
             help="base run id every shard shares (memspec-[a-z0-9]{4,20}; default: derived from"
             " the seed and the options)",
         )
+
+
+#: Enough to hide a remote target's round trip behind the others' work without flooding it.
+DEFAULT_JOBS = 4
+#: At most this many bundled stores are started to carry the ledger's lanes.
+BUNDLED_LEDGER_LANES = 4
+MAX_JOBS = 64
+
+
+def _jobs(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--jobs takes a whole number, not {text!r}") from None
+    if not 1 <= n <= MAX_JOBS:
+        raise argparse.ArgumentTypeError(f"--jobs must be from 1 to {MAX_JOBS}, not {n}")
+    return n
+
+
+def driver_lanes(drivers: dict[str, Driver], jobs: int) -> dict[str, list[Driver]]:
+    """Each protocol's driver plus, where the protocol can share one target (a ``lane``
+    method: per-run scopes), ``jobs - 1`` more lanes on the same target."""
+    lanes: dict[str, list[Driver]] = {}
+    for protocol, driver in drivers.items():
+        spawn = getattr(driver, "lane", None)
+        lanes[protocol] = [driver]
+        if callable(spawn):
+            lanes[protocol] += [spawn() for _ in range(jobs - 1)]
+    return lanes
+
+
+def ledger_lanes(ctx: RunContext, targets: list[TargetConfig], notes: list[str]) -> list[Driver]:
+    """A ledger driver for each further instance of the ledger store (one lane each)."""
+    from conformance.cli import TargetUnreachable
+
+    out: list[Driver] = []
+    for config in targets:
+        try:
+            out.append(driver_factory("ledger")(dataclasses.replace(ctx, target=config)))
+        except TargetError as exc:
+            for d in out:
+                d.close()
+            raise TargetUnreachable(f"ledger instance {config.label}: {exc}") from exc
+    if out:
+        notes.append(f"ledger work spread over {len(out) + 1} instances of the store")
+    return out
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -176,6 +242,8 @@ class TargetSession:
     config: TargetConfig
     bundled: bool
     handle: Any = None
+    #: more instances of the ledger store (``--ledger-target``, or bundled ones for ``--jobs``)
+    ledger_extra: list[TargetConfig] = field(default_factory=list)
 
 
 def start_bundled_store(token: str, quirks: frozenset[str] = frozenset()) -> Any:
@@ -227,28 +295,44 @@ def open_target(args: argparse.Namespace) -> Iterator[TargetSession]:
             )
     except TargetError as exc:
         raise UsageError(str(exc)) from exc
+    extra_urls: list[str] = list(getattr(args, "ledger_targets", None) or [])
+    if extra_urls and not url:
+        raise UsageError("--ledger-target needs --target (the bundled store starts its own)")
+    try:
+        extra_urls = [check_url(u) for u in extra_urls]
+    except TargetError as exc:
+        raise UsageError(str(exc)) from exc
     if url:
-        yield TargetSession(
-            TargetConfig(url, token, timeout, declared=declared, denied=denied, label=url), False
-        )
+
+        def remote(u: str) -> TargetConfig:
+            return TargetConfig(u, token, timeout, declared=declared, denied=denied, label=u)
+
+        yield TargetSession(remote(url), False, ledger_extra=[remote(u) for u in extra_urls])
         return
     secret = secrets.token_urlsafe(24)
+    handles: list[Any] = []
     try:
-        handle = start_bundled_store(secret)
+        # The ledger's work runs one step at a time per instance: give --jobs some instances.
+        for _ in range(min(BUNDLED_LEDGER_LANES, max(1, int(getattr(args, "jobs", 1) or 1)))):
+            handles.append(start_bundled_store(secret))
     except OSError as exc:
+        for h in handles:
+            h.stop()
         raise TargetUnreachable(f"cannot start the bundled store: {exc}") from exc
     try:
-        config = TargetConfig(
-            handle.url,
-            Secret(secret),
-            timeout,
-            declared=declared,
-            denied=denied,
-            label="bundled store",
+
+        def bundled(h: Any) -> TargetConfig:
+            return TargetConfig(
+                h.url, Secret(secret), timeout, declared=declared, denied=denied,
+                label="bundled store",
+            )  # fmt: skip
+
+        yield TargetSession(
+            bundled(handles[0]), True, handles[0], ledger_extra=[bundled(h) for h in handles[1:]]
         )
-        yield TargetSession(config, True, handle)
     finally:
-        handle.stop()
+        for h in handles:
+            h.stop()
 
 
 def protocols_for(spec: str) -> list[str]:
@@ -354,6 +438,8 @@ def execute(
             out=out,
             shard=shard,
             run_id=run_id,
+            jobs=int(getattr(args, "jobs", 1) or 1),
+            ledger_targets=session.ledger_extra,
         )
     if expect_file and (update or prune):
         results = checked_from_report(outcome.data)
@@ -379,6 +465,8 @@ def run_pipeline(
     corpus_dir: Path | None = None,
     shard: Shard = WHOLE,
     run_id: str | None = None,
+    jobs: int = 1,
+    ledger_targets: list[TargetConfig] | None = None,
 ) -> RunOutcome:
     """Drivers, corpus, machines, report — against one already reachable target."""
     from conformance.cli import UsageError
@@ -433,6 +521,7 @@ def run_pipeline(
             "corpus": corpus,
             "machines": machines,
             **shard_report_options(shard, base, profile.max_examples),
+            "jobs": jobs,
         },
         expectations=list(expectations or []),
         expect_file=expect_file,
@@ -443,12 +532,21 @@ def run_pipeline(
             report.capabilities[protocol] = sorted(driver.capabilities())
         if scenarios:
             progress.set_phase("corpus")
-            report.scenarios = run_scenarios(
-                drivers,
-                scenarios,
-                on_step=lambda _r, o: progress.step(o),
-                on_result=lambda _r: progress.scenario_done(),
-            )
+            lanes = driver_lanes(drivers, jobs)
+            if "ledger" in drivers and ledger_targets:
+                lanes["ledger"] += ledger_lanes(ctx, ledger_targets, notes)
+            extra = [d for ds in lanes.values() for d in ds[1:]]
+            try:
+                report.scenarios = run_scenarios(
+                    lanes,
+                    scenarios,
+                    on_step=lambda _r, o: progress.step(o),
+                    on_result=lambda _r: progress.scenario_done(),
+                    on_begin=lambda _s: progress.scenario_started(),
+                )
+            finally:
+                for lane in extra:
+                    lane.close()
             for r in report.scenarios:
                 if r.verdict in ("fail", "indeterminate"):
                     steps = [o.to_json() for o in r.outcomes]

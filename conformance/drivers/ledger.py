@@ -189,8 +189,8 @@ class LedgerDriver:
         finally:
             self.target.close()
 
-    def begin(self, scenario_name: str) -> None:
-        """A fresh ledger (reset, or the previous scenario's records forgotten), a fresh model
+    def begin(self, scenario_name: str, tag: str | None = None) -> None:
+        """``tag`` is unused: the ledger has one account scope per target.  A fresh ledger (reset, or the previous scenario's records forgotten), a fresh model
         at :data:`START_MS`, empty symbol table and correspondences."""
         self._setup_error = None
         if self.control:

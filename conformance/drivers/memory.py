@@ -101,19 +101,22 @@ class MemoryDriver:
 
     protocol = "memory"
 
-    def __init__(self, ctx: RunContext) -> None:
+    def __init__(self, ctx: RunContext, *, probed: frozenset[str] | None = None) -> None:
         self.ctx = ctx
         self.target = MemoryTarget(ctx.target)
         self._scenario_no = 0
         self._written: dict[str, None] = {}
         self._probe_scope = self._make_scope(0, "probe")
-        try:
-            self._caps = self.target.probe(self._probe_scope)
-        except TargetError:
-            self.target.close()
-            raise
-        if CAP in self._caps or AUTH in self._caps:
-            self._written[self._probe_scope] = None
+        if probed is not None:  # a lane of a driver that already probed this target
+            self._caps = probed
+        else:
+            try:
+                self._caps = self.target.probe(self._probe_scope)
+            except TargetError:
+                self.target.close()
+                raise
+            if CAP in self._caps or AUTH in self._caps:
+                self._written[self._probe_scope] = None
         self.cap_default = int(ctx.options.get("memory_cap_default", 500))
         self.spacing_slept_s = 0.0  # time spent keeping mutating steps apart (benchmarks)
         self.settling_reads = 0  # follow-up /list reads that told equally legal states apart
@@ -124,8 +127,11 @@ class MemoryDriver:
     def capabilities(self) -> frozenset[str]:
         return self._caps
 
-    def begin(self, scenario_name: str) -> None:
+    def begin(self, scenario_name: str, tag: str | None = None) -> None:
+        """A fresh model and symbol table; the scenario's scopes are named ``<run>-<tag>-…``
+        (``tag`` defaults to this driver's own count of scenarios begun)."""
         self._scenario_no += 1
+        self._tag = tag if tag is not None else str(self._scenario_no)
         self.scenario_name = scenario_name
         self.oracle = MemoryOracle(self.cap_default)
         self.symbols: dict[str, str] = {}
@@ -135,6 +141,13 @@ class MemoryDriver:
 
     def scopes_written(self) -> list[str]:
         return list(self._written)
+
+    def lane(self) -> MemoryDriver:
+        """Another driver on the same target, with its own connection and the capabilities
+        this one probed, to run scenarios side by side (each scenario's scopes are its own)."""
+        other = MemoryDriver(self.ctx, probed=self._caps)
+        other._written = self._written  # one record of the scopes the run wrote
+        return other
 
     def requirements(self, scenario: Scenario) -> set[str]:
         """Capabilities ``scenario`` needs (its ``requires`` plus what its steps use)."""
@@ -149,13 +162,13 @@ class MemoryDriver:
 
     # -- expansion ------------------------------------------------------------------------
 
-    def _make_scope(self, n: int, name: str) -> str:
-        return f"org:{self.ctx.run_id}-{n}-{name}"
+    def _make_scope(self, tag: int | str, name: str) -> str:
+        return f"org:{self.ctx.run_id}-{tag}-{name}"
 
     def scope_key(self, placeholder: str) -> str:
         """The run's key for ``{scope:<placeholder>}`` in the current scenario."""
         if placeholder not in self.scopes:
-            self.scopes[placeholder] = self._make_scope(self._scenario_no, placeholder)
+            self.scopes[placeholder] = self._make_scope(self._tag, placeholder)
         return self.scopes[placeholder]
 
     def expand(self, value: Any) -> Any:

@@ -47,6 +47,11 @@ class MergeError(Exception):
 # --------------------------------------------------------------------------- shard side
 
 
+#: Options that may differ between the shards of one run: which shard it is, and how many
+#: scenarios each ran side by side (``--jobs`` changes no result).
+_PER_SHARD = frozenset({"shard", "jobs"})
+
+
 def shard_report_options(shard: Shard, base: str | None, examples: int) -> dict[str, Any]:
     """What a shard adds to its report's ``options`` (nothing for an unsharded run)."""
     if shard.count == 1:
@@ -124,8 +129,8 @@ def load_shards(dirs: list[Path]) -> list[tuple[Path, dict[str, Any]]]:
                     f"conflicting {key}: {first.get(key)!r} ({first_dir}) and"
                     f" {data.get(key)!r} ({d})"
                 )
-        a = {k2: v for k2, v in first["options"].items() if k2 != "shard"}
-        b = {k2: v for k2, v in data["options"].items() if k2 != "shard"}
+        a = {k2: v for k2, v in first["options"].items() if k2 not in _PER_SHARD}
+        b = {k2: v for k2, v in data["options"].items() if k2 not in _PER_SHARD}
         for key in sorted(set(a) | set(b)):
             if a.get(key) != b.get(key):
                 what = {"run_base": "run ids"}.get(key, f"option {key}")

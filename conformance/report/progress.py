@@ -8,6 +8,7 @@ flooding the log.
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from typing import TextIO
 
@@ -24,12 +25,14 @@ class Progress:
         self.enabled = enabled
         self.steps = 0
         self.scenarios = 0
+        self.in_flight = 0  # scenarios or machine runs begun and not yet done
         self.divergences = 0
         self.indeterminate = 0
         self.phase = ""
         self._last = 0.0
         self._width = 0
         self._started = time.monotonic()
+        self._lock = threading.RLock()  # lanes report from their own threads
 
     def set_phase(self, phase: str) -> None:
         if self.enabled and not self.tty and self.phase:
@@ -40,22 +43,30 @@ class Progress:
         self._emit(force=True)
 
     def step(self, outcome: StepOutcome) -> None:
-        self.steps += 1
-        if outcome.verdict == "diverge":
-            self.divergences += 1
-        elif outcome.verdict == "indeterminate":
-            self.indeterminate += 1
-        self._emit()
+        with self._lock:
+            self.steps += 1
+            if outcome.verdict == "diverge":
+                self.divergences += 1
+            elif outcome.verdict == "indeterminate":
+                self.indeterminate += 1
+            self._emit()
+
+    def scenario_started(self) -> None:
+        with self._lock:
+            self.in_flight += 1
 
     def scenario_done(self) -> None:
-        self.scenarios += 1
-        self._emit()
+        with self._lock:
+            self.scenarios += 1
+            self.in_flight = max(0, self.in_flight - 1)
+            self._emit()
 
     def line(self) -> str:
         elapsed = time.monotonic() - self._started
         parts = [
             f"memspec {self.phase}" if self.phase else "memspec",
-            f"{self.scenarios} scenarios",
+            f"{self.scenarios} scenarios"
+            + (f" ({self.in_flight} in flight)" if self.in_flight > 1 else ""),
             f"{self.steps} steps",
             f"{self.divergences} divergences",
         ]

@@ -44,3 +44,29 @@ def test_disabled_progress_writes_nothing() -> None:
     p.step(outcome())
     p.close()
     assert out.getvalue() == ""
+
+
+@pytest.mark.clause()
+def test_progress_says_how_many_are_in_flight_from_many_lanes() -> None:
+    import threading
+
+    out = io.StringIO()
+    p = Progress(out, interval_s=3600.0)
+    p.set_phase("corpus")
+    for _ in range(3):
+        p.scenario_started()
+    assert "(3 in flight)" in p.line()
+
+    def lane() -> None:
+        for _ in range(1000):
+            p.step(outcome())
+
+    threads = [threading.Thread(target=lane) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for _ in range(3):
+        p.scenario_done()
+    assert p.steps == 4000 and p.in_flight == 0
+    assert "3 scenarios | 4000 steps" in p.line() and "in flight" not in p.line()
