@@ -24,11 +24,12 @@ from typing import Any
 
 from conformance.driver import Driver, RunContext, Secret, TargetConfig
 from conformance.drivers import DRIVERS, driver_factory
-from conformance.machines import machine_class, run_machine
+from conformance.machines import finding_key, machine_class, run_machine
+from conformance.machines.probes import run_probes
 from conformance.machines.profiles import PROFILES, get_profile
 from conformance.report import RunReport, with_transcript, write_report
 from conformance.report.console import print_summary
-from conformance.report.expect import ExpectError, load_expectations
+from conformance.report.expect import ExpectError, load_expectations, match
 from conformance.report.model import now_iso
 from conformance.report.progress import Progress
 from conformance.runner import load_corpus, run_scenario, run_scenarios
@@ -380,7 +381,16 @@ def run_pipeline(
                     steps = [o.to_json() for o in r.outcomes]
                     replays[f"scenario:{r.name}"] = with_transcript(r.scenario, steps)
         if machines:
+            expected = list(expectations or [])
             for protocol, driver in drivers.items():
+                # The transport probes first: one step each, reported apart from the machine.
+                progress.set_phase(f"{protocol} probes")
+                probe_results = run_probes(protocol, driver, on_step=lambda _r, o: progress.step(o))
+                report.scenarios.extend(probe_results)
+                for r in probe_results:
+                    if r.verdict in ("fail", "indeterminate"):
+                        steps = [o.to_json() for o in r.outcomes]
+                        replays[f"scenario:{r.name}"] = with_transcript(r.scenario, steps)
                 progress.set_phase(f"{protocol} machine")
                 try:
                     module = importlib.import_module(machine_class(protocol).__module__)
@@ -388,18 +398,37 @@ def run_pipeline(
                     notes.append(f"{protocol}: no state machine ({exc})")
                     continue
                 report.machine_clauses[protocol] = tuple(getattr(module, "MACHINE_CLAUSES", ()))
-                result = run_machine(protocol, driver, profile, seed, on_step=progress.step)
+                name = finding_key(protocol, 0)
+
+                def is_expected(clauses: tuple[str, ...], name: str = name) -> bool:
+                    return match(expected, name, list(clauses)) is not None
+
+                result = run_machine(
+                    protocol,
+                    driver,
+                    profile,
+                    seed,
+                    on_step=progress.step,
+                    is_expected=is_expected,
+                )
                 report.machines.append(result)
-                if result.replay is not None:
-                    # Run the shrunk scenario once more: it confirms the failure reproduces
+                for n, finding in enumerate(result.findings):
+                    if finding.replay is None:
+                        continue
+                    # Run each shrunk scenario once more: it confirms the failure reproduces
                     # and records the transcript the report shows side by side.
                     confirm = run_scenario(
-                        driver, result.replay, on_step=lambda _r, o: progress.step(o)
+                        driver, finding.replay, on_step=lambda _r, o: progress.step(o)
                     )
                     steps = [o.to_json() for o in confirm.outcomes]
-                    result.details["replay_steps"] = steps
-                    result.details["reproduced"] = confirm.verdict == "fail"
-                    replays[f"machine:{protocol}-machine"] = with_transcript(result.replay, steps)
+                    finding.details["replay_steps"] = steps
+                    finding.details["reproduced"] = confirm.verdict == "fail"
+                    if finding.replay is result.replay:
+                        result.details["replay_steps"] = steps
+                        result.details["reproduced"] = confirm.verdict == "fail"
+                    replays[f"machine:{finding_key(protocol, n)}"] = with_transcript(
+                        finding.replay, steps
+                    )
         for protocol, driver in drivers.items():
             report.scopes_written[protocol] = driver.scopes_written()
     finally:
