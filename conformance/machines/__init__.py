@@ -319,14 +319,15 @@ def minimize(
     protocol: str,
     steps: list[Step],
     failure: StepOutcome,
-    max_replays: int = 60,
+    max_replays: int = 80,
     wanted: Signature | None = None,
 ) -> tuple[list[Step], StepOutcome, int]:
-    """Delete single steps from a failing run while it still fails the same way.
+    """Delete steps from a failing run while it still fails the same way.
 
-    Hypothesis's shrinker works within a fixed budget of calls and can leave steps that do
-    nothing for the failure (a retrieve of an empty query between two writes).  Each candidate
-    is replayed as a scenario in fresh scopes; a step whose removal leaves a later ``$name``
+    Hypothesis's shrinker works within a budget (of calls, and here of time) and can leave
+    steps that do nothing for the failure (a retrieve of an empty query between two writes).
+    Runs of steps are deleted first — halves, quarters, … single steps — each candidate
+    replayed as a scenario in fresh scopes; a step whose removal leaves a later ``$name``
     unbound makes the candidate fail to run, so it is kept.  "The same way": with the same
     signature when ``wanted`` is given (see :func:`signature`), else on one of the same
     clauses.  Returns the steps, the failing outcome of the last replay that failed, and how
@@ -338,34 +339,42 @@ def minimize(
     current = list(steps)
     best = failure
     replays = 0
-    changed = True
-    while changed and replays < max_replays:
-        changed = False
-        for i in reversed(range(len(current) - 1)):  # the last step is where it fails
-            if replays >= max_replays:
-                break
-            candidate = current[:i] + current[i + 1 :]
-            scenario = Scenario(
-                protocol=protocol,
-                name="minimize",
-                clauses=list(clauses) or ["MEM-SEAM.2"],
-                steps=candidate,
-            )  # type: ignore[arg-type]
-            replays += 1
-            result = run_scenario(driver, scenario)
-            step = result.failing_step
-            if result.verdict != "fail" or step is None:
-                continue
-            same = (
-                signature(candidate[step.index], step) == wanted
-                if wanted is not None
-                else bool(clauses & set(step.clauses))
-            )
-            if same:
+
+    def fails_the_same(candidate: list[Step]) -> StepOutcome | None:
+        nonlocal replays
+        replays += 1
+        scenario = Scenario(
+            protocol=protocol,  # type: ignore[arg-type]
+            name="minimize",
+            clauses=list(clauses) or ["MEM-SEAM.2"],
+            steps=candidate,
+        )
+        result = run_scenario(driver, scenario)
+        step = result.failing_step
+        if result.verdict != "fail" or step is None:
+            return None
+        if wanted is not None:
+            return step if signature(candidate[step.index], step) == wanted else None
+        return step if clauses & set(step.clauses) else None
+
+    chunk = max(1, (len(current) - 1) // 2)
+    while replays < max_replays:
+        removed = False
+        end = len(current) - 1  # the last step is where it fails: never deleted
+        while end > 0 and replays < max_replays:
+            start = max(0, end - chunk)
+            candidate = current[:start] + current[end:]
+            step = fails_the_same(candidate)
+            if step is not None:
                 current = candidate[: step.index + 1]
                 best = step
-                changed = True
-                break
+                removed = True
+                end = min(start, len(current) - 1)
+            else:
+                end = start
+        if chunk == 1 and not removed:
+            break
+        chunk = max(1, chunk // 2)
     return current, best, len(steps) - len(current)
 
 
