@@ -36,7 +36,7 @@ PROFILES: dict[str, Profile] = {
         step_count=30,
         budget_s=80.0,
         fixed_seed=CI_SEED,
-        shrink_budget_s=15.0,
+        shrink_budget_s=6.0,
     ),
     "deep": Profile(
         "deep", max_examples=5000, step_count=60, budget_s=1800.0, shrink_budget_s=600.0
