@@ -19,10 +19,20 @@ The alphabet is chosen so the interesting clauses fire in short runs:
   duplicate targets, fields the operation does not take, non-objects, unknown operations,
   non-active targets, credential bodies, more than 20 elements (LED-VOCAB.*, LED-GATE.*);
 * invalid calls: unknown params, ``scopeKey`` on a save, bad kinds, ``null``, wrong JSON types,
-  blank, over-long and credential-shaped bodies, non-object params, unknown methods, bodies
-  that are not JSON (LED-WIRE.*, LED-SAVE.*, LED-CRED.*);
+  blank, over-long and credential-shaped bodies (LED-WIRE.*, LED-SAVE.*, LED-CRED.*) — raw
+  bodies (non-object params, unknown methods, text that is not JSON) are transport probes,
+  run once each apart from the machine (:mod:`conformance.machines.probes`);
+* bodies with non-ASCII words (accented Latin, ß, CJK, emoji), and a run may start a few
+  records short of its budget, or with two proposals in one conflict group
+  (:meth:`LedgerMachine.configure`);
 * history reads at every instant the run wrote at, one millisecond either side, so a gap or an
   overlap at a supersession boundary shows (LED-INT.*, LED-ASOF.*), and packets (LED-PACKET.*).
+
+**Blame the cause.**  After every call that changed the model's ledger, one read of what the
+target now holds (the list — active, or proposed after a proposal or a rejection — or the
+settings after a settings update, see :data:`CHECK_AFTER`) under that call's clauses, so a
+wrong state is caught where it was made: a missed supersede shows at the supersede, not later
+as a budget refusal.
 """
 
 from __future__ import annotations

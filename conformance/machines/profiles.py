@@ -29,7 +29,7 @@ class Profile:
 
 
 PROFILES: dict[str, Profile] = {
-    "quick": Profile("quick", max_examples=60, step_count=20, budget_s=12.0, shrink_budget_s=15.0),
+    "quick": Profile("quick", max_examples=60, step_count=20, budget_s=12.0, shrink_budget_s=6.0),
     "ci": Profile(
         "ci",
         max_examples=200,
