@@ -77,7 +77,9 @@ def texts(draw: st.DrawFn) -> str:
 
 
 queries = st.lists(
-    st.sampled_from((*VOCAB, "zeta", "a", "CAFÉ", "cafe", "stra", "東京", "kelvin")),
+    st.sampled_from(
+        (*VOCAB, "zeta", "a", "cafe", "kelvin", "CAFÉ", "Straße", "東京", "\u212aelvin", "deploy🚀")
+    ),
     min_size=0,
     max_size=3,
 ).map(" ".join)
