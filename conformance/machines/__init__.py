@@ -554,6 +554,11 @@ def run_machine(
         result.details.update({k: v for k, v in lead.details.items() if k != "note"})
         if len(session.findings) > 1:
             result.reason += f" — and {len(session.findings) - 1} more distinct divergence(s)"
+        stopped_by = session.harness_error or error
+        if stopped_by is not None:  # what ended exploration early is not hidden by a finding
+            result.details["stopped_by"] = f"{type(stopped_by).__name__}: {stopped_by}"[:300]
+        if session.indeterminate is not None:
+            result.details["stopped_by"] = f"indeterminate: {session.indeterminate.reason}"[:300]
         return result
     if session.indeterminate is not None:
         outcome = session.indeterminate
