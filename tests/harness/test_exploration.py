@@ -196,7 +196,9 @@ def test_one_fuzz_run_reports_three_independent_faults_each_with_its_own_short_r
 def test_an_expected_clause_never_stops_exploration() -> None:
     """A divergence an --expect entry names is recorded once, as met, and set aside: the
     machine explores its whole budget and still finds what nobody expected."""
-    profile = Profile("t", max_examples=30, step_count=12, budget_s=60.0, fixed_seed=11)
+    profile = Profile(
+        "t", max_examples=30, step_count=12, budget_s=60.0, fixed_seed=11, shrink_budget_s=5.0
+    )
     with proxied_store(all_of(forget_lies, reversed_records("/list"))) as url:
         driver = make_driver(url)
         try:
@@ -228,7 +230,14 @@ def test_a_wrong_state_is_blamed_on_the_step_that_made_it(
             result = run_machine(
                 "memory",
                 driver,
-                Profile("t", max_examples=40, step_count=12, budget_s=60.0, fixed_seed=5),
+                Profile(
+                    "t",
+                    max_examples=40,
+                    step_count=12,
+                    budget_s=60.0,
+                    fixed_seed=5,
+                    shrink_budget_s=5.0,
+                ),
                 max_findings=1,
             )
             (finding,) = result.findings
