@@ -6,9 +6,11 @@
            together stay under 3 minutes against the bundled store.
 ``deep``   long exploration: many more and longer runs, random seed.
 
-``budget_s`` is a soft limit on exploration *before* a failure is found (checked between
-batches of examples).  ``shrink_budget_s`` bounds the shrinking of a failure: past it, the best
-(smallest) failing run found so far is the replay, and the report says shrinking was cut.
+``budget_s`` is a soft limit on exploration (checked between batches of examples; a fixed-seed
+profile ignores it, so its runs are reproducible).  ``shrink_budget_s`` bounds Hypothesis's
+shrinking of each distinct divergence: past it, the smallest failing run found so far is
+taken, the report says shrinking was cut, and the harness's own chunked step deletion
+(``conformance.machines.minimize``) finishes the job.
 """
 
 from __future__ import annotations
