@@ -11,8 +11,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "fuzz",
         help="explore a store with the differential state machines only",
-        description="Drive model and target in lockstep with Hypothesis state machines; a divergence"
-        " is shrunk to a minimal replay file in the report directory.",
+        description="Drive model and target in lockstep with Hypothesis state machines; every"
+        " distinct divergence is shrunk to its own minimal replay file in the report directory,"
+        " and exploration goes on with it set aside.  The transport probes (auth, methods,"
+        " fences) run once each, reported apart.",
     )
     add_target_options(p)
     add_run_options(p)

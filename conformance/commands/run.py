@@ -18,6 +18,7 @@ import secrets
 import sys
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +26,8 @@ from typing import Any
 
 from conformance.driver import Driver, RunContext, Secret, TargetConfig
 from conformance.drivers import DRIVERS, driver_factory
-from conformance.machines import machine_class, run_machine
+from conformance.machines import finding_key, machine_class, run_machine
+from conformance.machines.probes import run_probes
 from conformance.machines.profiles import PROFILES, get_profile
 from conformance.report import RunReport, with_transcript, write_report
 from conformance.report.console import print_summary
@@ -34,6 +36,7 @@ from conformance.report.expect import (
     checked_from_report,
     load_expectations,
     maintain,
+    match,
     todo_warning,
 )
 from conformance.report.merge import mark_shard_finished, mark_shard_started, shard_report_options
@@ -378,6 +381,18 @@ def build_drivers(
 
 
 @dataclass
+class _Explored:
+    """One protocol's probes and machine, as explored (possibly beside another protocol's)."""
+
+    protocol: str
+    probes: list[Any] = field(default_factory=list)
+    result: Any = None
+    clauses: tuple[str, ...] = ()
+    replays: dict[str, Scenario] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
 class RunOutcome:
     exit_code: int
     data: dict[str, Any]
@@ -527,59 +542,103 @@ def run_pipeline(
         expect_file=expect_file,
         notes=notes,
     )
+    extra: list[Driver] = []
     try:
         for protocol, driver in drivers.items():
             report.capabilities[protocol] = sorted(driver.capabilities())
+        lanes = driver_lanes(drivers, jobs)
+        if "ledger" in drivers and ledger_targets:
+            lanes["ledger"] += ledger_lanes(ctx, ledger_targets, notes)
+        extra = [d for ds in lanes.values() for d in ds[1:]]
         if scenarios:
             progress.set_phase("corpus")
-            lanes = driver_lanes(drivers, jobs)
-            if "ledger" in drivers and ledger_targets:
-                lanes["ledger"] += ledger_lanes(ctx, ledger_targets, notes)
-            extra = [d for ds in lanes.values() for d in ds[1:]]
-            try:
-                report.scenarios = run_scenarios(
-                    lanes,
-                    scenarios,
-                    on_step=lambda _r, o: progress.step(o),
-                    on_result=lambda _r: progress.scenario_done(),
-                    on_begin=lambda _s: progress.scenario_started(),
-                )
-            finally:
-                for lane in extra:
-                    lane.close()
+            report.scenarios = run_scenarios(
+                lanes,
+                scenarios,
+                on_step=lambda _r, o: progress.step(o),
+                on_result=lambda _r: progress.scenario_done(),
+                on_begin=lambda _s: progress.scenario_started(),
+            )
             for r in report.scenarios:
                 if r.verdict in ("fail", "indeterminate"):
                     steps = [o.to_json() for o in r.outcomes]
                     replays[f"scenario:{r.name}"] = with_transcript(r.scenario, steps)
         if machines:
-            for protocol, driver in drivers.items():
-                progress.set_phase(f"{protocol} machine")
+            expected = list(expectations or [])
+
+            def explore(protocol: str, driver: Driver) -> _Explored:
+                """The transport probes (one step each, reported apart from the machine),
+                then the machine on the protocol's lanes, then each finding confirmed."""
+                done = _Explored(protocol)
+                done.probes = run_probes(protocol, driver, on_step=lambda _r, o: progress.step(o))
+                for r in done.probes:
+                    if r.verdict in ("fail", "indeterminate"):
+                        steps = [o.to_json() for o in r.outcomes]
+                        done.replays[f"scenario:{r.name}"] = with_transcript(r.scenario, steps)
                 try:
                     module = importlib.import_module(machine_class(protocol).__module__)
                 except (ImportError, KeyError) as exc:
-                    notes.append(f"{protocol}: no state machine ({exc})")
-                    continue
-                report.machine_clauses[protocol] = tuple(getattr(module, "MACHINE_CLAUSES", ()))
+                    done.notes.append(f"{protocol}: no state machine ({exc})")
+                    return done
+                done.clauses = tuple(getattr(module, "MACHINE_CLAUSES", ()))
+                name = finding_key(protocol, 0)
+
+                def is_expected(clauses: tuple[str, ...]) -> bool:
+                    return match(expected, name, list(clauses)) is not None
+
                 result = run_machine(
-                    protocol, driver, profile, seed, on_step=progress.step,
+                    protocol,
+                    driver,
+                    profile,
+                    seed,
+                    on_step=progress.step,
+                    is_expected=is_expected,
                     shard=(shard.index, shard.count),
-                )  # fmt: skip
-                report.machines.append(result)
-                if result.replay is not None:
-                    # Run the shrunk scenario once more: it confirms the failure reproduces
+                    lanes=lanes.get(protocol, [driver])[1:],
+                )
+                done.result = result
+                for n, finding in enumerate(result.findings):
+                    if finding.replay is None:
+                        continue
+                    # Run each shrunk scenario once more: it confirms the failure reproduces
                     # and records the transcript the report shows side by side.
                     confirm = run_scenario(
-                        driver, result.replay, on_step=lambda _r, o: progress.step(o)
+                        driver, finding.replay, on_step=lambda _r, o: progress.step(o)
                     )
                     steps = [o.to_json() for o in confirm.outcomes]
-                    result.details["replay_steps"] = steps
-                    result.details["reproduced"] = confirm.verdict == "fail"
-                    replays[f"machine:{protocol}-machine"] = with_transcript(result.replay, steps)
+                    finding.details["replay_steps"] = steps
+                    finding.details["reproduced"] = confirm.verdict == "fail"
+                    if finding.replay is result.replay:
+                        result.details["replay_steps"] = steps
+                        result.details["reproduced"] = confirm.verdict == "fail"
+                    done.replays[f"machine:{finding_key(protocol, n)}"] = with_transcript(
+                        finding.replay, steps
+                    )
+                return done
+
+            if jobs > 1 and len(drivers) > 1:
+                # Protocols explore side by side (each on its own lanes), reported in order.
+                progress.set_phase("machines")
+                with ThreadPoolExecutor(len(drivers), thread_name_prefix="memspec") as pool:
+                    futures = [pool.submit(explore, p, d) for p, d in drivers.items()]
+                    explored = [f.result() for f in futures]
+            else:
+                explored = []
+                for protocol, driver in drivers.items():
+                    progress.set_phase(f"{protocol} machine")
+                    explored.append(explore(protocol, driver))
+            for done in explored:
+                report.scenarios.extend(done.probes)
+                replays.update(done.replays)
+                notes.extend(done.notes)
+                if done.result is not None:
+                    report.machine_clauses[done.protocol] = done.clauses
+                    report.machines.append(done.result)
         for protocol, driver in drivers.items():
             report.scopes_written[protocol] = driver.scopes_written()
     finally:
         progress.close()
-        for driver in drivers.values():
+        for driver in [*drivers.values(), *extra]:
             driver.close()
     report.duration_s = time.monotonic() - started
     report.finished_at = now_iso()

@@ -105,6 +105,8 @@ class MemoryDriver:
         self.ctx = ctx
         self.target = MemoryTarget(ctx.target)
         self._scenario_no = 0
+        self._lanes = 0  # lanes spawned from this driver
+        self._lane_prefix = ""  # "" for the first driver, "l<n>." for its lanes
         self._written: dict[str, None] = {}
         self._probe_scope = self._make_scope(0, "probe")
         if probed is not None:  # a lane of a driver that already probed this target
@@ -131,7 +133,7 @@ class MemoryDriver:
         """A fresh model and symbol table; the scenario's scopes are named ``<run>-<tag>-…``
         (``tag`` defaults to this driver's own count of scenarios begun)."""
         self._scenario_no += 1
-        self._tag = tag if tag is not None else str(self._scenario_no)
+        self._tag = tag if tag is not None else f"{self._lane_prefix}{self._scenario_no}"
         self.scenario_name = scenario_name
         self.oracle = MemoryOracle(self.cap_default)
         self.symbols: dict[str, str] = {}
@@ -144,9 +146,13 @@ class MemoryDriver:
 
     def lane(self) -> MemoryDriver:
         """Another driver on the same target, with its own connection and the capabilities
-        this one probed, to run scenarios side by side (each scenario's scopes are its own)."""
+        this one probed, to run scenarios and machine runs side by side.  Every lane names
+        the scopes of what it begins untagged after itself (``l<n>.<count>``), so no two lanes
+        ever share a scope; tagged scenarios (the corpus) keep their own names."""
+        self._lanes += 1
         other = MemoryDriver(self.ctx, probed=self._caps)
         other._written = self._written  # one record of the scopes the run wrote
+        other._lane_prefix = f"l{self._lanes}."
         return other
 
     def requirements(self, scenario: Scenario) -> set[str]:

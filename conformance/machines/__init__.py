@@ -8,22 +8,41 @@ shrink attempt is a fresh run against the target in fresh scopes — and the ste
 minimal failing run become a replay :class:`~conformance.scenario.Scenario` that
 ``memspec replay`` (and the corpus) can run again.
 
+**Every distinct divergence, not the first.**  A divergence is known by its *signature*: the
+leading clause the oracle named (the clauses a rule attached to the step itself left out, so
+the same wrong answer seen after a write and after a forget is one divergence).  Once a divergence is
+found and shrunk, exploration goes on in fresh batches with its signature *set aside*: meeting
+it again ends that one run quietly (a read that changes nothing lets the run go on) instead of
+failing it, so the next, different divergence can be found and shrunk in its turn — up to
+:data:`MAX_FINDINGS`.  A divergence an ``--expect`` entry names is set aside from the start:
+it is recorded once, as met (not shrunk), and never stops exploration.
+
+Rules stop a run with a ``precondition`` (:func:`live`), never with ``assume(False)``; the
+only rejections left are in ``__init__`` (a harness bug, or the shrink budget spent), where no
+precondition can act.
+
+Per-run state (the recorded steps, whether the run was stopped) lives in the machine instance,
+per-exploration state (findings, signatures set aside, counters) in :class:`MachineSession`.
+
 :func:`run_machine` runs one protocol's machine under a profile and a seed and returns a
 :class:`MachineResult`.  ``MACHINES`` maps a protocol to ``"module:Class"``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import random
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from hypothesis import HealthCheck, Phase, Verbosity, assume, settings
+from hypothesis import seed as hypothesis_seed
 from hypothesis.errors import Flaky, HypothesisException
-from hypothesis.stateful import RuleBasedStateMachine, run_state_machine_as_test
+from hypothesis.stateful import RuleBasedStateMachine, precondition, rule, run_state_machine_as_test
 
 from conformance.driver import Driver, StepOutcome
 from conformance.machines.profiles import Profile
@@ -34,38 +53,112 @@ MACHINES: dict[str, str] = {
     "ledger": "conformance.machines.ledger:LedgerMachine",
 }
 
+#: At most this many distinct divergences are found and shrunk in one exploration.
+MAX_FINDINGS = 8
+
+Signature = str
+
 
 class Divergence(AssertionError):
     """Raised by a rule when the target's answer is not one the model allows."""
 
 
+def signature(step: Step, outcome: StepOutcome) -> Signature:
+    """What tells one divergence from another: the first clause the oracle named for it.
+
+    The clauses the machine attached to the step itself (a follow-up read carries the clauses
+    of the step it checks) are left out, so one wrong answer is one divergence wherever it
+    shows; and only the leading clause counts, so one mistake seen from two sides (a reversed
+    ranking breaking a keyword-match order here and a recency tie there, both MEM-SCORE.1
+    first) is one divergence, not two."""
+    own = set(step.clauses)
+    named = [c for c in outcome.clauses if c not in own] or list(outcome.clauses)
+    return named[0] if named else f"{outcome.op}: {outcome.reason[:60]}"
+
+
+def noted(step: Step, outcome: StepOutcome) -> StepOutcome:
+    """``outcome`` with the step's note (a check read says which step it checks) in front of
+    its reason."""
+    if not step.note or outcome.verdict == "pass" or outcome.reason.startswith(step.note):
+        return outcome
+    return dataclasses.replace(outcome, reason=f"{step.note}: {outcome.reason}")
+
+
+@dataclass
+class Finding:
+    """One distinct divergence: the failing step and the (shrunk) steps that reach it."""
+
+    signature: Signature
+    failure: StepOutcome
+    steps: list[Step]
+    expected: bool = False  # an --expect entry names it: recorded as met, not shrunk
+    replay: Scenario | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def clauses(self) -> tuple[str, ...]:
+        return tuple(self.failure.clauses)
+
+    @property
+    def reason(self) -> str:
+        return f"step {self.failure.index} ({self.failure.op}): {self.failure.reason}"
+
+
 @dataclass
 class MachineSession:
-    """What all examples of one machine run share: the driver, counters, the failure."""
+    """What all examples of one machine exploration share: the driver, counters, findings."""
 
     driver: Driver
     protocol: str
     shrink_budget_s: float = 30.0
     on_step: Callable[[StepOutcome], None] | None = None
+    #: whether an ``--expect`` entry names a divergence with these clauses
+    is_expected: Callable[[tuple[str, ...]], bool] = lambda _clauses: False
     started: float = field(default_factory=time.monotonic)
-    examples: int = 0
+    examples: int = 0  # every run, shrink attempts included
+    explored: int = 0  # runs of exploration (the profile's max_examples bounds these)
     steps: int = 0
+    # the divergence the current batch is shrinking
+    hunting: Signature | None = None
     failure_steps: list[Step] | None = None
     failure: StepOutcome | None = None
     failures_seen: int = 0
     first_failure_at: float | None = None
-    harness_error: BaseException | None = None
+    hunt_started: float = 0.0
     shrink_cut: bool = False
+    # across the whole exploration
+    findings: list[Finding] = field(default_factory=list)
+    set_aside: dict[Signature, int] = field(default_factory=dict)  # met again after found
+    first_divergence: dict[str, Any] | None = None
+    harness_error: BaseException | None = None
     indeterminate: StepOutcome | None = None
     skipped: dict[str, int] = field(default_factory=dict)
 
+    def met(self) -> None:
+        """Note when the first divergence of the exploration was met (before any shrinking)."""
+        if self.first_divergence is None:
+            self.first_divergence = {
+                "elapsed_s": round(time.monotonic() - self.started, 3),
+                "examples": self.examples,
+                "steps": self.steps,
+            }
+
+
+def live(machine: DifferentialMachine) -> bool:
+    """Precondition of every rule: this run has not been stopped."""
+    return machine.stopped is None
+
 
 class DifferentialMachine(RuleBasedStateMachine):
-    """Base of every protocol machine.  Subclasses set ``protocol`` and write rules."""
+    """Base of every protocol machine.  Subclasses set ``protocol`` and write rules, each
+    under ``@precondition(live)``."""
 
     protocol: ClassVar[str] = ""
     #: Target capabilities the machine cannot run without; lacking one, it is skipped.
     requires: ClassVar[frozenset[str]] = frozenset()
+    #: Ops that change nothing on the target: after a set-aside divergence on one of them the
+    #: model still describes the target, so the run goes on.
+    READ_ONLY_OPS: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self, session: MachineSession) -> None:
         super().__init__()
@@ -81,40 +174,86 @@ class DifferentialMachine(RuleBasedStateMachine):
             session.shrink_cut = True
             assume(False)
         session.examples += 1
+        if session.hunting is None:
+            session.explored += 1  # a run of exploration, not a shrink attempt
         self.example_no = session.examples
         self.recorded: list[Step] = []
+        #: the outcome that stopped this run (nothing more is sent), or None
+        self.stopped: StepOutcome | None = None
         self.driver.begin(f"{self.protocol}-machine example {self.example_no}")
 
+    @precondition(lambda self: self.stopped is not None)
+    @rule()
+    def stopped_run(self) -> None:
+        """The only rule left once a run is stopped: it sends nothing."""
+
+    def _stop(self, outcome: StepOutcome) -> StepOutcome:
+        self.stopped = outcome
+        return outcome
+
     def run_step(self, step: Step) -> StepOutcome:
-        """Run ``step`` through the driver, record it, and raise on a divergence."""
-        if self.session.indeterminate is not None and self.session.failure is None:
-            assume(False)  # the target stopped answering: stop exploring
+        """Run ``step`` through the driver and record it.
+
+        A new divergence raises (Hypothesis shrinks it); one already found, or one an
+        ``--expect`` entry names, is set aside: the run stops quietly (or goes on, after a
+        read that changes nothing).  Rules use the outcome only when it passed."""
+        session = self.session
+        if self.stopped is not None:
+            return self.stopped
+        if session.indeterminate is not None and session.hunting is None:
+            return self._stop(session.indeterminate)  # the target stopped answering
         try:
             outcome = self.driver.execute(len(self.recorded), step)
         except Exception as exc:
-            self.session.harness_error = exc
+            session.harness_error = exc
             raise
         self.recorded.append(step)
-        self.session.steps += 1
-        if self.session.on_step is not None:
-            self.session.on_step(outcome)
+        outcome = noted(step, outcome)
+        session.steps += 1
+        if session.on_step is not None:
+            session.on_step(outcome)
         if outcome.verdict == "diverge":
-            self.session.failures_seen += 1
-            if self.session.first_failure_at is None:
-                self.session.first_failure_at = time.monotonic()
+            session.met()
+            sig = signature(step, outcome)
+            if sig in session.set_aside:
+                session.set_aside[sig] += 1
+                return self._set_aside(step, outcome)
+            if session.hunting is not None and sig != session.hunting:
+                # Another divergence met while shrinking this one: not this hunt's (a later
+                # batch finds it); a shrink must not slip from one divergence to another.
+                return self._stop(outcome)
+            if session.is_expected(tuple(outcome.clauses)):
+                session.findings.append(Finding(sig, outcome, list(self.recorded), expected=True))
+                session.set_aside[sig] = 0
+                return self._set_aside(step, outcome)
+            if session.hunting is None:
+                session.hunting = sig
+                session.hunt_started = time.monotonic()
+            session.failures_seen += 1
+            if session.first_failure_at is None:
+                session.first_failure_at = time.monotonic()
             # Hypothesis replays the minimal failing run last, so the last one recorded is it.
-            self.session.failure_steps = list(self.recorded)
-            self.session.failure = outcome
+            session.failure_steps = list(self.recorded)
+            session.failure = outcome
             raise Divergence(f"step {outcome.index} ({outcome.op}): {outcome.reason}")
         if outcome.verdict == "indeterminate":
-            if self.session.failure is None:
-                self.session.indeterminate = outcome
-            assume(False)
+            if session.hunting is None:
+                session.indeterminate = outcome
+            return self._stop(outcome)
         if outcome.verdict == "skip":
-            self.session.skipped[outcome.reason] = self.session.skipped.get(outcome.reason, 0) + 1
+            session.skipped[outcome.reason] = session.skipped.get(outcome.reason, 0) + 1
             self.recorded.pop()
-            assume(False)
+            return self._stop(outcome)
         return outcome
+
+    def _set_aside(self, step: Step, outcome: StepOutcome) -> StepOutcome:
+        if step.op in self.READ_ONLY_OPS:
+            # Nothing changed on the target: the run goes on as if the read had not been
+            # made (rules use no answer that did not pass), so a replay of this run never
+            # stops at a divergence already reported.
+            self.recorded.pop()
+            return outcome
+        return self._stop(outcome)
 
 
 @dataclass
@@ -127,10 +266,18 @@ class MachineResult:
     steps: int
     elapsed_s: float
     reason: str = ""
-    failure: StepOutcome | None = None
+    failure: StepOutcome | None = None  # the first finding's (kept for single-result readers)
     replay: Scenario | None = None
     clauses: tuple[str, ...] = ()
     details: dict[str, Any] = field(default_factory=dict)
+    #: every distinct divergence, in the order found (``failure``/``replay`` are the first's)
+    findings: list[Finding] = field(default_factory=list)
+
+
+def finding_key(protocol: str, n: int) -> str:
+    """The report key of a machine's ``n``-th finding (0-based): the first keeps the name the
+    report always used, later ones are numbered."""
+    return f"{protocol}-machine" if n == 0 else f"{protocol}-machine-{n + 1}"
 
 
 def machine_class(protocol: str) -> type[DifferentialMachine]:
@@ -157,9 +304,10 @@ def _run_batch(
     def make() -> DifferentialMachine:
         return factory()
 
-    make._hypothesis_internal_use_seed = seed  # type: ignore[attr-defined]
     try:
-        run_state_machine_as_test(make, settings=settings(base, max_examples=size))
+        run_state_machine_as_test(
+            hypothesis_seed(seed)(make), settings=settings(base, max_examples=size)
+        )
     except Divergence:
         return None  # recorded in the session
     except (Flaky, HypothesisException, Exception) as exc:  # flaky target, rule or driver bug
@@ -168,43 +316,66 @@ def _run_batch(
 
 
 def minimize(
-    driver: Driver, protocol: str, steps: list[Step], failure: StepOutcome, max_replays: int = 60
+    driver: Driver,
+    protocol: str,
+    steps: list[Step],
+    failure: StepOutcome,
+    max_replays: int = 80,
+    wanted: Signature | None = None,
 ) -> tuple[list[Step], StepOutcome, int]:
-    """Delete single steps from a failing run while it still fails on one of the same clauses.
+    """Delete steps from a failing run while it still fails the same way.
 
-    Hypothesis's shrinker works within a fixed budget of calls and can leave steps that do
-    nothing for the failure (a retrieve of an empty query between two writes).  Each candidate
-    is replayed as a scenario in fresh scopes; a step whose removal leaves a later ``$name``
-    unbound makes the candidate fail to run, so it is kept.  Returns the steps, the failing
-    outcome of the last replay that failed, and how many steps were removed.
+    Hypothesis's shrinker works within a budget (of calls, and here of time) and can leave
+    steps that do nothing for the failure (a retrieve of an empty query between two writes).
+    Runs of steps are deleted first — halves, quarters, … single steps — each candidate
+    replayed as a scenario in fresh scopes; a step whose removal leaves a later ``$name``
+    unbound makes the candidate fail to run, so it is kept.  "The same way": with the same
+    signature when ``wanted`` is given (see :func:`signature`), else on one of the same
+    clauses.  Returns the steps, the failing outcome of the last replay that failed, and how
+    many steps were removed.
     """
     from conformance.runner import run_scenario  # local: the runner imports nothing from here
 
-    wanted = set(failure.clauses)
+    clauses = set(failure.clauses)
     current = list(steps)
     best = failure
     replays = 0
-    changed = True
-    while changed and replays < max_replays:
-        changed = False
-        for i in reversed(range(len(current) - 1)):  # the last step is where it fails
-            if replays >= max_replays:
-                break
-            candidate = current[:i] + current[i + 1 :]
-            scenario = Scenario(
-                protocol=protocol,
-                name="minimize",
-                clauses=list(wanted) or ["MEM-SEAM.2"],
-                steps=candidate,
-            )  # type: ignore[arg-type]
-            replays += 1
-            result = run_scenario(driver, scenario)
-            step = result.failing_step
-            if result.verdict == "fail" and step is not None and wanted & set(step.clauses):
+
+    def fails_the_same(candidate: list[Step]) -> StepOutcome | None:
+        nonlocal replays
+        replays += 1
+        scenario = Scenario(
+            protocol=protocol,  # type: ignore[arg-type]
+            name="minimize",
+            clauses=list(clauses) or ["MEM-SEAM.2"],
+            steps=candidate,
+        )
+        result = run_scenario(driver, scenario)
+        step = result.failing_step
+        if result.verdict != "fail" or step is None:
+            return None
+        if wanted is not None:
+            return step if signature(candidate[step.index], step) == wanted else None
+        return step if clauses & set(step.clauses) else None
+
+    chunk = max(1, (len(current) - 1) // 2)
+    while replays < max_replays:
+        removed = False
+        end = len(current) - 1  # the last step is where it fails: never deleted
+        while end > 0 and replays < max_replays:
+            start = max(0, end - chunk)
+            candidate = current[:start] + current[end:]
+            step = fails_the_same(candidate)
+            if step is not None:
                 current = candidate[: step.index + 1]
                 best = step
-                changed = True
-                break
+                removed = True
+                end = min(start, len(current) - 1)
+            else:
+                end = start
+        if chunk == 1 and not removed:
+            break
+        chunk = max(1, chunk // 2)
     return current, best, len(steps) - len(current)
 
 
@@ -216,6 +387,175 @@ def pick_seed(profile: Profile, seed: int | None) -> int:
     return random.SystemRandom().randrange(2**32)
 
 
+def _replay_scenario(
+    protocol: str, profile: Profile, seed: int, n: int, steps: list[Step], outcome: StepOutcome
+) -> Scenario:
+    suffix = "" if n == 0 else f"-divergence-{n + 1}"
+    return Scenario(
+        protocol=protocol,  # type: ignore[arg-type]
+        name=f"{protocol}-machine-seed-{seed}{suffix}",
+        description=(
+            f"Shrunk counterexample found by the {protocol} state machine"
+            f" (profile {profile.name}, seed {seed}, divergence {n + 1}): {outcome.reason}"
+        ),
+        clauses=list(outcome.clauses) or ["MEM-SEAM.2" if protocol == "memory" else "LED-WIRE.1"],
+        steps=steps,
+        origin=f"shrunk from the {protocol} machine, profile {profile.name}, seed {seed}",
+    )
+
+
+def _close_hunt(
+    session: MachineSession, driver: Driver, protocol: str, profile: Profile, seed: int, error: Any
+) -> Finding:
+    """The divergence the last batch shrank, minimized further and set aside from now on."""
+    assert session.failure is not None and session.failure_steps is not None
+    sig = session.hunting or signature(session.failure_steps[-1], session.failure)
+    steps, outcome, removed = minimize(
+        driver, protocol, session.failure_steps, session.failure, wanted=sig
+    )
+    if 0 <= outcome.index < len(steps):
+        outcome = noted(steps[outcome.index], outcome)
+    finding = Finding(sig, outcome, steps)
+    finding.details["steps_removed_after_shrinking"] = removed
+    finding.details["shrink_s"] = round(time.monotonic() - session.hunt_started, 3)
+    finding.details["found_after"] = {"examples": session.explored, "steps": session.steps}
+    if session.shrink_cut:
+        finding.details["shrink_cut"] = True
+        finding.details["note"] = (
+            f"shrinking stopped after {profile.shrink_budget_s:g}s: the replay is the smallest"
+            " failing run found by then"
+        )
+    elif isinstance(error, Flaky):
+        finding.details["flaky"] = True
+        finding.details["note"] = "the failure did not reproduce on every replay"
+    session.findings.append(finding)
+    session.set_aside[sig] = 0
+    session.hunting = None
+    session.failure = None
+    session.failure_steps = None
+    session.first_failure_at = None
+    session.shrink_cut = False
+    return finding
+
+
+#: Batches explored side by side in one round.  Batches of a round are independent (each sets
+#: aside only what earlier rounds found), so a round's results do not depend on how many lanes
+#: ran it: the number is fixed, never derived from ``--jobs``.
+ROUND = 4
+
+
+@dataclass
+class _BatchRun:
+    """What one batch of a round found, before the round is merged in batch order."""
+
+    batch_no: int
+    session: MachineSession
+    error: BaseException | None = None
+
+
+def _explore_batch(
+    batch_no: int,
+    driver: Driver,
+    main: MachineSession,
+    cls: type[DifferentialMachine],
+    seed: int,
+    size: int,
+    run_settings: settings,
+    profile: Profile,
+) -> _BatchRun:
+    """One batch in a session of its own, setting aside what ``main`` had found when the round
+    began; a divergence it meets is shrunk and minimized on its own ``driver``."""
+    session = MachineSession(
+        driver,
+        main.protocol,
+        main.shrink_budget_s,
+        main.on_step,
+        is_expected=main.is_expected,
+        set_aside=dict.fromkeys(main.set_aside, 0),
+    )
+    error = _run_batch(lambda: cls(session), batch_seed(seed, batch_no), size, run_settings)
+    if session.failure is not None:
+        _close_hunt(session, driver, main.protocol, profile, seed, error)
+        if isinstance(error, Flaky):
+            error = None
+    return _BatchRun(batch_no, session, error)
+
+
+def _merge_batch(main: MachineSession, run: _BatchRun) -> None:
+    """Fold one batch into the exploration, in batch order: counters add up, a divergence
+    already found (by an earlier batch) counts as met again, a new one becomes a finding."""
+    s = run.session
+    if s.first_divergence is not None and main.first_divergence is None:
+        main.first_divergence = {
+            "elapsed_s": round(time.monotonic() - main.started, 3),
+            "examples": main.examples + s.first_divergence["examples"],
+            "steps": main.steps + s.first_divergence["steps"],
+        }
+    for finding in s.findings:
+        if finding.signature in main.set_aside:
+            main.set_aside[finding.signature] += 1
+            continue
+        finding.details["found_after"] = {
+            "examples": main.explored + finding.details.get("found_after", {}).get("examples", 0),
+            "steps": main.steps + finding.details.get("found_after", {}).get("steps", 0),
+        }
+        main.findings.append(finding)
+        main.set_aside[finding.signature] = 0
+    for sig, n in s.set_aside.items():
+        if sig in main.set_aside:
+            main.set_aside[sig] += n
+    main.examples += s.examples
+    main.explored += s.explored
+    main.steps += s.steps
+    for reason, n in s.skipped.items():
+        main.skipped[reason] = main.skipped.get(reason, 0) + n
+    if main.indeterminate is None and s.indeterminate is not None:
+        main.indeterminate = s.indeterminate
+    if main.harness_error is None and s.harness_error is not None:
+        main.harness_error = s.harness_error
+
+
+def _run_round(
+    batch_nos: list[int],
+    drivers: list[Driver],
+    main: MachineSession,
+    cls: type[DifferentialMachine],
+    seed: int,
+    run_settings: settings,
+    profile: Profile,
+) -> list[_BatchRun]:
+    """Explore the batches of one round, at most one per driver at a time, in batch order."""
+
+    def size(b: int) -> int:
+        return min(BATCH, profile.max_examples - b * BATCH)
+
+    if len(drivers) == 1 or len(batch_nos) == 1:
+        return [
+            _explore_batch(b, drivers[0], main, cls, seed, size(b), run_settings, profile)
+            for b in batch_nos
+        ]
+    results: dict[int, _BatchRun] = {}
+    pending = list(batch_nos)
+    lock = threading.Lock()
+
+    def lane(d: Driver) -> None:
+        while True:
+            with lock:
+                if not pending:
+                    return
+                b = pending.pop(0)
+            run = _explore_batch(b, d, main, cls, seed, size(b), run_settings, profile)
+            with lock:
+                results[b] = run
+
+    threads = [threading.Thread(target=lane, args=(d,), daemon=True) for d in drivers]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return [results[b] for b in batch_nos]
+
+
 def run_machine(
     protocol: str,
     driver: Driver,
@@ -225,10 +565,19 @@ def run_machine(
     on_step: Callable[[StepOutcome], None] | None = None,
     machine: type[DifferentialMachine] | None = None,
     shard: tuple[int, int] = (1, 1),
+    is_expected: Callable[[tuple[str, ...]], bool] | None = None,
+    max_findings: int = MAX_FINDINGS,
+    lanes: Sequence[Driver] = (),
 ) -> MachineResult:
-    """Explore ``protocol`` against ``driver``'s target under ``profile``; shrink a failure.
+    """Explore ``protocol`` against ``driver``'s target under ``profile``; shrink every
+    distinct divergence (up to ``max_findings``).
 
-    ``shard`` (K, N): run only the batches ``b`` with ``b % N == K - 1`` (conformance.shard)."""
+    ``is_expected(clauses)``: an ``--expect`` entry names a divergence with these clauses (it
+    is set aside, never shrunk).  ``shard`` (K, N): run only the batches ``b`` with
+    ``b % N == K - 1`` (:mod:`conformance.shard`).  ``lanes``: more drivers of the same
+    protocol (each with its own scopes or its own instance) that explore batches of a round
+    side by side with ``driver``; the result is the same with or without them.
+    """
     cls = machine or machine_class(protocol)
     seed = pick_seed(profile, seed)
     missing = sorted(cls.requires - driver.capabilities())
@@ -244,10 +593,8 @@ def run_machine(
             reason=f"the target lacks {', '.join(missing)}",
         )
     session = MachineSession(driver, protocol, profile.shrink_budget_s, on_step)
-
-    def factory() -> DifferentialMachine:
-        return cls(session)
-
+    if is_expected is not None:
+        session.is_expected = is_expected
     run_settings = settings(
         max_examples=BATCH,
         stateful_step_count=profile.step_count,
@@ -262,24 +609,32 @@ def run_machine(
     )
     started = time.monotonic()
     error: BaseException | None = None
-    ran = 0
+    drivers = [driver, *lanes]
     # Examples run in batches of at most BATCH, each batch a Hypothesis run with its own seed
     # derived from the run's seed.  A batch never looks at the clock, so a batch is exactly
-    # reproducible; the time budget (quick/deep only) is checked between batches.  The plan
-    # (batch b: its seed and min(BATCH, max_examples - b * BATCH) examples) is fixed up front,
-    # so that N shards, each taking every N-th batch, run exactly the batches of one run.
-    for batch_no in range(-(-profile.max_examples // BATCH)):
-        if batch_no % shard[1] != shard[0] - 1:
-            continue
-        if ran and profile.fixed_seed is None and time.monotonic() - started > profile.budget_s:
+    # reproducible.  The plan (batch b: its seed and min(BATCH, max_examples - b * BATCH)
+    # examples) is fixed up front, so that N shards, each taking every N-th batch, run exactly
+    # the batches of one run.  Batches go in rounds of ROUND, side by side on the lanes; a
+    # batch that meets a divergence ends there and shrinks it; the round is merged in batch
+    # order, and later rounds set aside what it found.  The time budget (quick/deep only) is
+    # checked between rounds.
+    plan = [b for b in range(-(-profile.max_examples // BATCH)) if b % shard[1] == shard[0] - 1]
+    for r in range(0, len(plan), ROUND):
+        if r and profile.fixed_seed is None and time.monotonic() - started > profile.budget_s:
             break
-        size = min(BATCH, profile.max_examples - batch_no * BATCH)
+        batch_nos = plan[r : r + ROUND]
+        runs = _run_round(batch_nos, drivers, session, cls, seed, run_settings, profile)
         before = session.examples
-        error = _run_batch(factory, batch_seed(seed, batch_no), size, run_settings)
-        ran += 1
-        if session.failure is not None or session.indeterminate is not None or error is not None:
-            break
-        if session.examples == before:  # nothing could run at all
+        for run in runs:
+            _merge_batch(session, run)
+            error = error or run.error
+        if (
+            session.indeterminate is not None
+            or error is not None
+            or session.harness_error is not None
+            or len(session.findings) >= max_findings
+            or session.examples == before  # nothing could run at all
+        ):
             break
     elapsed = time.monotonic() - started
     result = MachineResult(
@@ -291,35 +646,44 @@ def run_machine(
         session.steps,
         elapsed,
         details={"skipped_steps": dict(session.skipped)},
+        findings=session.findings,
     )
-    if session.failure is not None and session.failure_steps is not None:
-        result.verdict = "fail"
-        steps, outcome, removed = minimize(driver, protocol, session.failure_steps, session.failure)
-        result.failure = outcome
-        result.clauses = tuple(outcome.clauses)
-        result.reason = f"step {outcome.index} ({outcome.op}): {outcome.reason}"
-        result.details["steps_removed_after_shrinking"] = removed
-        if session.shrink_cut:
-            result.details["shrink_cut"] = True
-            result.reason += (
-                f" (shrinking stopped after {profile.shrink_budget_s:g}s: the replay is the"
-                " smallest failing run found by then)"
-            )
-        elif isinstance(error, Flaky):
-            result.details["flaky"] = True
-            result.reason += " (the failure did not reproduce on every replay)"
-        result.replay = Scenario(
-            protocol=protocol,  # type: ignore[arg-type]
-            name=f"{protocol}-machine-seed-{seed}",
-            description=(
-                f"Shrunk counterexample found by the {protocol} state machine"
-                f" (profile {profile.name}, seed {seed}): {outcome.reason}"
-            ),
-            clauses=list(outcome.clauses)
-            or ["MEM-SEAM.2" if protocol == "memory" else "LED-WIRE.1"],
-            steps=steps,
-            origin=f"shrunk from the {protocol} machine, profile {profile.name}, seed {seed}",
+    explored: dict[str, Any] = {
+        "examples": session.examples,
+        "exploring_examples": session.explored,
+        "steps": session.steps,
+    }
+    if session.first_divergence is not None:
+        first = session.first_divergence
+        explored["first_divergence"] = first
+        explored["after_first"] = {
+            "examples": session.examples - first["examples"],
+            "steps": session.steps - first["steps"],
+        }
+        explored["set_aside"] = dict(session.set_aside)
+    result.details["explored"] = explored
+    for n, finding in enumerate(session.findings):
+        finding.replay = _replay_scenario(
+            protocol, profile, seed, n, finding.steps, finding.failure
         )
+    if session.findings:
+        # The first unexpected finding speaks for the machine in single-result views.
+        lead = next((f for f in session.findings if not f.expected), session.findings[0])
+        result.verdict = "fail"
+        result.failure = lead.failure
+        result.clauses = lead.clauses
+        result.replay = lead.replay
+        result.reason = lead.reason + (
+            f" ({lead.details['note']})" if "note" in lead.details else ""
+        )
+        result.details.update({k: v for k, v in lead.details.items() if k != "note"})
+        if len(session.findings) > 1:
+            result.reason += f" — and {len(session.findings) - 1} more distinct divergence(s)"
+        stopped_by = session.harness_error or error
+        if stopped_by is not None:  # what ended exploration early is not hidden by a finding
+            result.details["stopped_by"] = f"{type(stopped_by).__name__}: {stopped_by}"[:300]
+        if session.indeterminate is not None:
+            result.details["stopped_by"] = f"indeterminate: {session.indeterminate.reason}"[:300]
         return result
     if session.indeterminate is not None:
         outcome = session.indeterminate
@@ -340,7 +704,7 @@ def run_machine(
         result.verdict = "skip"
         result.reason = (
             "no step could run against this target"
-            if ran
+            if plan
             else f"no batch of examples falls in shard {shard[0]}/{shard[1]}"
         )
     return result

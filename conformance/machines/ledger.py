@@ -19,10 +19,20 @@ The alphabet is chosen so the interesting clauses fire in short runs:
   duplicate targets, fields the operation does not take, non-objects, unknown operations,
   non-active targets, credential bodies, more than 20 elements (LED-VOCAB.*, LED-GATE.*);
 * invalid calls: unknown params, ``scopeKey`` on a save, bad kinds, ``null``, wrong JSON types,
-  blank, over-long and credential-shaped bodies, non-object params, unknown methods, bodies
-  that are not JSON (LED-WIRE.*, LED-SAVE.*, LED-CRED.*);
+  blank, over-long and credential-shaped bodies (LED-WIRE.*, LED-SAVE.*, LED-CRED.*) — raw
+  bodies (non-object params, unknown methods, text that is not JSON) are transport probes,
+  run once each apart from the machine (:mod:`conformance.machines.probes`);
+* bodies with non-ASCII words (accented Latin, ß, CJK, emoji), and a run may start a few
+  records short of its budget, or with two proposals in one conflict group
+  (:meth:`LedgerMachine.configure`);
 * history reads at every instant the run wrote at, one millisecond either side, so a gap or an
   overlap at a supersession boundary shows (LED-INT.*, LED-ASOF.*), and packets (LED-PACKET.*).
+
+**Blame the cause.**  After every call that changed the model's ledger, one read of what the
+target now holds (the list — active, or proposed after a proposal or a rejection — or the
+settings after a settings update, see :data:`CHECK_AFTER`) under that call's clauses, so a
+wrong state is caught where it was made: a missed supersede shows at the supersede, not later
+as a budget refusal.
 """
 
 from __future__ import annotations
@@ -32,15 +42,16 @@ from typing import Any
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, initialize, multiple, precondition, rule
 
-from conformance.drivers.ledger import LedgerDriver
-from conformance.machines import DifferentialMachine
+from conformance.drivers.ledger import OPS, LedgerDriver
+from conformance.machines import DifferentialMachine, live
+from conformance.oracle.ledger import method_clauses
 from conformance.scenario import Step
 from conformance.targets.ledger import CLOCK, TEST_CONTROL
 from reference.ledger.records import find_record
 from reference.ledger.timefmt import MS_PER_DAY, format_rfc3339
 
 SCOPE = "account:local"
-WORDS = ("tea", "vim", "berlin", "utc", "decaf", "tabs")
+WORDS = ("tea", "vim", "berlin", "utc", "decaf", "tabs", "café", "Straße", "東京", "🚀 launch")
 KINDS = ("preference", "fact", "decision", "constraint")
 GROUPS = ("editor", "timezone")
 
@@ -106,13 +117,19 @@ INVALID_CALLS: list[tuple[str, dict[str, Any]]] = [
     ("consolidate", {}),
     ("packet", {"limit": 3}),
 ]
-RAW_CALLS: list[dict[str, Any]] = [
-    {"method": "memory/save_memory_record", "params": ["not", "an", "object"]},
-    {"method": "memory/list_memory_records", "params": "account:local"},
-    {"method": "memory/save_memory_record", "text": '{"body": '},
-    {"method": "memory/forget_everything", "params": {}},
-    {"method": "memory/get_consolidation_settings", "text": ""},
-]
+#: After a call that changed the ledger, the one read that shows what the call changed.
+CHECK_AFTER: dict[str, tuple[str, dict[str, Any]]] = {
+    "save": ("list", {"scopeKey": SCOPE}),
+    "supersede": ("list", {"scopeKey": SCOPE}),
+    "delete": ("list", {"scopeKey": SCOPE}),
+    "approve": ("list", {"scopeKey": SCOPE}),
+    "reject": ("list", {"scopeKey": SCOPE, "status": "proposed"}),
+    "propose": ("list", {"scopeKey": SCOPE, "status": "proposed"}),
+    "set_expiry": ("list", {"scopeKey": SCOPE}),
+    "sweep": ("list", {"scopeKey": SCOPE}),
+    "update_settings": ("get_settings", {}),
+    "consolidate": ("list", {"scopeKey": SCOPE}),
+}
 
 
 class LedgerMachine(DifferentialMachine):
@@ -120,6 +137,7 @@ class LedgerMachine(DifferentialMachine):
 
     protocol = "ledger"
     requires = frozenset({"ledger.test_control"})
+    READ_ONLY_OPS = frozenset({"list", "list_as_of", "get_settings", "packet"})
 
     def __init__(self, session: Any) -> None:
         super().__init__(session)
@@ -159,8 +177,38 @@ class LedgerMachine(DifferentialMachine):
                 out.append(f"${name}")
         return out
 
-    def _step(self, op: str, args: dict[str, Any], bind: dict[str, Any] | None = None) -> Any:
-        return self.run_step(Step(op=op, args=args, bind=bind or {}))
+    def _step(
+        self,
+        op: str,
+        args: dict[str, Any],
+        bind: dict[str, Any] | None = None,
+        *,
+        check: bool = True,
+    ) -> Any:
+        """Run one call; after a call that changed the ledger, one read of what it now holds
+        (see :data:`CHECK_AFTER`) under that call's clauses, so a wrong state is blamed on the
+        call that made it, not on a later, unrelated one."""
+        before = self.ledger.model
+        outcome = self.run_step(Step(op=op, args=args, bind=bind or {}))
+        changed = self.ledger.model != before
+        if check and op in CHECK_AFTER and outcome.verdict == "pass" and changed:
+            self._check(op)
+        return outcome
+
+    def _check(self, op: str, bind: dict[str, Any] | None = None) -> None:
+        """The read :data:`CHECK_AFTER` names for ``op``, under ``op``'s clauses."""
+        if self.stopped is not None:
+            return
+        read_op, read_args = CHECK_AFTER[op]
+        self.run_step(
+            Step(
+                op=read_op,
+                args=dict(read_args),
+                bind=bind or {},
+                clauses=list(method_clauses(OPS[op].method)),
+                note=f"what the ledger holds right after step {len(self.recorded) - 1} ({op})",
+            )
+        )
 
     def _bound(self, name: str) -> Any:
         """The bundle entry for ``$name`` if the step bound it (the model accepted the call)."""
@@ -170,19 +218,50 @@ class LedgerMachine(DifferentialMachine):
     # -- setup ----------------------------------------------------------------------------
 
     @initialize(
+        target=records,
         budget=st.sampled_from([3, 5, 8]),
         mode=st.sampled_from(["off", "propose"]),
         removal=st.booleans(),
+        room=st.sampled_from([None, None, 1, 0]),
+        group_pair=st.booleans(),
     )
-    def configure(self, budget: int, mode: str, removal: bool) -> None:
+    def configure(
+        self, budget: int, mode: str, removal: bool, room: int | None, group_pair: bool
+    ) -> Any:
+        """Settings first; then, maybe, a ledger ``room`` records short of its budget (the
+        budget refusals and replacements at the ceiling are one step away) and two proposals
+        in one conflict group (an approval must retire the other member)."""
         if TEST_CONTROL not in self._caps():
             # Nothing can be judged without the test controls: this step is skipped with the
             # reason (recorded in the run's details) and the example is abandoned.
             self.run_step(Step(op="propose", args={"body": "needs test controls"}))
-        self._step("update_settings", {"mode": mode, "maxRecords": budget, "allowRemoval": removal})
+        self._step(
+            "update_settings",
+            {"mode": mode, "maxRecords": budget, "allowRemoval": removal},
+            check=False,
+        )
+        names: list[str] = []
+        if room is not None:
+            for i in range(max(0, budget - room - (2 if group_pair else 0))):
+                name = self._fresh("r")
+                self._step(
+                    "save",
+                    {"body": self._body("plain", WORDS[i % len(WORDS)])},
+                    {name: "id"},
+                    check=False,
+                )
+                names.append(name)
+        if group_pair:
+            for word in ("vim", "emacs"):
+                name = self._fresh("r")
+                args = {"body": self._body("plain", word), "conflictGroup": GROUPS[0]}
+                self._step("propose", args, {name: "id"}, check=False)
+                names.append(name)
+        return multiple(*[f"${n}" for n in names if n in self.ledger.symbols])
 
     # -- writes ---------------------------------------------------------------------------
 
+    @precondition(live)
     @rule(
         target=records,
         style=body_styles,
@@ -200,6 +279,7 @@ class LedgerMachine(DifferentialMachine):
         self._step("save", args, {name: "id"})
         return self._bound(name)
 
+    @precondition(live)
     @rule(target=records, rec=records, style=body_styles, word=st.sampled_from(WORDS), kind=kinds)
     def supersede(self, rec: str, style: str, word: str, kind: str | None) -> Any:
         args: dict[str, Any] = {"recordId": rec, "body": self._body(style, word)}
@@ -209,10 +289,12 @@ class LedgerMachine(DifferentialMachine):
         self._step("supersede", args, {name: "id"})
         return self._bound(name)
 
+    @precondition(live)
     @rule(rec=records)
     def delete(self, rec: str) -> None:
         self._step("delete", {"recordId": rec})
 
+    @precondition(live)
     @precondition(lambda self: bool(self._with_status("active")))
     @rule(
         target=records, data=st.data(), style=body_styles, word=st.sampled_from(WORDS), kind=kinds
@@ -222,18 +304,21 @@ class LedgerMachine(DifferentialMachine):
         rec = data.draw(st.sampled_from(self._with_status("active")), label="active record")
         return self.supersede(rec, style, word, kind)
 
+    @precondition(live)
     @precondition(lambda self: bool(self._with_status("active")))
     @rule(data=st.data())
     def delete_live(self, data: st.DataObject) -> None:
         rec = data.draw(st.sampled_from(self._with_status("active")), label="active record")
         self._step("delete", {"recordId": rec})
 
+    @precondition(live)
     @precondition(lambda self: bool(self._with_status("proposed")))
     @rule(data=st.data(), approve=st.booleans())
     def decide_proposal(self, data: st.DataObject, approve: bool) -> None:
         rec = data.draw(st.sampled_from(self._with_status("proposed")), label="proposal")
         self._step("approve" if approve else "reject", {"recordId": rec})
 
+    @precondition(live)
     @rule(
         target=records,
         word=st.sampled_from(WORDS),
@@ -263,14 +348,17 @@ class LedgerMachine(DifferentialMachine):
         self._step("propose", args, {name: "id"})
         return self._bound(name)
 
+    @precondition(live)
     @rule(rec=records)
     def approve(self, rec: str) -> None:
         self._step("approve", {"recordId": rec})
 
+    @precondition(live)
     @rule(rec=records)
     def reject(self, rec: str) -> None:
         self._step("reject", {"recordId": rec})
 
+    @precondition(live)
     @rule(
         mode=st.sampled_from(["off", "propose"]),
         budget=st.none() | st.sampled_from([1, 3, 6, 200]),
@@ -292,11 +380,13 @@ class LedgerMachine(DifferentialMachine):
 
     # -- time -----------------------------------------------------------------------------
 
+    @precondition(live)
     @precondition(lambda self: CLOCK in self._caps())
     @rule(delta=st.sampled_from([1, 1000, 3_600_000, MS_PER_DAY]))
     def advance_clock(self, delta: int) -> None:
         self._step("set_clock", {"advance_ms": delta})
 
+    @precondition(live)
     @precondition(lambda self: CLOCK in self._caps())
     @rule(
         rec=records, offset=st.sampled_from([-MS_PER_DAY, 0, 1, 1000, MS_PER_DAY, 2 * MS_PER_DAY])
@@ -305,6 +395,7 @@ class LedgerMachine(DifferentialMachine):
         at = self.ledger.now + offset
         self._step("set_expiry", {"recordId": rec, "expiresAt": format_rfc3339(at)})
 
+    @precondition(live)
     @precondition(lambda self: CLOCK in self._caps() and bool(self._with_status("active")))
     @rule(
         data=st.data(),
@@ -320,6 +411,7 @@ class LedgerMachine(DifferentialMachine):
         if sweep is not None:
             self._step("sweep", {"at": format_rfc3339(at + sweep)})
 
+    @precondition(live)
     @precondition(lambda self: CLOCK in self._caps())
     @rule(offset=st.sampled_from([0, 1000, MS_PER_DAY, 2 * MS_PER_DAY + 1000]))
     def sweep(self, offset: int) -> None:
@@ -328,12 +420,13 @@ class LedgerMachine(DifferentialMachine):
 
     # -- consolidation --------------------------------------------------------------------
 
+    @precondition(live)
     @rule(target=records, picks=st.lists(records, max_size=4, unique=True), data=st.data())
     def consolidate(self, picks: list[str], data: st.DataObject) -> Any:
-        live = self._with_status("active")
-        if live and data.draw(st.integers(0, 4), label="live targets") > 0:
+        active = self._with_status("active")
+        if active and data.draw(st.integers(0, 4), label="live targets") > 0:
             # Mostly aim at records that are active now, so elements apply.
-            picks = data.draw(st.permutations(live), label="order")[: max(1, len(picks))]
+            picks = data.draw(st.permutations(active), label="order")[: max(1, len(picks))]
         count = data.draw(st.sampled_from([1, 1, 2, 3, 21]), label="elements")
         elements: list[Any] = []
         created: list[str] = []
@@ -342,15 +435,16 @@ class LedgerMachine(DifferentialMachine):
             elements.append(element)
             if body is not None:
                 created.append(body)
-        before = len(self.ledger.model.records)
-        self._step("consolidate", {"operations": elements})
-        # Records a merge or a correction created are bound by a listing (their ids first
+        before_state = self.ledger.model
+        before = len(before_state.records)
+        outcome = self._step("consolidate", {"operations": elements}, check=False)
+        if outcome.verdict != "pass" or self.ledger.model == before_state:
+            return multiple()
+        # The check read binds the records a merge or a correction created (their ids first
         # appear there); bodies carry a counter, so each selects one record.
         new = [r for r in self.ledger.model.records[before:] if r.status == "active"]
-        if not new:
-            return multiple()
         bind = {self._fresh("r"): {"body": r.body, "status": "active"} for r in new}
-        self._step("list", {"scopeKey": SCOPE}, bind)
+        self._check("consolidate", bind)
         return multiple(*[f"${name}" for name in bind if name in self.ledger.symbols])
 
     def _element(self, targets: list[str], data: st.DataObject) -> tuple[Any, str | None]:
@@ -442,6 +536,7 @@ class LedgerMachine(DifferentialMachine):
 
     # -- reads ----------------------------------------------------------------------------
 
+    @precondition(live)
     @rule(status=st.sampled_from([None, "active", "proposed"]))
     def list_records(self, status: str | None) -> None:
         args: dict[str, Any] = {"scopeKey": SCOPE}
@@ -449,6 +544,7 @@ class LedgerMachine(DifferentialMachine):
             args["status"] = status
         self._step("list", args)
 
+    @precondition(live)
     @rule(pick=st.integers(0, 1000), nudge=st.sampled_from([-1, 0, 0, 1]))
     def list_as_of(self, pick: int, nudge: int) -> None:
         """A history read at an instant some interval starts or ends at (± 1 ms)."""
@@ -461,6 +557,7 @@ class LedgerMachine(DifferentialMachine):
         at = instants[pick % len(instants)] + nudge
         self._step("list_as_of", {"scopeKey": SCOPE, "at": format_rfc3339(at)})
 
+    @precondition(live)
     @rule()
     def history(self) -> None:
         """A history read just before the latest instant a record stopped holding: the
@@ -475,11 +572,13 @@ class LedgerMachine(DifferentialMachine):
         at = max(closes) - 1 if closes else self.ledger.now
         self._step("list_as_of", {"scopeKey": SCOPE, "at": format_rfc3339(at)})
 
+    @precondition(live)
     @rule()
     def observe(self) -> None:
         """The active set."""
         self._step("list", {"scopeKey": SCOPE})
 
+    @precondition(live)
     @rule(settings_too=st.booleans())
     def packet(self, settings_too: bool) -> None:
         self._step("packet", {})
@@ -488,21 +587,19 @@ class LedgerMachine(DifferentialMachine):
 
     # -- invalid calls --------------------------------------------------------------------
 
+    @precondition(live)
     @rule(case=st.sampled_from(INVALID_CALLS))
     def invalid_call(self, case: tuple[str, dict[str, Any]]) -> None:
         op, args = case
         self._step(op, args)
 
+    @precondition(live)
     @rule(body=st.sampled_from(CREDENTIALS + LOOKALIKES), edit=st.none() | records)
     def credential_body(self, body: str, edit: str | None) -> None:
         if edit is None:
             self._step("save", {"body": body})
         else:
             self._step("supersede", {"recordId": edit, "body": body})
-
-    @rule(case=st.sampled_from(RAW_CALLS))
-    def raw_call(self, case: dict[str, Any]) -> None:
-        self._step("raw", case)
 
 
 #: Clauses the ledger machine exercises over the wire (tests name them for ``memspec clauses``).

@@ -2,15 +2,29 @@
 
 The alphabet is chosen so that the interesting rules fire often in short runs:
 
-* texts are one to three words from a six-word vocabulary, with case, whitespace and
-  punctuation variants — so dedup (MEM-WRITE.1/2), the collision guard (MEM-WRITE.5) and whole
-  token matching (MEM-SCORE.2) are hit constantly;
+* texts are one to three words from a small vocabulary, with case, whitespace and punctuation
+  variants — so dedup (MEM-WRITE.1/2), the collision guard (MEM-WRITE.5) and whole token
+  matching (MEM-SCORE.2) are hit constantly;
+* the vocabulary mixes in non-ASCII words — accented Latin precomposed and combining, ß,
+  Cyrillic, Greek, CJK, emoji, a Kelvin sign that lower-cases to ASCII ``k`` — in texts,
+  keywords and queries: the tokenizer is ASCII ``[a-z0-9]+`` after lower-casing, so these are
+  separators (or vanish), and a store that tokenizes or prefilters otherwise shows it;
 * two scopes (``{scope:a}``, ``{scope:b}``) and ids used across them (MEM-SCOPE.5);
-* ``supersedes`` and ``forget`` take ids from a bundle filled by ``/list`` answers (the
-  machine never guesses an id), plus empty and unresolvable ids (MEM-WRITE.3/4/7, MEM-STORE.8);
-* small caps (1–5) so eviction and its ties happen (MEM-CAP.1–3);
-* invalid bodies and transport-level cases (bad auth, wrong method, unknown path, a
-  Content-Length that is not a digit string) mixed in (MEM-WIRE.*).
+* ``supersedes`` and ``forget`` take ids from a bundle filled by ``/list`` and ``/retrieve``
+  answers (the machine never guesses an id), plus empty and unresolvable ids
+  (MEM-WRITE.3/4/7, MEM-STORE.8);
+* small caps (1–5) so eviction and its ties happen (MEM-CAP.1–3), and a run may start with
+  scope ``a`` already holding a few records (:meth:`MemoryMachine.prefill`) so the cap bites
+  at once;
+* invalid bodies mixed in (MEM-WIRE.*).
+
+**Blame the cause.**  After every step that may change a scope, one ``/list`` of that scope
+(limit 50) shows what the target now holds, under the clauses of the step that changed it: a
+wrong state is caught where it was made, not steps later under an unrelated clause.
+
+Transport probes (auth, methods, paths, bodies that are not JSON, Content-Length fences) are
+not rules here: they are one-step cases that need no state, run once each as their own small,
+separately reported set (:mod:`conformance.machines.probes`).
 
 Every request goes through :class:`~conformance.drivers.memory.MemoryDriver`, so the oracle's
 rules (ties, ids, times) are exactly the scenario runner's.
@@ -21,17 +35,31 @@ from __future__ import annotations
 from typing import Any
 
 from hypothesis import strategies as st
-from hypothesis.stateful import Bundle, multiple, rule
+from hypothesis.stateful import Bundle, initialize, multiple, precondition, rule
 
-from conformance.machines import DifferentialMachine
+from conformance.drivers.memory import DEFAULT_CLAUSES
+from conformance.machines import DifferentialMachine, live
 from conformance.scenario import Step
-from conformance.targets.base import RAW_HTTP
+from conformance.targets.memory import LIST
 
 VOCAB = ("deploy", "staging", "alpha", "beta", "gamma", "prod")
+#: Words outside ASCII: each is a tokenizer trap (ASCII ``[a-z0-9]+`` after lower-casing).
+UNICODE_WORDS = (
+    "café",  # precomposed é: token "caf"
+    "cafe\u0301",  # e + combining acute: token "cafe"
+    "straße",  # ß: tokens "stra", "e"
+    "Москва",  # Cyrillic: no token at all
+    "αλφα",  # Greek: no token
+    "東京",  # CJK: no token
+    "deploy🚀staging",  # an emoji between two words: tokens "deploy", "staging"
+    "\u212aelvin",  # KELVIN SIGN lower-cases to ASCII k: token "kelvin"
+)
 SCOPES = ("a", "b")
 
 scopes = st.sampled_from(SCOPES)
-words = st.lists(st.sampled_from(VOCAB), min_size=1, max_size=3)
+# ASCII words twice: the shared vocabulary (dedup, matching) stays frequent; shrinking leans
+# to the ASCII words (the start of the list).
+words = st.lists(st.sampled_from(VOCAB + VOCAB + UNICODE_WORDS), min_size=1, max_size=3)
 
 
 @st.composite
@@ -48,7 +76,13 @@ def texts(draw: st.DrawFn) -> str:
     return text
 
 
-queries = st.lists(st.sampled_from((*VOCAB, "zeta", "a")), min_size=0, max_size=3).map(" ".join)
+queries = st.lists(
+    st.sampled_from(
+        (*VOCAB, "zeta", "a", "cafe", "kelvin", "CAFÉ", "Straße", "東京", "\u212aelvin", "deploy🚀")
+    ),
+    min_size=0,
+    max_size=3,
+).map(" ".join)
 # Ids that can name no record of the scopes the machine writes: another (never written) scope
 # of this run, a non-id string, a key of no run at all.  Guessing an id *inside* a written
 # scope would assume the target's numbering, which is implementation-defined.
@@ -63,7 +97,10 @@ def candidate(draw: st.DrawFn, ids: Any) -> dict[str, Any]:
     }
     if draw(st.booleans()):
         rec["keywords"] = draw(
-            st.lists(st.sampled_from((*VOCAB, "zeta", "Deploy-Staging")), max_size=2)
+            st.lists(
+                st.sampled_from((*VOCAB, "zeta", "Deploy-Staging", "Café", "東京", "prod🚀")),
+                max_size=2,
+            )
         )
     # optional fields appear one time in four; "absent" is the simplest value, so shrinking
     # removes them
@@ -134,116 +171,127 @@ INVALID_BODIES: list[tuple[str, dict[str, Any]]] = [
     ("retrieve", {"scopeKey": "{scope:a}", "query": "deploy", "limit": 5.0}),
 ]
 
-RAW_CASES: list[dict[str, Any]] = [
-    {
-        "method": "POST",
-        "path": "/retrieve",
-        "auth": False,
-        "body": {"scopeKey": "{scope:a}", "query": "x", "limit": 1},
-    },
-    {
-        "method": "POST",
-        "path": "/write",
-        "auth": "wrong",
-        "body": {"scopeKey": "{scope:a}", "records": []},
-    },
-    {
-        "method": "POST",
-        "path": "/list",
-        "auth": "scheme",
-        "body": {"scopeKey": "{scope:a}", "limit": 1},
-    },
-    {"method": "GET", "path": "/retrieve"},
-    {"method": "POST", "path": "/healthz", "auth": False},
-    {"method": "POST", "path": "/nope", "body": {}},
-    {"method": "POST", "path": "/write", "body": "{not json"},
-    {"method": "POST", "path": "/write", "body": "[1, 2]"},
-]
-
-FENCE_CASES: list[dict[str, Any]] = [
-    {"method": "POST", "path": "/write", "headers": {"Content-Length": None}, "body": ""},
-    {"method": "POST", "path": "/list", "headers": {"Content-Length": "0x10"}, "body": "{}"},
-    {"method": "POST", "path": "/retrieve", "headers": {"Content-Length": "600000"}, "body": ""},
-]
-
 
 class MemoryMachine(DifferentialMachine):
     """Differential exploration of the Memory Worker protocol (see module docstring)."""
 
     protocol = "memory"
+    READ_ONLY_OPS = frozenset({"list"})
     ids = Bundle("ids")
 
     def __init__(self, session: Any) -> None:
         super().__init__(session)
         self._symbols = 0
 
+    # -- helpers --------------------------------------------------------------------------
+
     def _step(self, op: str, args: dict[str, Any], clauses: tuple[str, ...] = ()) -> Any:
         return self.run_step(Step(op=op, args=args, clauses=list(clauses)))
 
-    @rule(scope=scopes, records=batches(), cap=st.none() | st.integers(1, 5))
-    def write(self, scope: str, records: list[dict[str, Any]], cap: int | None) -> None:
+    def _read_and_bind(self, step: Step) -> Any:
+        """Run a ``/list`` or ``/retrieve`` step and put the ids it shows into the bundle."""
+        outcome = self.run_step(step)
+        if outcome.verdict != "pass" or outcome.exchange is None:
+            return multiple()
+        records = outcome.exchange.body.get("records", [])
+        bind: dict[str, Any] = {}
+        for i in range(len(records)):
+            self._symbols += 1
+            bind[f"r{self._symbols}"] = {"index": i}
+        if not bind:
+            return multiple()
+        problem = self.driver.bind_from(outcome.exchange, bind)  # type: ignore[attr-defined]
+        assert problem is None, problem
+        self.recorded[-1] = step.model_copy(update={"bind": bind})
+        return multiple(*[f"${name}" for name in bind])
+
+    def _mutate(self, op: str, args: dict[str, Any]) -> Any:
+        """A step that may change ``args["scopeKey"]``, then one ``/list`` of that scope under
+        the step's clauses, so a wrong state is blamed on the step that made it."""
+        outcome = self._step(op, args)
+        if outcome.verdict != "pass" or LIST not in self.driver.capabilities():
+            return multiple()
+        check = Step(
+            op="list",
+            args={"scopeKey": args["scopeKey"], "limit": 50},
+            clauses=list(DEFAULT_CLAUSES[op]),
+            note=f"what the scope holds right after step {outcome.index} ({op})",
+        )
+        return self._read_and_bind(check)
+
+    # -- setup ----------------------------------------------------------------------------
+
+    @initialize(target=ids, fill=st.sampled_from([0, 0, 2, 3, 4]))
+    def prefill(self, fill: int) -> Any:
+        """Start with scope ``a`` holding ``fill`` distinct records (none: the simplest), so
+        the small caps the write rule draws evict at once."""
+        if fill == 0:
+            return multiple()
+        records = [
+            {"kind": "fact", "text": f"{VOCAB[i]} {VOCAB[-1 - i]}", "sourceThreadKey": "thread:1"}
+            for i in range(fill)
+        ]
+        return self._mutate("write", {"scopeKey": "{scope:a}", "records": records})
+
+    # -- writes ---------------------------------------------------------------------------
+
+    @precondition(live)
+    @rule(target=ids, scope=scopes, records=batches(), cap=st.none() | st.integers(1, 5))
+    def write(self, scope: str, records: list[dict[str, Any]], cap: int | None) -> Any:
         args: dict[str, Any] = {"scopeKey": f"{{scope:{scope}}}", "records": records}
         if cap is not None:
             args["cap"] = cap
-        self._step("write", args)
+        return self._mutate("write", args)
 
-    @rule(scope=scopes, target_id=ids, text=texts())
-    def supersede(self, scope: str, target_id: str, text: str) -> None:
+    @precondition(live)
+    @rule(target=ids, scope=scopes, target_id=ids, text=texts())
+    def supersede(self, scope: str, target_id: str, text: str) -> Any:
         rec = {"kind": "fact", "text": text, "sourceThreadKey": "thread:1", "supersedes": target_id}
-        self._step("write", {"scopeKey": f"{{scope:{scope}}}", "records": [rec]})
+        return self._mutate("write", {"scopeKey": f"{{scope:{scope}}}", "records": [rec]})
 
+    @precondition(live)
     @rule(scope=scopes, text=texts(), ptr=st.sampled_from(["", "mem:{scope:z}:1", "garbage"]))
     def supersede_nothing(self, scope: str, text: str, ptr: str) -> None:
         rec = {"kind": "summary", "text": text, "sourceThreadKey": "thread:2", "supersedes": ptr}
-        self._step("write", {"scopeKey": f"{{scope:{scope}}}", "records": [rec]})
+        self._mutate("write", {"scopeKey": f"{{scope:{scope}}}", "records": [rec]})
 
-    @rule(scope=scopes, query=queries, limit=st.integers(1, 6))
-    def retrieve(self, scope: str, query: str, limit: int) -> None:
-        self._step("retrieve", {"scopeKey": f"{{scope:{scope}}}", "query": query, "limit": limit})
+    @precondition(live)
+    @rule(scope=scopes, target_id=ids)
+    def forget(self, scope: str, target_id: str) -> None:
+        self._mutate("forget", {"scopeKey": f"{{scope:{scope}}}", "id": target_id})
 
+    @precondition(live)
+    @rule(scope=scopes, target_id=foreign_ids)
+    def forget_unknown(self, scope: str, target_id: str) -> None:
+        self._step("forget", {"scopeKey": f"{{scope:{scope}}}", "id": target_id})
+
+    # -- reads ----------------------------------------------------------------------------
+
+    @precondition(live)
+    @rule(target=ids, scope=scopes, query=queries, limit=st.integers(1, 6))
+    def retrieve(self, scope: str, query: str, limit: int) -> Any:
+        args = {"scopeKey": f"{{scope:{scope}}}", "query": query, "limit": limit}
+        return self._read_and_bind(Step(op="retrieve", args=args))
+
+    @precondition(live)
     @rule(target=ids, scope=scopes, limit=st.integers(1, 8), query=st.none() | queries)
     def list_records(self, scope: str, limit: int, query: str | None) -> Any:
         args: dict[str, Any] = {"scopeKey": f"{{scope:{scope}}}", "limit": limit}
         if query is not None:
             args["query"] = query
-        step = Step(op="list", args=args)
-        outcome = self.run_step(step)
-        records = outcome.exchange.body.get("records", []) if outcome.exchange else []
-        bind: dict[str, Any] = {}
-        for i in range(len(records)):
-            self._symbols += 1
-            bind[f"r{self._symbols}"] = {"index": i}
-        if bind:
-            problem = self.driver.bind_from(outcome.exchange, bind)  # type: ignore[attr-defined]
-            assert problem is None, problem
-            self.recorded[-1] = step.model_copy(update={"bind": bind})
-        return multiple(*[f"${name}" for name in bind])
+        return self._read_and_bind(Step(op="list", args=args))
 
-    @rule(scope=scopes, target_id=ids)
-    def forget(self, scope: str, target_id: str) -> None:
-        self._step("forget", {"scopeKey": f"{{scope:{scope}}}", "id": target_id})
+    # -- invalid requests -----------------------------------------------------------------
 
-    @rule(scope=scopes, target_id=foreign_ids)
-    def forget_unknown(self, scope: str, target_id: str) -> None:
-        self._step("forget", {"scopeKey": f"{{scope:{scope}}}", "id": target_id})
-
+    @precondition(live)
     @rule(case=st.sampled_from(INVALID_BODIES))
     def invalid_request(self, case: tuple[str, dict[str, Any]]) -> None:
         op, args = case
         self._step(op, args)
 
-    @rule(case=st.sampled_from(RAW_CASES))
-    def transport_case(self, case: dict[str, Any]) -> None:
-        self._step("raw", case)
 
-    @rule(case=st.sampled_from(FENCE_CASES))
-    def fence_case(self, case: dict[str, Any]) -> None:
-        if RAW_HTTP not in self.driver.capabilities():
-            return
-        self._step("raw", case)
-
-
-#: Clauses the memory machine exercises (for ``memspec clauses`` via the harness tests).
+#: Clauses the memory machine exercises (for ``memspec clauses`` via the harness tests).  The
+#: routing, auth and fence clauses (MEM-WIRE.1–7) are the transport probes' (probes.py).
 MACHINE_CLAUSES = (
     "MEM-SEAM.2",
     "MEM-RECORD.1",
@@ -274,13 +322,6 @@ MACHINE_CLAUSES = (
     "MEM-CAP.1",
     "MEM-CAP.2",
     "MEM-CAP.3",
-    "MEM-WIRE.1",
-    "MEM-WIRE.2",
-    "MEM-WIRE.3",
-    "MEM-WIRE.4",
-    "MEM-WIRE.5",
-    "MEM-WIRE.6",
-    "MEM-WIRE.7",
     "MEM-WIRE.8",
     "MEM-WIRE.9",
     "MEM-WIRE.10",

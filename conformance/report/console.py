@@ -38,11 +38,22 @@ def print_summary(
         return ", ".join(f"{n} {k}" for k, n in sorted(d.items())) or "none"
 
     out.write(f"\nscenarios: {counts(s['scenarios'])}\n")
+    if s.get("probes"):
+        out.write(f"transport probes: {counts(s['probes'])}\n")
     for m in data["machines"]:
         out.write(
             f"{m['name']}: {m['verdict']} — {m['examples']} runs, {m['steps']} steps,"
             f" profile {m['profile']}, seed {m['seed']} ({m['elapsed_s']:.1f}s)\n"
         )
+        explored = (m.get("details") or {}).get("explored") or {}
+        first, after = explored.get("first_divergence"), explored.get("after_first")
+        if first and after:
+            found = len(m.get("divergences") or [])
+            out.write(
+                f"    {found} distinct divergence(s); the first after {first['examples']} runs,"
+                f" {first['steps']} steps ({first['elapsed_s']:.1f}s); then {after['examples']}"
+                f" runs, {after['steps']} steps more with each one set aside\n"
+            )
     divs = data["divergences"]
     if divs:
         out.write(f"\n{len(divs)} divergence(s), {s['unexpected']} unexpected:\n")

@@ -10,13 +10,17 @@ Schema ``memspec-report/1`` (``report.json``)::
     scenarios     [{name, protocol, kind, path, verdict, reason, clauses, failed_clauses,
                     elapsed_s, steps: [StepOutcome], replay, expected_by}]
     machines      [{name, protocol, profile, seed, verdict, reason, examples, steps, elapsed_s,
-                    clauses, failed_clauses, replay, expected_by, details}]
+                    clauses, failed_clauses, replay, expected_by, details,
+                    divergences: [{clauses, reason, steps, replay, expected_by, details}]}]
+                                                        — every distinct divergence; details.explored
+                                                          counts runs/steps, also after the first
     clauses       [{id, title, level, passed, failed, skipped, indeterminate, skip_reasons,
                     expected}]                          — one row per clause the run touched
     divergences   [{source, name, protocol, clauses, step, op, reason, expected, exchange,
                     replay, expected_by}]
     expectations  {file, entries, stale: [{entry, status}]}
-    summary       {scenarios: {verdict: n}, machines: {verdict: n}, divergences, unexpected,
+    summary       {scenarios: {verdict: n}, probes: {verdict: n}, machines: {verdict: n},
+                   divergences, unexpected,
                    indeterminate, steps}
 
 Verdicts: scenario/machine ``pass | fail | skip | indeterminate``; step ``pass | diverge |
@@ -30,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from conformance.clauses import Clause, load_clauses
-from conformance.machines import MachineResult
+from conformance.machines import MachineResult, finding_key
 from conformance.report.expect import Expectation, match
 from conformance.runner import ScenarioResult
 from conformance.version import provenance, specs_dir
@@ -77,7 +81,10 @@ class RunReport:
             if r.verdict in ("fail", "indeterminate"):
                 out.append(("scenario", r.name, r.failed_clauses(), r.verdict))
         for m in self.machines:
-            if m.verdict in ("fail", "indeterminate"):
+            if m.findings:  # every distinct divergence the machine found
+                for f in m.findings:
+                    out.append(("machine", machine_name(m), list(f.clauses), "fail"))
+            elif m.verdict in ("fail", "indeterminate"):
                 out.append(("machine", machine_name(m), list(m.clauses), m.verdict))
         return out
 
@@ -135,7 +142,11 @@ class RunReport:
             add(s.scenario.all_clauses(), s.failed_clauses(), s.verdict, s.reason, s.name)
         for m in self.machines:
             clauses = list(self.machine_clauses.get(m.protocol, ()))
-            add(clauses, list(m.clauses), m.verdict, m.reason, machine_name(m))
+            if m.findings:
+                for f in m.findings:
+                    add(clauses, list(f.clauses), "fail", f.reason, machine_name(m))
+            else:
+                add(clauses, list(m.clauses), m.verdict, m.reason, machine_name(m))
         return sorted(rows.values(), key=lambda r: _clause_sort_key(r["id"]))
 
     def stale_expectations(self) -> list[dict[str, Any]]:
@@ -206,17 +217,37 @@ class RunReport:
                     "steps": m.steps,
                     "elapsed_s": round(m.elapsed_s, 3),
                     "clauses": list(self.machine_clauses.get(m.protocol, ())),
-                    "failed_clauses": list(m.clauses),
+                    "failed_clauses": list(dict.fromkeys(c for f in m.findings for c in f.clauses))
+                    or list(m.clauses),
                     "replay": replay,
                     "expected_by": exp.to_json() if exp else None,
                     "details": m.details,
                 }
             )
-            if m.failure is not None:
+            found = []
+            for n, f in enumerate(m.findings):
+                f_replay = self.replays.get(f"machine:{finding_key(m.protocol, n)}")
+                f_exp = self.expected_by(name, list(f.clauses))
+                found.append(
+                    {
+                        "clauses": list(f.clauses),
+                        "reason": f.reason,
+                        "steps": len(f.steps),
+                        "replay": f_replay,
+                        "expected_by": f_exp.to_json() if f_exp else None,
+                        "details": {k: v for k, v in f.details.items() if k != "replay_steps"},
+                    }
+                )
+                divergences.append(
+                    _divergence("machine", name, m.protocol, f.failure, f_replay, f_exp)
+                )
+            machines[-1]["divergences"] = found
+            if not m.findings and m.failure is not None:
                 divergences.append(_divergence("machine", name, m.protocol, m.failure, replay, exp))
-        counts: dict[str, dict[str, int]] = {"scenarios": {}, "machines": {}}
+        counts: dict[str, dict[str, int]] = {"scenarios": {}, "probes": {}, "machines": {}}
         for s in self.scenarios:
-            counts["scenarios"][s.verdict] = counts["scenarios"].get(s.verdict, 0) + 1
+            group = "probes" if s.kind == "probe" else "scenarios"
+            counts[group][s.verdict] = counts[group].get(s.verdict, 0) + 1
         for m in self.machines:
             counts["machines"][m.verdict] = counts["machines"].get(m.verdict, 0) + 1
         steps = sum(len(s.outcomes) for s in self.scenarios) + sum(m.steps for m in self.machines)

@@ -240,7 +240,10 @@ def test_a_store_that_never_dedups_fails_the_run_with_a_short_replay(
         assert machine["verdict"] == "fail"
         assert "MEM-WRITE.1" in machine["failed_clauses"]
         replay = load_scenario(Path(machine["replay"]))
-        assert 1 <= len(replay.steps) <= 3
+        # a replay may carry the machine's check reads (a /list right after a write, see
+        # conformance.machines.memory); the requests of the failing story stay at most 3
+        assert 1 <= len([s for s in replay.steps if s.note is None]) <= 3
+        assert len(replay.steps) <= 5
         assert replay.steps[0].recorded is not None, "the replay file carries the transcript"
         failed = {s["name"] for s in data["scenarios"] if s["verdict"] == "fail"}
         assert "dedup_bumps_instead_of_inserting" in failed

@@ -1,0 +1,130 @@
+"""Transport probes: the one-step cases that need no state, run once each, reported apart.
+
+Authentication, methods, unknown paths, bodies that are not JSON, ``Content-Length`` fences
+(memory) and raw JSON-RPC bodies (ledger) do not depend on what the store holds, so a state
+machine gains nothing by drawing them at random — and a transport difference (an edge that
+rewrites a header, a runtime that answers a malformed request itself) would be the first,
+one-step divergence of every exploration, found again and again.  They are a small fixed set
+of one-step scenarios instead, run through the same driver and oracle as everything else and
+reported as results of kind ``probe`` (``<protocol>-probe:<name>``), next to — never instead
+of — what the machines find.
+
+A probe the target cannot take (``raw_http`` absent for a fence, say) is skipped with the
+reason, like any scenario.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from conformance.driver import Driver, StepOutcome
+from conformance.runner import ScenarioResult, run_scenario
+from conformance.scenario import Scenario, Step
+
+#: name -> (clauses, raw step args)
+MEMORY_PROBES: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
+    "retrieve-without-bearer": (
+        ("MEM-WIRE.3",),
+        {
+            "method": "POST",
+            "path": "/retrieve",
+            "auth": False,
+            "body": {"scopeKey": "{scope:a}", "query": "x", "limit": 1},
+        },
+    ),
+    "write-wrong-token": (
+        ("MEM-WIRE.3",),
+        {
+            "method": "POST",
+            "path": "/write",
+            "auth": "wrong",
+            "body": {"scopeKey": "{scope:a}", "records": []},
+        },
+    ),
+    "list-basic-scheme": (
+        ("MEM-WIRE.3",),
+        {
+            "method": "POST",
+            "path": "/list",
+            "auth": "scheme",
+            "body": {"scopeKey": "{scope:a}", "limit": 1},
+        },
+    ),
+    "get-retrieve": (("MEM-WIRE.2",), {"method": "GET", "path": "/retrieve"}),
+    "post-healthz": (
+        ("MEM-WIRE.1", "MEM-WIRE.2"),
+        {"method": "POST", "path": "/healthz", "auth": False},
+    ),
+    "unknown-path": (("MEM-WIRE.1",), {"method": "POST", "path": "/nope", "body": {}}),
+    "body-not-json": (("MEM-WIRE.7",), {"method": "POST", "path": "/write", "body": "{not json"}),
+    "body-an-array": (("MEM-WIRE.7",), {"method": "POST", "path": "/write", "body": "[1, 2]"}),
+    "no-content-length": (
+        ("MEM-WIRE.5",),
+        {"method": "POST", "path": "/write", "headers": {"Content-Length": None}, "body": ""},
+    ),
+    "hex-content-length": (
+        ("MEM-WIRE.5",),
+        {"method": "POST", "path": "/list", "headers": {"Content-Length": "0x10"}, "body": "{}"},
+    ),
+    "oversized-content-length": (
+        ("MEM-WIRE.6",),
+        {
+            "method": "POST",
+            "path": "/retrieve",
+            "headers": {"Content-Length": "600000"},
+            "body": "",
+        },
+    ),
+}
+
+LEDGER_PROBES: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
+    "params-an-array": (
+        ("LED-WIRE.1", "LED-WIRE.2"),
+        {"method": "memory/save_memory_record", "params": ["not", "an", "object"]},
+    ),
+    "params-a-string": (
+        ("LED-WIRE.1", "LED-WIRE.2"),
+        {"method": "memory/list_memory_records", "params": "account:local"},
+    ),
+    "truncated-json": (
+        ("LED-WIRE.1",),
+        {"method": "memory/save_memory_record", "text": '{"body": '},
+    ),
+    "unknown-method": (("LED-WIRE.1",), {"method": "memory/forget_everything", "params": {}}),
+    "empty-body": (("LED-WIRE.1",), {"method": "memory/get_consolidation_settings", "text": ""}),
+}
+
+PROBES: dict[str, dict[str, tuple[tuple[str, ...], dict[str, Any]]]] = {
+    "memory": MEMORY_PROBES,
+    "ledger": LEDGER_PROBES,
+}
+
+
+def probe_scenarios(protocol: str) -> list[Scenario]:
+    """The protocol's probes, each a one-step scenario named ``<protocol>-probe:<name>``."""
+    return [
+        Scenario(
+            protocol=protocol,  # type: ignore[arg-type]
+            name=f"{protocol}-probe:{name}",
+            description=f"transport probe {name}",
+            clauses=list(clauses),
+            steps=[Step(op="raw", args=args)],
+        )
+        for name, (clauses, args) in PROBES.get(protocol, {}).items()
+    ]
+
+
+def run_probes(
+    protocol: str,
+    driver: Driver,
+    *,
+    on_step: Callable[[ScenarioResult, StepOutcome], None] | None = None,
+) -> list[ScenarioResult]:
+    """Run every probe of ``protocol`` once; each result has kind ``probe``."""
+    results = []
+    for scenario in probe_scenarios(protocol):
+        result = run_scenario(driver, scenario, on_step=on_step)
+        result.kind = "probe"
+        results.append(result)
+    return results

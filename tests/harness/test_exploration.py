@@ -1,0 +1,303 @@
+"""Exploration never goes blind: a state machine reports every distinct divergence (each with
+its own shrunk replay), an expected clause never stops it, a wrong state is blamed on the step
+that made it, and transport probes are a separate set that is never all a machine finds.
+
+The three-fault test puts the bundled store behind a loopback proxy that corrupts answers in
+three independent ways — the "done when" of the trustworthy-verdicts issue.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import re
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+from memory_harness_kit import TOKEN, bundled_store, forget_only_claims, make_driver
+
+from conformance.cli import main
+from conformance.machines import run_machine
+from conformance.machines.probes import LEDGER_PROBES, MEMORY_PROBES, run_probes
+from conformance.machines.profiles import Profile
+from conformance.runner import run_scenario
+from conformance.scenario import load_scenario
+
+Fault = Callable[[str, int, Any], Any]
+
+# --------------------------------------------------------------------------- a fault proxy
+
+
+class FaultProxy:
+    """A loopback proxy in front of ``upstream``: requests go through unchanged, JSON answers
+    pass through ``fault(route, status, body)`` (a minimal copy of selftest's proxy)."""
+
+    def __init__(self, upstream: str, fault: Fault) -> None:
+        m = re.fullmatch(r"http://127\.0\.0\.1:(\d+)", upstream)
+        assert m is not None, upstream
+        port = int(m.group(1))
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True
+
+            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+                pass
+
+            def _forward(self) -> None:
+                length = self.headers.get("Content-Length", "")
+                readable = length.isdigit() and int(length) <= 512 * 1024
+                body = self.rfile.read(int(length)) if readable else b""
+                if not readable:
+                    self.close_connection = True
+                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+                try:
+                    conn.putrequest(self.command, self.path, skip_accept_encoding=True)
+                    for k, v in self.headers.items():
+                        if k.lower() not in ("connection", "host", "transfer-encoding"):
+                            conn.putheader(k, v)
+                    conn.putheader("Connection", "close")
+                    conn.endheaders()
+                    if body:
+                        conn.send(body)
+                    resp = conn.getresponse()
+                    status, data = resp.status, resp.read()
+                finally:
+                    conn.close()
+                try:
+                    parsed = json.loads(data)
+                    route = self.path.split("?", 1)[0]
+                    data = json.dumps(fault(route, status, parsed)).encode()
+                except ValueError:
+                    pass
+                self.send_response_only(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            do_GET = do_POST = do_PUT = _forward
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(timeout=5)
+
+
+@contextmanager
+def proxied_store(fault: Fault) -> Iterator[str]:
+    with bundled_store() as url:
+        proxy = FaultProxy(url, fault)
+        try:
+            yield proxy.url
+        finally:
+            proxy.stop()
+
+
+def forget_lies(route: str, status: int, body: Any) -> Any:
+    """``/forget`` always says it forgot something (MEM-STORE.8)."""
+    if route == "/forget" and status == 200 and isinstance(body, dict):
+        return {**body, "forgotten": True}
+    return body
+
+
+def reversed_records(on: str) -> Fault:
+    """The records of every ``on`` answer in reverse (``/list``: oldest first, MEM-STORE.7;
+    ``/retrieve``: lowest score first, MEM-SCORE.1)."""
+
+    def fault(route: str, status: int, body: Any) -> Any:
+        if route == on and status == 200 and isinstance(body, dict) and "records" in body:
+            return {**body, "records": list(reversed(body["records"]))}
+        return body
+
+    return fault
+
+
+def all_of(*faults: Fault) -> Fault:
+    def fault(route: str, status: int, body: Any) -> Any:
+        for f in faults:
+            body = f(route, status, body)
+        return body
+
+    return fault
+
+
+THREE_FAULTS = all_of(forget_lies, reversed_records("/list"), reversed_records("/retrieve"))
+
+# --------------------------------------------------------------------------- the tests
+
+
+@pytest.mark.clause("MEM-STORE.7", "MEM-STORE.8", "MEM-SCORE.1")
+def test_one_fuzz_run_reports_three_independent_faults_each_with_its_own_short_replay(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("MEMSPEC_TEST_TOKEN", TOKEN)
+    report = tmp_path / "report"
+    with proxied_store(THREE_FAULTS) as url:
+        code = main(
+            [
+                "fuzz",
+                "--target",
+                url,
+                "--token-env",
+                "MEMSPEC_TEST_TOKEN",
+                "--spec",
+                "memory",
+                "--profile",
+                "ci",
+                # the ci profile's seed, run length and shrink budget; 60 runs of exploration
+                # instead of 200 keep the test short (the whole profile:
+                # benchmarks/bench_exploration.py)
+                "--examples",
+                "60",
+                "--report",
+                str(report),
+                "--quiet",
+            ]
+        )
+    out = capsys.readouterr().out
+    assert code == 1, out
+    data = json.loads((report / "report.json").read_text(encoding="utf-8"))
+    (machine,) = data["machines"]
+    found = machine["divergences"]
+    leading = [d["clauses"][0] for d in found]
+    # each fault found once, under its own clause, in its own replay of at most 5 steps
+    assert "MEM-STORE.8" in leading, leading
+    assert "MEM-STORE.7" in leading, leading
+    assert "MEM-SCORE.1" in leading, leading
+    assert len(found) == len(set(leading)), leading  # distinct, not one fault three times
+    replays = {d["replay"] for d in found}
+    assert len(replays) == len(found) and None not in replays
+    for d in found:
+        replay = load_scenario(Path(d["replay"]))
+        assert len(replay.steps) <= 5, (d["clauses"], [s.op for s in replay.steps])
+        assert d["details"]["reproduced"] is True, d
+    # the machine kept exploring after the first divergence, and says so
+    explored = machine["details"]["explored"]
+    assert explored["after_first"]["examples"] > 0, explored
+    assert explored["after_first"]["steps"] > 0, explored
+    assert explored["exploring_examples"] >= 60, explored  # every run of exploration ran
+    assert f"{len(found)} distinct divergence(s); the first after" in out, out
+    assert len([d for d in data["divergences"] if d["source"] == "machine"]) == len(found)
+
+
+@pytest.mark.clause("MEM-STORE.8", "MEM-STORE.7")
+def test_an_expected_clause_never_stops_exploration() -> None:
+    """A divergence an --expect entry names is recorded once, as met, and set aside: the
+    machine explores its whole budget and still finds what nobody expected."""
+    profile = Profile(
+        "t", max_examples=30, step_count=12, budget_s=60.0, fixed_seed=11, shrink_budget_s=5.0
+    )
+    with proxied_store(all_of(forget_lies, reversed_records("/list"))) as url:
+        driver = make_driver(url)
+        try:
+            result = run_machine(
+                "memory",
+                driver,
+                profile,
+                is_expected=lambda clauses: "MEM-STORE.8" in clauses,
+            )
+        finally:
+            driver.close()
+    by_clause = {f.clauses[0]: f for f in result.findings}
+    assert by_clause["MEM-STORE.8"].expected  # met, recorded, not shrunk
+    assert not by_clause["MEM-STORE.7"].expected  # the unexpected one is found and shrunk
+    assert len(by_clause["MEM-STORE.7"].steps) <= 4
+    assert result.details["explored"]["exploring_examples"] >= profile.max_examples
+    assert result.details["explored"]["set_aside"]["MEM-STORE.8"] > 0  # met again, kept going
+
+
+@pytest.mark.clause("MEM-STORE.8", "MEM-WIRE.15")
+def test_a_wrong_state_is_blamed_on_the_step_that_made_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``/forget`` answers true but leaves the record active: the read right after the forget
+    shows it, under the forget's clauses — not a later, unrelated step."""
+    with forget_only_claims(monkeypatch), bundled_store() as url:
+        driver = make_driver(url)
+        try:
+            result = run_machine(
+                "memory",
+                driver,
+                Profile(
+                    "t",
+                    max_examples=40,
+                    step_count=12,
+                    budget_s=60.0,
+                    fixed_seed=5,
+                    shrink_budget_s=5.0,
+                ),
+                max_findings=1,
+            )
+            (finding,) = result.findings
+            steps = finding.steps
+            assert [s.op for s in steps[-2:]] == ["forget", "list"], [s.op for s in steps]
+            assert "right after step" in finding.failure.reason and "(forget)" in finding.reason
+            assert {"MEM-STORE.8", "MEM-WIRE.15"} <= set(finding.clauses), finding.clauses
+            assert len(steps) <= 4, [s.op for s in steps]
+            again = run_scenario(driver, finding.replay)  # type: ignore[arg-type]
+            assert again.verdict == "fail" and again.failing_step is not None
+            assert again.failing_step.index == len(steps) - 1
+        finally:
+            driver.close()
+
+
+@pytest.mark.clause("MEM-WIRE.1", "MEM-WIRE.2", "MEM-WIRE.3", "MEM-WIRE.5", "MEM-WIRE.7")
+def test_transport_probes_are_their_own_set_and_never_all_a_machine_finds() -> None:
+    """A store whose answers to unauthenticated requests are wrong fails its probes; the
+    machine, which sends no probe, still explores its whole budget and passes."""
+
+    def wrong_auth_answer(route: str, status: int, body: Any) -> Any:
+        if status == 401 and isinstance(body, dict):
+            return {"ok": True}  # a 401 whose body is not the error shape
+        return body
+
+    with proxied_store(wrong_auth_answer) as url:
+        driver = make_driver(url)
+        try:
+            probes = run_probes("memory", driver)
+            result = run_machine(
+                "memory",
+                driver,
+                Profile("t", max_examples=10, step_count=10, budget_s=60.0, fixed_seed=3),
+            )
+        finally:
+            driver.close()
+    assert {r.kind for r in probes} == {"probe"}
+    assert [r.name for r in probes] == [f"memory-probe:{n}" for n in MEMORY_PROBES]
+    failed = {r.name for r in probes if r.verdict == "fail"}
+    assert "memory-probe:retrieve-without-bearer" in failed, [
+        (r.name, r.verdict, r.reason) for r in probes
+    ]
+    assert "memory-probe:unknown-path" not in failed
+    assert result.verdict == "pass", result.reason
+    assert result.details["explored"]["exploring_examples"] >= 10
+
+
+@pytest.mark.clause("LED-WIRE.1", "LED-WIRE.2")
+def test_ledger_probes_pass_on_the_bundled_store() -> None:
+    from ledger_harness_kit import bundled_store as ledger_store
+    from ledger_harness_kit import make_driver as ledger_driver
+
+    with ledger_store() as url:
+        driver = ledger_driver(url)
+        try:
+            probes = run_probes("ledger", driver)
+        finally:
+            driver.close()
+    assert [r.name for r in probes] == [f"ledger-probe:{n}" for n in LEDGER_PROBES]
+    assert all(r.verdict == "pass" for r in probes), [(r.name, r.reason) for r in probes]
+    unknown = next(r for r in probes if r.name == "ledger-probe:unknown-method")
+    assert unknown.outcomes[0].exchange is not None
+    assert unknown.outcomes[0].exchange.status == 404
