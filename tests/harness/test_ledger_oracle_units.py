@@ -106,12 +106,16 @@ def test_a_record_is_compared_field_by_field_absent_is_not_null() -> None:
     assert j.verdict == "diverge" and "LED-WIRE.4" in j.clauses
     j = verdict(lambda b: b.update(body="  hi  "))
     assert j.verdict == "diverge" and "LED-REC.6" in j.clauses
-    j = verdict(lambda b: b.update(createdAt=format_rfc3339(T0).replace(".000Z", "Z")))
+    j = verdict(lambda b: b.update(createdAt=format_rfc3339(T0).replace(".000Z", "+01:00")))
+    assert j.verdict == "diverge" and "LED-WIRE.5" in j.clauses  # not UTC
+    j = verdict(lambda b: b.update(createdAt=format_rfc3339(T0).replace("T", "_")))
     assert j.verdict == "diverge" and "LED-WIRE.5" in j.clauses
     j = verdict(lambda b: b.pop("updatedAt"))
     assert j.verdict == "diverge" and "LED-WIRE.4" in j.clauses
     j = verdict(lambda b: b.update(superseded_by="x"))
-    assert j.verdict == "diverge" and "LED-WIRE.4" in j.clauses
+    assert j.verdict == "pass"  # a field the spec does not name is allowed (LED-WIRE.4)
+    j = verdict(lambda b: b.update(confidenceBps=None))
+    assert j.verdict == "diverge" and "LED-WIRE.4" in j.clauses  # a named field is never null
     j = verdict(lambda b: b.update(validFrom=format_rfc3339(T0 + 1)))
     assert j.verdict == "diverge" and "LED-INT.1" in j.clauses
 
