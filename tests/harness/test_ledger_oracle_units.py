@@ -375,6 +375,9 @@ def test_sweep_ids_are_a_set_and_batch_counts_are_exact() -> None:
     j = oracle.judge("_test/consolidate", batch, 200, {**good, "refused": 0, "invalid": 1}, ctx())
     assert j.verdict == "diverge" and "LED-GATE.9" in j.clauses
     j = oracle.judge("_test/consolidate", batch, 200, {**good, "skipped": 0}, ctx())
+    assert j.verdict == "pass"  # an unnamed extra field is allowed (LED-WIRE.6)
+    short = {k: v for k, v in good.items() if k != "declined"}
+    j = oracle.judge("_test/consolidate", batch, 200, short, ctx())
     assert j.verdict == "diverge"
 
 
