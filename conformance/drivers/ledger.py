@@ -66,7 +66,14 @@ from reference.ledger.outcome import INVALID_PARAMS, Ok, Outcome, Refused
 from reference.ledger.packet import build_packet, packet_rank
 from reference.ledger.records import SCOPE_LOCAL, LedgerState, empty_state, settings_for
 from reference.ledger.timefmt import format_rfc3339, parse_rfc3339
-from reference.ledger.wire import allowed, handle, record_to_wire, settings_to_wire
+from reference.ledger.wire import (
+    allowed,
+    answer_instant,
+    handle,
+    record_to_wire,
+    same_instant,
+    settings_to_wire,
+)
 
 #: Where every scenario's clock starts (a fixed instant: runs are reproducible).
 START_MS = parse_rfc3339("2026-03-02T09:00:00.000Z") or 0
@@ -373,7 +380,8 @@ class LedgerDriver:
         text = format_rfc3339(at)
         ex = self.target.test("set_clock", {"now": text})
         self._clock_pinned = True
-        if ex.status != 200 or not isinstance(ex.body, dict) or ex.body.get("now") != text:
+        seen = answer_instant(ex.body.get("now")) if isinstance(ex.body, dict) else None
+        if ex.status != 200 or seen is None or not same_instant(at, seen):
             return f"_test/set_clock {text} answered {ex.status} {short_json(ex.body or ex.transport_error)}"
         self._target_clock = at
         return None
