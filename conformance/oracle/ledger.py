@@ -710,7 +710,8 @@ def _compare_result(
             body,
             ("LED-CONS.2", "LED-CONS.1", "LED-BUDGET.4"),
             SETTINGS_FIELDS,
-            outcome.extra_fields,
+            # heldRecords counts what the run did not write too when the ledger was dirty
+            outcome.extra_fields if not ctx.foreign else {},
         )
     if method == "_test/set_clock" and isinstance(want, dict) and isinstance(body, dict):
         seen = answer_instant(body.get("now"))

@@ -432,12 +432,40 @@ def _type_ok(value: object, json_type: str) -> bool:
     raise AssertionError(json_type)
 
 
-def check_params(method: _Method, params: object) -> dict[str, object] | Refused:
-    """Structural checks shared by every method; -32602 only (LED-WIRE.2, LED-SAVE.2)."""
+def _has_lone_surrogate(value: object) -> bool:
+    if isinstance(value, str):
+        return any(0xD800 <= ord(ch) <= 0xDFFF for ch in value)
+    if isinstance(value, list):
+        return any(_has_lone_surrogate(v) for v in value)
+    if isinstance(value, dict):
+        return any(_has_lone_surrogate(k) or _has_lone_surrogate(v) for k, v in value.items())
+    return False
+
+
+def lone_surrogate_param(params: object) -> str | None:
+    """The first param whose name or value holds a lone surrogate, or None (LED-WIRE.2)."""
+    if not isinstance(params, dict):
+        return None
+    for name, value in params.items():
+        if _has_lone_surrogate(name) or _has_lone_surrogate(value):
+            return str(name) if not _has_lone_surrogate(name) else "a param name"
+    return None
+
+
+def check_params(
+    method: _Method, params: object, *, text_only: bool = True
+) -> dict[str, object] | Refused:
+    """Structural checks shared by every method; -32602 only (LED-WIRE.2, LED-SAVE.2).
+
+    ``text_only``: a string holding a lone surrogate is -32602 (the model's answer; a store may
+    instead handle it as any other string, :func:`allowed`)."""
     if params is None:
         params = {}
     if not isinstance(params, dict):
         return invalid_params("params must be a JSON object.")
+    bad_text = lone_surrogate_param(params) if text_only else None
+    if bad_text is not None:
+        return invalid_params(f"{bad_text} is not valid text (a lone surrogate).")
     unknown = sorted(str(k) for k in params if k not in method.params)
     if unknown:
         if "scopeKey" in unknown:
@@ -459,7 +487,7 @@ def check_params(method: _Method, params: object) -> dict[str, object] | Refused
 
 
 def handle(
-    state: LedgerState, method: str, params: object, now: int
+    state: LedgerState, method: str, params: object, now: int, *, text_only: bool = True
 ) -> tuple[LedgerState, Outcome]:
     """Answer one binding call at instant ``now`` (LED-WIRE.1-.8).
 
@@ -471,7 +499,7 @@ def handle(
         return state, Refused(
             METHOD_NOT_FOUND, f"Method not found: {method}", frozenset({METHOD_NOT_FOUND})
         )
-    checked = check_params(spec, params)
+    checked = check_params(spec, params, text_only=text_only)
     if isinstance(checked, Refused):
         return state, checked
     new_state, outcome = spec.run(state, checked, now)
@@ -505,6 +533,8 @@ def allowed(state: LedgerState, method: str, params: object, now: int) -> list[A
     spec = METHODS.get(method) or TEST_METHODS.get(method)
     if spec is None or not isinstance(params, dict):
         return out
+    if lone_surrogate_param(params) is not None:
+        return _dedupe(out + _as_any_string(state, method, params, now))
     nulls = [
         k
         for k, v in params.items()
@@ -530,6 +560,19 @@ def allowed(state: LedgerState, method: str, params: object, now: int) -> list[A
         else:
             out += extra
     return _dedupe(out)
+
+
+def _as_any_string(state: LedgerState, method: str, params: object, now: int) -> list[Answer]:
+    """The answers of a store that handles a lone surrogate as any other string (LED-WIRE.2)."""
+    first = handle(state, method, params, now, text_only=False)
+    spec = METHODS.get(method) or TEST_METHODS.get(method)
+    assert spec is not None and isinstance(params, dict)
+    checked = check_params(spec, params, text_only=False)
+    more = _OPEN.get(method)
+    if isinstance(checked, Refused) or more is None:
+        return [first]
+    extra = more(state, checked, now)
+    return extra if method == "_test/consolidate" else [first, *extra]
 
 
 def _dedupe(answers: list[Answer]) -> list[Answer]:
