@@ -29,6 +29,11 @@ answer, on top of the model's verdict: ``status``, ``body`` (members that must b
 ``"$r1"`` there is the target's id), ``count``, ``texts`` / ``text_set`` (the records' bodies,
 in order / in any order).
 
+Open points: each call is judged against every answer ``reference.ledger.wire.allowed`` lists
+(the model's own first).  When a store's answer fits several of them that leave different
+ledgers (a merge result's group shows only in a later read), the driver keeps each such ledger
+in step (at most :data:`MAX_WORLDS`) until later answers tell them apart; ``model`` is the first.
+
 Isolation: the ledger has one scope, ``account:local``, so a run cannot be confined to keys of
 its own.  Before anything is written the driver lists active and proposed records and refuses
 a non-empty ledger (:class:`~conformance.targets.base.TargetError`, exit 2) unless the run was

@@ -1,10 +1,14 @@
 """The ledger oracle: is this answer one the model allows?
 
-The model (``reference.ledger.wire.handle``) is deterministic except where ``specs/ledger.md``
-leaves a choice, and it says where: ``Refused.allowed_codes`` / ``allowed_messages`` (LED-WIRE.3),
-``Ok.may_omit`` (tombstones a history read may leave out, LED-ASOF.2).  This module compares a
-target's answer with the model's, field by field, under three correspondences built as the run
-goes:
+The oracle has no rules of its own.  ``reference.ledger.wire.allowed`` lists every answer a
+store may give to a call (the model's own first, each with the ledger it leaves), and every
+open point of ``specs/ledger.md`` is one of those alternatives or one of the value-level choices
+an answer declares: ``Refused.allowed_codes`` / ``allowed_messages`` (LED-WIRE.3),
+``Ok.may_omit`` (tombstones a history read may leave out, LED-ASOF.2), ``Ok.one_of`` (a batch's
+open counts, LED-GATE.1/.6), ``Ok.extra_fields`` (``heldRecords``, LED-CONS.2).  This module
+compares a target's answer with one allowed answer, field by field (:func:`judge`; the driver
+asks it for each alternative, :func:`judge_any` reports the closest when none passes), under
+four correspondences built as the run goes:
 
 **Ids** are the target's own (LED-REC.3).  A bijection model id ↔ target id is fixed the first
 time a record appears in an answer: a single-record answer pairs its ``id`` (and its
@@ -12,13 +16,21 @@ time a record appears in an answer: a single-record answer pairs its ``id`` (and
 rest by content (every field but ``id``, under the time correspondence).  A target id that shows
 up for a second model record, or a model record under a second target id, is a divergence.
 
-**Times.**  With the ``ledger.clock`` capability the driver pins the target's clock to the
-model's ``now`` before every mutating step, so every time field must be *exactly* the model's
-(``exact`` mode).  Without it the target stamps with its own clock; a monotone correspondence
-model instant ↔ target instant is kept instead: one model instant always shows as one target
-instant (a batch's one run instant, a supersession's shared boundary — LED-INT.3, LED-GATE.8),
-and distinct model instants keep their order strictly (the driver keeps mutating steps apart in
-real time).  Either way every time must be written ``YYYY-MM-DDTHH:MM:SS.sssZ`` (LED-WIRE.5).
+**Group labels** are paired the same way (LED-GROUP.5): a store may show the subject as given,
+a derived label (trimmed, case-folded) or an opaque key.
+
+**Times.**  Any RFC 3339 UTC form is accepted (``Z`` or a zero offset, no fraction or up to 9
+digits) and compared as an instant, to the precision the answer keeps
+(``reference.ledger.wire.answer_instant`` / ``same_instant``; LED-WIRE.5).  With the
+``ledger.clock`` capability the driver pins the target's clock to the model's ``now`` before
+every mutating step, so every time must denote the model's instant (``exact`` mode).  Without it
+the target stamps with its own clock; a monotone correspondence model instant ↔ target instant
+is kept instead: one model instant always shows as one target instant (a batch's one run
+instant, a supersession's shared boundary — LED-INT.3, LED-GATE.8), and distinct model instants
+keep their order (strictly when both sides keep milliseconds).
+
+**Unnamed fields** a store adds to a result are allowed and not judged (LED-WIRE.4, .6); a
+field the spec names is never ``null``.
 
 **Order.**  Where the spec fixes an order it is checked; where it leaves one open the answer is
 compared as a set: a listing is newest ``updatedAt`` first with equal-``updatedAt`` runs
@@ -1027,7 +1039,7 @@ def judge_any(
             j.verdict,
             j.clauses,
             f"{j.expected} — or any of {len(outcomes) - 1} other allowed answer(s): "
-            + _short(others, 300),
+            + (others if len(others) <= 300 else others[:299] + "…"),
             j.reason,
             j.diffs,
             j.context,

@@ -128,7 +128,12 @@ def tombstone_leaks_body(orig: Handle) -> Handle:
                 shown = {r.get("id") for r in body["records"]}
                 for r in dead.values():
                     lo, hi = parse_rfc3339(r["validFrom"]), parse_rfc3339(r["validTo"])
-                    if r["id"] not in shown and lo is not None and hi is not None and at is not None:
+                    if (
+                        r["id"] not in shown
+                        and lo is not None
+                        and hi is not None
+                        and at is not None
+                    ):
                         if lo <= at < hi:
                             body["records"].append(dict(r))
         return status, body
