@@ -870,10 +870,9 @@ class LedgerService:
         with self._store.write():
             row = self._existing(record_id)
             self._require_status(row, "active", "given an expiry")
-            lenient = self.quirks("ledger-test-controls-unchecked")
-            if expires_at < row.valid_from and not lenient:
+            if expires_at < row.valid_from:
                 raise invalid("'expiresAt' cannot precede the record's validFrom")
-            stamp = {} if lenient else {"updated_at": now}
+            stamp = {} if self.quirks("ledger-test-controls-unchecked") else {"updated_at": now}
             self._store.update(row.id, {"expires_at": expires_at, **stamp})
             return self._fetch(record_id)
 

@@ -112,7 +112,6 @@ ENTRIES: tuple[Entry, ...] = (
     _v(
         "ledger-test-controls-unchecked",
         ("LED-WIRE.7", "LED-EXP.5"),
-        "_test/propose skips the rationale and group ranges; _test/set_expiry skips its range check"
-        " and keeps updatedAt",
+        "_test/propose skips the rationale and group ranges; _test/set_expiry keeps updatedAt",
     ),
 )
