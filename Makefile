@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: run test lint typecheck clauses bench clean scale-check
+.PHONY: run test lint typecheck clauses bench variants clean scale-check
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "memspec needs Python 3.11+ (set PYTHON=...)")'
@@ -44,6 +44,10 @@ variants: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks
+
+## make variants: every allowed ledger variant against the whole corpus and the ci profile
+variants: $(STAMP)
+	MEMSPEC_VARIANT_PROFILE=ci $(BIN)/python -m pytest -q -n 2 tests/harness/test_ledger_variants.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis memspec-report

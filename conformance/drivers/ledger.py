@@ -29,6 +29,11 @@ answer, on top of the model's verdict: ``status``, ``body`` (members that must b
 ``"$r1"`` there is the target's id), ``count``, ``texts`` / ``text_set`` (the records' bodies,
 in order / in any order).
 
+Open points: each call is judged against every answer ``reference.ledger.wire.allowed`` lists
+(the model's own first).  When a store's answer fits several of them that leave different
+ledgers (a merge result's group shows only in a later read), the driver keeps each such ledger
+in step (at most :data:`MAX_WORLDS`) until later answers tell them apart; ``model`` is the first.
+
 Isolation: the ledger has one scope, ``account:local``, so a run cannot be confined to keys of
 its own.  Before anything is written the driver lists active and proposed records and refuses
 a non-empty ledger (:class:`~conformance.targets.base.TargetError`, exit 2) unless the run was
@@ -61,11 +66,19 @@ from conformance.oracle import ledger as oracle
 from conformance.scenario import Scenario, Step
 from conformance.targets.base import TargetError
 from conformance.targets.ledger import CLOCK, TEST_CONTROL, LedgerTarget
+from reference.ledger.lifecycle import listing_order
 from reference.ledger.outcome import INVALID_PARAMS, Ok, Outcome, Refused
-from reference.ledger.packet import build_packet
+from reference.ledger.packet import build_packet, packet_rank
 from reference.ledger.records import SCOPE_LOCAL, LedgerState, empty_state, settings_for
 from reference.ledger.timefmt import format_rfc3339, parse_rfc3339
-from reference.ledger.wire import handle, record_to_wire, settings_to_wire
+from reference.ledger.wire import (
+    allowed,
+    answer_instant,
+    handle,
+    record_to_wire,
+    same_instant,
+    settings_to_wire,
+)
 
 #: Where every scenario's clock starts (a fixed instant: runs are reproducible).
 START_MS = parse_rfc3339("2026-03-02T09:00:00.000Z") or 0
@@ -75,6 +88,9 @@ TICK_MS = 1000
 SPACING_S = 0.003
 #: A JSON-RPC parse error: allowed, besides -32602, for a body that is not JSON at all.
 PARSE_ERROR = -32700
+#: How many ledgers the driver keeps in step when a store's answers have not yet told apart
+#: choices the spec leaves open (a merge result's group, say, shows only in a later read).
+MAX_WORLDS = 32
 
 _SYMBOL = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]{0,31})")
 _ADVANCE = re.compile(r"(\d+)(ms|s|m|h|d)")
@@ -156,6 +172,8 @@ class LedgerDriver:
         self._closed = False
         self.model: LedgerState = empty_state()
         self.octx = self._fresh_context()
+        # Other (ledger, correspondences) pairs the answers so far allow besides the first.
+        self._others: list[tuple[LedgerState, oracle.Context]] = []
         self.symbols: dict[str, str] = {}
         self.now = START_MS
         self.last_mutation: int | None = None
@@ -211,6 +229,7 @@ class LedgerDriver:
             elif self._setup_error is None:
                 self._setup_error = f"reading the consolidation settings answered {ex.status}"
         self.octx = self._fresh_context()
+        self._others = []
         self.symbols = {}
         self.now = START_MS
         self.last_mutation = None
@@ -355,7 +374,11 @@ class LedgerDriver:
             SCOPE_LOCAL, settings_for(empty_state(), SCOPE_LOCAL)
         )
         now = self.target.call("memory/get_consolidation_settings", {})
-        if now.status != 200 or now.body != wanted:
+        # Only the settings the update takes: an answer may carry more (heldRecords, LED-CONS.2).
+        settable = ("mode", "harness", "model", "maxRecords", "allowRemoval", "debounceSeconds")
+        wanted = {k: v for k, v in wanted.items() if k in settable or k == "scopeKey"}
+        shown = now.body if isinstance(now.body, dict) else {}
+        if now.status != 200 or {k: v for k, v in shown.items() if k in wanted} != wanted:
             params = {k: v for k, v in wanted.items() if k != "scopeKey"}
             ex = self.target.call("memory/update_consolidation_settings", params)
             if ex.status != 200:
@@ -366,7 +389,8 @@ class LedgerDriver:
         text = format_rfc3339(at)
         ex = self.target.test("set_clock", {"now": text})
         self._clock_pinned = True
-        if ex.status != 200 or not isinstance(ex.body, dict) or ex.body.get("now") != text:
+        seen = answer_instant(ex.body.get("now")) if isinstance(ex.body, dict) else None
+        if ex.status != 200 or seen is None or not same_instant(at, seen):
             return f"_test/set_clock {text} answered {ex.status} {short_json(ex.body or ex.transport_error)}"
         self._target_clock = at
         return None
@@ -529,22 +553,22 @@ class LedgerDriver:
                     None,
                     reason=f"could not pin the target's clock: {problem}",
                 )
-        # The model's answer.
-        outcome: Outcome
+        # Every answer the model allows, in every ledger the answers so far leave possible.
+        parsed: Any = params_m
         if raw_text is not None:
             parsed = _parse_body(raw_text)
+        worlds = [(self.model, self.octx), *self._others]
+        options: list[list[tuple[LedgerState, Outcome]]] = []
+        for state, _ctx in worlds:
             if parsed is _NOT_JSON:
-                outcome = Refused(
+                not_json = Refused(
                     INVALID_PARAMS,
                     "the body is not JSON",
                     frozenset({INVALID_PARAMS, PARSE_ERROR}),
                 )
-                new_state = self.model
+                options.append([(state, not_json)])
             else:
-                new_state, outcome = handle(self.model, method, parsed, self.now)
-        else:
-            new_state, outcome = handle(self.model, method, params_m, self.now)
-        full_listing, packet = self._read_extras(method, params_m, outcome)
+                options.append(allowed(state, method, parsed, self.now))
         # The target's.
         if raw_text is not None:
             ex = self.target.post_bytes(method, raw_text.encode("utf-8"))
@@ -552,17 +576,47 @@ class LedgerDriver:
             ex = self.target.call(method, params_t)
         if op.mutating:
             self._wrote = True
-        j = oracle.judge(
-            method,
-            outcome,
-            ex.status,
-            ex.body,
-            self.octx,
-            transport_error=ex.transport_error,
-            body_error=ex.body_error,
-            full_listing=full_listing,
-            packet=packet,
-        )
+        passes: list[tuple[LedgerState, Outcome, oracle.Judgement]] = []
+        for (state, ctx), alts in zip(worlds, options, strict=True):
+            full_listing, packet = self._read_extras(state, method, params_m, alts[0][1])
+            for new_state, alt in alts:
+                trial = oracle.judge(
+                    method,
+                    alt,
+                    ex.status,
+                    ex.body,
+                    ctx,
+                    transport_error=ex.transport_error,
+                    body_error=ex.body_error,
+                    full_listing=full_listing,
+                    packet=packet,
+                )
+                if trial.verdict == "pass":
+                    passes.append((new_state, alt, trial))
+        if passes:
+            new_state, outcome, j = passes[0]
+            kept: dict[LedgerState, oracle.Context] = {}
+            for st, _alt, trial in passes:
+                if len(kept) < MAX_WORLDS and st not in kept and trial.context is not None:
+                    kept[st] = trial.context
+            self._others = [(st, c) for st, c in kept.items() if st is not new_state][
+                : MAX_WORLDS - 1
+            ]
+        else:
+            full_listing, packet = self._read_extras(self.model, method, params_m, options[0][0][1])
+            j, best = oracle.judge_any(
+                method,
+                [o for _s, o in options[0]],
+                ex.status,
+                ex.body,
+                self.octx,
+                transport_error=ex.transport_error,
+                body_error=ex.body_error,
+                full_listing=full_listing,
+                packet=packet,
+            )
+            new_state, outcome = options[0][best]
+            self._others = []
         self.model = new_state
         if method in ("_test/set_clock", "_test/reset"):
             self._target_clock = None  # whatever the store's clock is now, pin it again
@@ -572,6 +626,7 @@ class LedgerDriver:
             if method == "_test/reset":
                 # A new ledger: ids may be minted afresh, and the store runs on its real clock.
                 self.octx = self._fresh_context()
+                self._others = []
                 self.symbols = {}
             if step.bind and isinstance(outcome, Ok):
                 problem = self._bind(step.bind, outcome)
@@ -597,31 +652,21 @@ class LedgerDriver:
         self._last_real = time.monotonic()
         return None
 
+    @staticmethod
     def _read_extras(
-        self, method: str, params: Any, outcome: Outcome
+        state: LedgerState, method: str, params: Any, outcome: Outcome
     ) -> tuple[list[dict[str, Any]] | None, list[tuple[str, tuple[Any, ...]]] | None]:
-        """What the oracle needs beyond the answer: a listing's full order, a packet's ranks."""
+        """What the oracle needs beyond the answer, as the reference declares it: a listing's
+        full order (LED-LIST.2), a packet's ranks (LED-PACKET.3)."""
         if not isinstance(outcome, Ok) or not isinstance(params, dict):
             return None, None
         if method == "memory/list_memory_records":
             scope, status = params.get("scopeKey"), params.get("status") or "active"
-            rows = [r for r in self.model.records if r.scope_key == scope and r.status == status]
-            rows.sort(key=lambda r: (r.updated_at, r.seq), reverse=True)
+            rows = listing_order(state, str(scope), str(status))
             return [record_to_wire(r) for r in rows], None
         if method == "_test/packet":
-            packet = build_packet(self.model, SCOPE_LOCAL)
-            ranks = [
-                (
-                    r.id,
-                    (
-                        0 if r.provenance == "user_explicit" else 1,
-                        -r.confidence_bps if r.confidence_bps is not None else 1,
-                        -r.updated_at,
-                    ),
-                )
-                for r in packet.records
-            ]
-            return None, ranks
+            packet = build_packet(state, SCOPE_LOCAL)
+            return None, [(r.id, packet_rank(r)) for r in packet.records]
         return None, None
 
     def _bind(self, bind: dict[str, Any], outcome: Outcome) -> str | None:

@@ -46,7 +46,7 @@ from conformance.embedded.ledger_store import (
     Settings,
 )
 from conformance.embedded.storage_faults import storage_fault
-from reference.ledger.credentials import detect_credential
+from reference.ledger.credentials import credential_verdict, detect_credential
 
 SCOPE_KEY = "account:local"
 MAX_BODY_CHARS = 4000
@@ -153,6 +153,59 @@ def parse_time(value: object, name: str) -> int:
 
 def real_clock() -> int:
     return time.time_ns() // 1_000_000
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _has_surrogate(value: object) -> bool:
+    if isinstance(value, str):
+        return _SURROGATE.search(value) is not None
+    if isinstance(value, list):
+        return any(_has_surrogate(v) for v in value)
+    if isinstance(value, dict):
+        return any(_has_surrogate(k) or _has_surrogate(v) for k, v in value.items())
+    return False
+
+
+def surrogate_param(params: dict[str, Any]) -> str | None:
+    """The first param whose name or value holds a lone surrogate (``\\ud800``): such a string
+    is not text and cannot be stored (LED-WIRE.2); None when there is none."""
+    for name, value in params.items():
+        if _has_surrogate(name) or _has_surrogate(value):
+            return name
+    return None
+
+
+_TIME_KEYS = ("validFrom", "validTo", "createdAt", "updatedAt", "expiresAt", "now")
+
+
+def restyle_times(value: Any, style: Callable[[int], str]) -> Any:
+    """Every time field of an answer rewritten by ``style`` (the allowed variants of LED-WIRE.5)."""
+    if isinstance(value, list):
+        return [restyle_times(v, style) for v in value]
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            if k in _TIME_KEYS and isinstance(v, str) and _RFC3339.fullmatch(v):
+                out[k] = style(parse_time(v, k))
+            else:
+                out[k] = restyle_times(v, style)
+        return out
+    return value
+
+
+def _iso_style(ms: int) -> str:
+    """``datetime.isoformat()``: ``+00:00``, microseconds, no fraction at all when zero."""
+    return (_EPOCH + timedelta(milliseconds=ms)).isoformat()
+
+
+def _offset_style(ms: int) -> str:
+    return format_time(ms)[:-1] + "+00:00"
+
+
+def _seconds_style(ms: int) -> str:
+    return format_time(ms)[:-5] + "Z"
 
 
 # ---- params --------------------------------------------------------------------------------
@@ -325,8 +378,9 @@ def record_to_wire(row: Row) -> dict[str, Any]:
     return out
 
 
-def settings_to_wire(scope_key: str, s: Settings) -> dict[str, Any]:
-    """The settings as both settings methods answer them (LED-CONS.2)."""
+def settings_to_wire(scope_key: str, s: Settings, held: int | None = None) -> dict[str, Any]:
+    """The settings as both settings methods answer them (LED-CONS.2), with ``heldRecords``
+    (how full the budget is) when ``held`` is given."""
     out: dict[str, Any] = {"scopeKey": scope_key, "mode": s.mode}
     if s.harness is not None:
         out["harness"] = s.harness
@@ -335,6 +389,8 @@ def settings_to_wire(scope_key: str, s: Settings) -> dict[str, Any]:
     out["maxRecords"] = s.max_records
     out["allowRemoval"] = s.allow_removal
     out["debounceSeconds"] = s.debounce_seconds
+    if held is not None:
+        out["heldRecords"] = held
     return out
 
 
@@ -381,6 +437,13 @@ def fresh_row(
 
 
 # ---- the service ---------------------------------------------------------------------------
+
+#: Messages of structural param errors (LED-WIRE.2): -32602 whatever a store picks for values.
+_STRUCTURAL = re.compile(
+    r"unknown param|missing required|cannot be null|must be an? (?:string|boolean|array)"
+    r"|must be an integer(?! from)"
+    r"|params must be a JSON object|cannot be sent on save|lone surrogate"
+)
 
 Handler = Callable[[dict[str, Any], int], dict[str, Any]]
 
@@ -477,9 +540,33 @@ class LedgerService:
     def _run(self, handler: Handler, raw_body: bytes) -> tuple[int, dict[str, Any]]:
         try:
             params = parse_params(raw_body)
+            bad_text = surrogate_param(params)
+            if bad_text is not None:
+                raise invalid(f"'{bad_text}' is not valid text: it holds a lone surrogate")
+            if self.quirks("ledger-null-is-absent") and handler != self._t_set_clock:
+                params = {k: v for k, v in params.items() if v is not None}
+            if self.quirks("ledger-integral-floats-refused"):
+                for k, v in params.items():
+                    if isinstance(v, float):
+                        raise invalid(f"'{k}' must be an integer")
             with self._lock:
-                return 200, handler(params, self.now())
+                result = handler(params, self.now())
+            if self.quirks("ledger-times-offset"):
+                result = restyle_times(result, _offset_style)
+            if self.quirks("ledger-times-isoformat"):
+                result = restyle_times(result, _iso_style)
+            if self.quirks("ledger-times-seconds"):
+                result = restyle_times(result, _seconds_style)
+            return 200, result
         except LedgerError as err:
+            if self.quirks("ledger-bad-value-1000") and err.code == INVALID_PARAMS:
+                if not _STRUCTURAL.search(err.message):
+                    return 409, {"error": {"code": REFUSED, "message": err.message}}
+            if self.quirks("ledger-refusal-wording") and err.code == REFUSED:
+                if err.message.startswith(("Memory record '", "No memory record '")):
+                    return 409, {
+                        "error": {"code": REFUSED, "message": "That pin can't do that now."}
+                    }
             return err.status, err.body()
         except sqlite3.Error as err:  # a broken invariant or a database fault, never a 200
             if storage_fault(err) is not None:
@@ -514,10 +601,16 @@ class LedgerService:
         if held >= budget:
             raise refused(budget_message(SCOPE_KEY, held, budget))
 
-    @staticmethod
-    def _check_credential(body: str) -> None:
+    def _is_credential(self, body: str) -> bool:
+        """A credential-shaped body (LED-CRED.1); the variant keeps the thresholds the seed
+        leaves open (a ``gh?_`` token of 20-35 characters, a PEM header without END) stored."""
+        if self.quirks("ledger-credential-strict-thresholds"):
+            return credential_verdict(body) == "refuse"
+        return detect_credential(body) is not None
+
+    def _check_credential(self, body: str) -> None:
         """Refuse a credential-shaped body with the exact message (LED-CRED.2)."""
-        if detect_credential(body) is not None:
+        if self._is_credential(body):
             raise refused(CREDENTIAL_MESSAGE)
 
     def _supersede_row(self, row: Row, by: str, at: int) -> None:
@@ -545,6 +638,9 @@ class LedgerService:
             at=at,
             supersedes=old.id,
             conflict_group=old.conflict_group,
+            source_session_id=(
+                old.source_session_id if self.quirks("ledger-successor-keeps-session") else None
+            ),
         )
         self._supersede_row(old, new.id, at)  # first: the group's one active slot frees up
         self._store.insert(new)
@@ -584,6 +680,8 @@ class LedgerService:
         """LED-LIST.1-.3."""
         check_names(p, ("scopeKey",), ("status",))
         scope = get_scope(p)
+        if self.quirks("ledger-foreign-scope-refused") and scope != SCOPE_KEY:
+            raise refused(f"Only the scope '{SCOPE_KEY}' exists here.")
         status = p.get("status", "active")
         if not isinstance(status, str):
             raise invalid("'status' must be a string")
@@ -600,7 +698,10 @@ class LedgerService:
             row = self._existing(record_id)
             self._require_status(row, "active", "forgotten")
             self._tombstone(row, now)
-            return self._fetch(record_id)
+            answer = self._fetch(record_id)
+            if self.quirks("ledger-delete-returns-body"):
+                answer["body"] = row.body
+            return answer
 
     def _supersede(self, p: dict[str, Any], now: int) -> dict[str, Any]:
         """LED-EDIT.1-.3, LED-INT.3, LED-GROUP.4."""
@@ -646,14 +747,17 @@ class LedgerService:
         """LED-ASOF.1-.3.  Tombstones are left out (LED-ASOF.2: implementation-defined)."""
         check_names(p, ("scopeKey", "at"))
         scope = get_scope(p)
+        if self.quirks("ledger-foreign-scope-refused") and scope != SCOPE_KEY:
+            raise refused(f"Only the scope '{SCOPE_KEY}' exists here.")
         at = parse_time(p["at"], "at")
-        rows = self._store.as_of(scope, at, exclude_statuses=("deleted",))
+        hide = () if self.quirks("ledger-history-shows-tombstones") else ("deleted",)
+        rows = self._store.as_of(scope, at, exclude_statuses=hide)
         return {"scopeKey": scope, "records": [record_to_wire(r) for r in rows]}
 
     def _get_settings(self, p: dict[str, Any], now: int) -> dict[str, Any]:
         """LED-CONS.1, LED-CONS.2."""
         check_names(p, ())
-        return settings_to_wire(SCOPE_KEY, self._store.settings(SCOPE_KEY))
+        return self._settings_answer()
 
     def _update_settings(self, p: dict[str, Any], now: int) -> dict[str, Any]:
         """LED-CONS.1, LED-CONS.2, LED-BUDGET.4 (absent fields keep their value)."""
@@ -665,6 +769,12 @@ class LedgerService:
             raise invalid("'mode' must be a string")
         if mode not in MODES:
             raise invalid(f"'mode' must be one of {', '.join(MODES)}")
+        clear = set()
+        if self.quirks("ledger-settings-clear-omitted"):
+            clear |= {n for n in ("harness", "model") if n not in p}
+        if self.quirks("ledger-blank-harness-unsets"):
+            clear |= {n for n in ("harness", "model") if p.get(n) == ""}
+            p = {k: v for k, v in p.items() if k not in clear}
         harness = get_text(p, "harness", MAX_HARNESS_CHARS, allow_blank=False)
         model = get_text(p, "model", MAX_HARNESS_CHARS, allow_blank=False)
         max_records = get_int(p, "maxRecords", 1, 10_000)
@@ -674,14 +784,23 @@ class LedgerService:
             old = self._store.settings(SCOPE_KEY)
             new = Settings(
                 mode=mode,
-                harness=old.harness if harness is None else harness,
-                model=old.model if model is None else model,
+                harness=None if "harness" in clear else old.harness if harness is None else harness,
+                model=None if "model" in clear else old.model if model is None else model,
                 max_records=old.max_records if max_records is None else max_records,
                 allow_removal=old.allow_removal if allow_removal is None else allow_removal,
                 debounce_seconds=old.debounce_seconds if debounce is None else debounce,
             )
+            if self.quirks("ledger-propose-needs-model") and new.mode == "propose":
+                if new.harness is None or new.model is None:
+                    raise refused("Set a harness and a model before turning consolidation on.")
             self._store.put_settings(SCOPE_KEY, new, now)
-            return settings_to_wire(SCOPE_KEY, self._store.settings(SCOPE_KEY))
+            return self._settings_answer()
+
+    def _settings_answer(self) -> dict[str, Any]:
+        """The settings of ``account:local`` with ``heldRecords``, how full the budget is
+        (LED-CONS.2, LED-BUDGET.1)."""
+        held = None if self.quirks("ledger-settings-without-held") else self._store.held(SCOPE_KEY)
+        return settings_to_wire(SCOPE_KEY, self._store.settings(SCOPE_KEY), held)
 
     # ---- test controls (LED-WIRE.7) ------------------------------------------------------
 
@@ -721,9 +840,14 @@ class LedgerService:
         body = get_body(p)
         kind = get_kind(p, "preference")
         session = get_text(p, "sessionId", MAX_SESSION_CHARS)
+        lenient = self.quirks("ledger-test-controls-unchecked")
         confidence = get_int(p, "confidenceBps", 0, 10_000)
-        rationale = get_text(p, "rationale", MAX_RATIONALE_CHARS)
-        group = get_text(p, "conflictGroup", MAX_SUBJECT_CHARS, allow_blank=False)
+        rationale = get_text(p, "rationale", 10**9 if lenient else MAX_RATIONALE_CHARS)
+        group = get_text(
+            p, "conflictGroup", 10**9 if lenient else MAX_SUBJECT_CHARS, allow_blank=lenient
+        )
+        if group is not None and self.quirks("ledger-groups-casefolded"):
+            group = group.strip().casefold() or group
         self._check_credential(body)
         row = fresh_row(
             body=body,
@@ -751,7 +875,8 @@ class LedgerService:
             self._require_status(row, "active", "given an expiry")
             if expires_at < row.valid_from:
                 raise invalid("'expiresAt' cannot precede the record's validFrom")
-            self._store.update(row.id, {"expires_at": expires_at, "updated_at": now})
+            stamp = {} if self.quirks("ledger-test-controls-unchecked") else {"updated_at": now}
+            self._store.update(row.id, {"expires_at": expires_at, **stamp})
             return self._fetch(record_id)
 
     def _t_consolidate(self, p: dict[str, Any], now: int) -> dict[str, Any]:
@@ -793,9 +918,10 @@ _ARITY: dict[str, tuple[int, int]] = {
 class _Verdict(Exception):
     """How the gate classified an element that was not applied."""
 
-    def __init__(self, outcome: str, reason: str) -> None:
+    def __init__(self, outcome: str, reason: str, *, must: bool = False) -> None:
         super().__init__(reason)
         self.outcome = outcome
+        self.must = must  # invalid whatever a store picks (a field the gate derives, LED-GATE.5)
 
 
 class _Consolidation:
@@ -809,14 +935,20 @@ class _Consolidation:
 
     def run(self, operations: list[Any]) -> dict[str, int]:
         counts = {"applied": 0, "invalid": 0, "refused": 0, "declined": 0}
+        quirks = self.service.quirks
         for index, element in enumerate(operations):
             if index >= MAX_OPERATIONS:  # LED-GATE.6: never looked at
-                counts["invalid"] += 1
+                if quirks("ledger-past-20-uncounted"):
+                    continue
+                counts["refused" if quirks("ledger-past-20-refused") else "invalid"] += 1
                 continue
             try:
                 self.apply(element)
             except _Verdict as verdict:
-                counts[verdict.outcome] += 1
+                outcome = verdict.outcome
+                if outcome == "invalid" and not verdict.must and quirks("ledger-shape-refused"):
+                    outcome = "refused"
+                counts[outcome] += 1
             else:
                 counts["applied"] += 1
         return counts
@@ -833,7 +965,8 @@ class _Consolidation:
         fields = _OPERATION_FIELDS[operation]
         for name in element:
             if name not in ("operation", "targets", *fields):
-                raise _Verdict("invalid", f"{operation} does not take {name}")
+                must = not (operation == "keep" and name == "body")
+                raise _Verdict("invalid", f"{operation} does not take {name}", must=must)
         targets = element.get("targets")
         lo, hi = _ARITY[operation]
         if (
@@ -857,7 +990,7 @@ class _Consolidation:
             rows.append(row)
         if operation == "retire" and not self.store.settings(SCOPE_KEY).allow_removal:
             raise _Verdict("refused", "removal not allowed")
-        if body and detect_credential(body) is not None:
+        if body and self.service._is_credential(body):
             raise _Verdict("refused", "credential-shaped body")
         if operation == "expire" and self.at + after_days * DAY_MS > MAX_INSTANT_MS:
             # Not in the spec: an expiry past 9999-12-31 has no RFC 3339 form to answer with.
@@ -890,23 +1023,27 @@ class _Consolidation:
             raise _Verdict("invalid", "body")
         return trimmed
 
-    @staticmethod
-    def _after_days(element: dict[str, Any]) -> int:
-        days = as_integer(element.get("afterDays"))
+    def _after_days(self, element: dict[str, Any]) -> int:
+        value = element.get("afterDays")
+        if isinstance(value, float) and self.service.quirks("ledger-integral-floats-refused"):
+            raise _Verdict("invalid", "afterDays")
+        days = as_integer(value)
         if days is None or not 1 <= days <= MAX_AFTER_DAYS:
             raise _Verdict("invalid", "afterDays")
         return days
 
-    @staticmethod
-    def _subject(element: dict[str, Any]) -> str:
+    def _subject(self, element: dict[str, Any]) -> str:
         value = element.get("subject")
         if not isinstance(value, str) or not value.strip() or len(value) > MAX_SUBJECT_CHARS:
             raise _Verdict("invalid", "subject")
+        if self.service.quirks("ledger-groups-casefolded"):
+            return value.strip().casefold()
         return value
 
     def _merge(self, rows: list[Row], body: str) -> None:
         """LED-VOCAB.2."""
         kinds = {r.kind for r in rows}
+        quirks = self.service.quirks
         new = fresh_row(
             body=body,
             kind=kinds.pop() if len(kinds) == 1 else "fact",
@@ -914,6 +1051,14 @@ class _Consolidation:
             status="active",
             at=self.at,
             supersedes=rows[0].id,
+            conflict_group=(
+                next((r.conflict_group for r in rows if r.conflict_group), None)
+                if quirks("ledger-merge-keeps-a-group")
+                else None
+            ),
+            source_session_id=(
+                rows[0].source_session_id if quirks("ledger-successor-keeps-session") else None
+            ),
         )
         for row in rows:
             self.service._supersede_row(row, new.id, self.at)

@@ -59,12 +59,12 @@ GROUPS = ("editor", "timezone")
 #: must store (LED-CRED.3).
 CREDENTIALS = (
     "my key is AKIAIOSFODNN7EXAMPLE ok",
-    "token ghp_" + "a1B2c3D4e5F6g7H8i9J0kLmN",
+    "token ghp_" + "a1B2c3D4e5F6g7H8i9J0kLmNoPqRsTuVwXyZ",  # 36: real length (LED-CRED.4)
     "use sk-ant-" + "api03-abcdefghijklmnopqrst",
     "Authorization: Bearer abcdefghijklmnop1234",
     "API_KEY=abcdef123456abcdef",
     "xoxb-" + "1234567890-abcdefghij",
-    "-----BEGIN RSA PRIVATE KEY-----",
+    "-----BEGIN RSA PRIVATE KEY-----\nMIIBOgIBAAJBAK\n-----END RSA PRIVATE KEY-----",
 )
 LOOKALIKES = (
     "commit 4b825dc642cb6eb9a060e54bf8d69288fbee4904",

@@ -1,10 +1,14 @@
 """The ledger oracle: is this answer one the model allows?
 
-The model (``reference.ledger.wire.handle``) is deterministic except where ``specs/ledger.md``
-leaves a choice, and it says where: ``Refused.allowed_codes`` / ``allowed_messages`` (LED-WIRE.3),
-``Ok.may_omit`` (tombstones a history read may leave out, LED-ASOF.2).  This module compares a
-target's answer with the model's, field by field, under three correspondences built as the run
-goes:
+The oracle has no rules of its own.  ``reference.ledger.wire.allowed`` lists every answer a
+store may give to a call (the model's own first, each with the ledger it leaves), and every
+open point of ``specs/ledger.md`` is one of those alternatives or one of the value-level choices
+an answer declares: ``Refused.allowed_codes`` / ``allowed_messages`` (LED-WIRE.3),
+``Ok.may_omit`` (tombstones a history read may leave out, LED-ASOF.2), ``Ok.one_of`` (a batch's
+open counts, LED-GATE.1/.6), ``Ok.extra_fields`` (``heldRecords``, LED-CONS.2).  This module
+compares a target's answer with one allowed answer, field by field (:func:`judge`; the driver
+asks it for each alternative, :func:`judge_any` reports the closest when none passes), under
+four correspondences built as the run goes:
 
 **Ids** are the target's own (LED-REC.3).  A bijection model id ↔ target id is fixed the first
 time a record appears in an answer: a single-record answer pairs its ``id`` (and its
@@ -12,13 +16,21 @@ time a record appears in an answer: a single-record answer pairs its ``id`` (and
 rest by content (every field but ``id``, under the time correspondence).  A target id that shows
 up for a second model record, or a model record under a second target id, is a divergence.
 
-**Times.**  With the ``ledger.clock`` capability the driver pins the target's clock to the
-model's ``now`` before every mutating step, so every time field must be *exactly* the model's
-(``exact`` mode).  Without it the target stamps with its own clock; a monotone correspondence
-model instant ↔ target instant is kept instead: one model instant always shows as one target
-instant (a batch's one run instant, a supersession's shared boundary — LED-INT.3, LED-GATE.8),
-and distinct model instants keep their order strictly (the driver keeps mutating steps apart in
-real time).  Either way every time must be written ``YYYY-MM-DDTHH:MM:SS.sssZ`` (LED-WIRE.5).
+**Group labels** are paired the same way (LED-GROUP.5): a store may show the subject as given,
+a derived label (trimmed, case-folded) or an opaque key.
+
+**Times.**  Any RFC 3339 UTC form is accepted (``Z`` or a zero offset, no fraction or up to 9
+digits) and compared as an instant, to the precision the answer keeps
+(``reference.ledger.wire.answer_instant`` / ``same_instant``; LED-WIRE.5).  With the
+``ledger.clock`` capability the driver pins the target's clock to the model's ``now`` before
+every mutating step, so every time must denote the model's instant (``exact`` mode).  Without it
+the target stamps with its own clock; a monotone correspondence model instant ↔ target instant
+is kept instead: one model instant always shows as one target instant (a batch's one run
+instant, a supersession's shared boundary — LED-INT.3, LED-GATE.8), and distinct model instants
+keep their order (strictly when both sides keep milliseconds).
+
+**Unnamed fields** a store adds to a result are allowed and not judged (LED-WIRE.4, .6); a
+field the spec names is never ``null``.
 
 **Order.**  Where the spec fixes an order it is checked; where it leaves one open the answer is
 compared as a set: a listing is newest ``updatedAt`` first with equal-``updatedAt`` runs
@@ -40,7 +52,13 @@ from typing import Any
 from conformance.jsonutil import short_json
 from reference.ledger.outcome import INVALID_PARAMS, METHOD_NOT_FOUND, REFUSED, Ok, Outcome, Refused
 from reference.ledger.timefmt import format_rfc3339, parse_rfc3339
-from reference.ledger.wire import RECORD_FIELDS, RECORD_FIELDS_WHEN_SET, TIME_FIELDS, WIRE_TIME
+from reference.ledger.wire import (
+    RECORD_FIELDS,
+    RECORD_FIELDS_WHEN_SET,
+    TIME_FIELDS,
+    answer_instant,
+    same_instant,
+)
 
 # --------------------------------------------------------------------------- wire vocabulary
 
@@ -194,40 +212,52 @@ class Ids:
 
 @dataclass
 class Times:
-    """Model instant ↔ target instant: identity (``exact``) or a strictly monotone map."""
+    """Model instant ↔ target instant: identity (``exact``) or a monotone map.
+
+    A target time is kept with the precision its text has (LED-WIRE.5): ``(ms, p)`` stands for
+    any instant less than ``p`` ms away.  Distinct model instants must keep their order
+    strictly when both sides keep milliseconds, and may not be seen out of order otherwise.
+    """
 
     exact: bool
-    m2t: dict[int, int] = field(default_factory=dict)
+    m2t: dict[int, tuple[int, int]] = field(default_factory=dict)
     keys: list[int] = field(default_factory=list)  # sorted model instants
     anchor: int | None = None  # target instant that reads like "before everything"
 
     def copy(self) -> Times:
         return Times(self.exact, dict(self.m2t), list(self.keys), self.anchor)
 
-    def link(self, model_ms: int, target_ms: int) -> str | None:
-        """Record that ``model_ms`` shows as ``target_ms``; a message when that is inconsistent."""
+    def link(self, model_ms: int, target_ms: int, precision: int = 1) -> str | None:
+        """Record that ``model_ms`` shows as ``target_ms`` (kept to ``precision`` ms); a message
+        when that is inconsistent."""
+        seen = (target_ms, precision)
         if self.exact:
-            if model_ms != target_ms:
-                return f"expected exactly {_fmt(model_ms)}"
+            if not same_instant(model_ms, seen):
+                return f"expected {_fmt(model_ms)}" + (
+                    "" if precision == 1 else f" (to the {precision} ms the answer keeps)"
+                )
             return None
         known = self.m2t.get(model_ms)
         if known is not None:
-            if known != target_ms:
+            if abs(known[0] - target_ms) >= max(known[1], precision):
                 return (
-                    f"the same instant was shown earlier as {_fmt(known)} (one event, one instant)"
+                    f"the same instant was shown earlier as {_fmt(known[0])} (one event, one"
+                    " instant)"
                 )
+            if precision < known[1]:
+                self.m2t[model_ms] = seen
             return None
         i = bisect.bisect_left(self.keys, model_ms)
         if i > 0:
-            lo = self.m2t[self.keys[i - 1]]
-            if not lo < target_ms:
+            lo, lo_p = self.m2t[self.keys[i - 1]]
+            if not lo - lo_p // 2 < target_ms + precision - 1:
                 return f"must be later than {_fmt(lo)} (it stamps a later event)"
         if i < len(self.keys):
-            hi = self.m2t[self.keys[i]]
-            if not target_ms < hi:
+            hi, hi_p = self.m2t[self.keys[i]]
+            if not target_ms - precision // 2 < hi + hi_p - 1:
                 return f"must be earlier than {_fmt(hi)} (it stamps an earlier event)"
         self.keys.insert(i, model_ms)
-        self.m2t[model_ms] = target_ms
+        self.m2t[model_ms] = seen
         return None
 
     def to_target(self, model_ms: int) -> int:
@@ -240,13 +270,13 @@ class Times:
         if self.exact:
             return model_ms
         if model_ms in self.m2t:
-            return self.m2t[model_ms]
+            return self.m2t[model_ms][0]
         i = bisect.bisect_right(self.keys, model_ms)
         if i == 0:
             if self.keys:
-                return self.m2t[self.keys[0]] - 1
+                return self.m2t[self.keys[0]][0] - 1
             return self.anchor if self.anchor is not None else model_ms
-        return self.m2t[self.keys[i - 1]]
+        return self.m2t[self.keys[i - 1]][0]
 
 
 def _fmt(ms: int) -> str:
@@ -263,9 +293,10 @@ class Context:
     ids: Ids
     times: Times
     foreign: frozenset[str] = frozenset()  # target ids that existed before the run (dirty)
+    groups: Ids = field(default_factory=Ids)  # model group label ↔ target label (LED-GROUP.5)
 
     def copy(self) -> Context:
-        return Context(self.ids.copy(), self.times.copy(), self.foreign)
+        return Context(self.ids.copy(), self.times.copy(), self.foreign, self.groups.copy())
 
 
 # --------------------------------------------------------------------------- judgement
@@ -347,9 +378,9 @@ def compare_record(
             )
             continue
         if name not in model:
-            clauses: tuple[str, ...] = ("LED-WIRE.4",)
-            if name in REQUIRED_FIELDS or name in OPTIONAL_FIELDS:
-                clauses = _field_clauses(name, model) + clauses
+            if name not in REQUIRED_FIELDS and name not in OPTIONAL_FIELDS:
+                continue  # a field the spec does not name: allowed, not judged (LED-WIRE.4)
+            clauses: tuple[str, ...] = _field_clauses(name, model) + ("LED-WIRE.4",)
             note = "null is never sent; an unset field is absent" if got[name] is None else ""
             diffs.append(Diff(label, _ABSENT, got[name], clauses, note))
             continue
@@ -365,6 +396,11 @@ def compare_record(
                 diffs.append(Diff(label, want, value, _field_clauses(name, model), problem))
         elif name in TIME_FIELDS:
             diffs.extend(_compare_time(label, name, model, want, value, ctx))
+        elif name == "conflictGroup":
+            problem = ctx.groups.link(str(want), value)
+            if problem:
+                problem = problem.replace("id ", "group label ").replace("record", "group")
+                diffs.append(Diff(label, want, value, _field_clauses(name, model), problem))
         elif type(want) is not type(value) or want != value:
             diffs.append(Diff(label, want, value, _field_clauses(name, model)))
     return diffs
@@ -373,13 +409,13 @@ def compare_record(
 def _compare_time(
     label: str, name: str, model: dict[str, Any], want: Any, value: Any, ctx: Context
 ) -> list[Diff]:
-    if not isinstance(value, str) or not WIRE_TIME.fullmatch(value):
-        return [Diff(label, want, value, ("LED-WIRE.5",), "times are YYYY-MM-DDTHH:MM:SS.sssZ")]
-    t = parse_rfc3339(value)
+    seen = answer_instant(value)
+    if seen is None:
+        return [Diff(label, want, value, ("LED-WIRE.5",), "times are RFC 3339 date-times in UTC")]
     m = parse_rfc3339(str(want))
-    if t is None or m is None:
+    if m is None:
         return [Diff(label, want, value, ("LED-WIRE.5",), "not a valid instant")]
-    problem = ctx.times.link(m, t)
+    problem = ctx.times.link(m, seen[0], seen[1])
     if problem:
         return [Diff(label, want, value, _field_clauses(name, model), problem)]
     return []
@@ -674,19 +710,62 @@ def _compare_result(
         assert isinstance(want, dict)
         return _compare_packet(want, body, ctx, packet)
     if method == "_test/consolidate":
-        return _compare_exact(want, body, ("LED-GATE.9", "LED-GATE.1"))
+        clauses = ("LED-GATE.9", "LED-GATE.1", "LED-GATE.6")
+        named = frozenset({"applied", "invalid", "refused", "declined"})
+        for option in outcome.one_of:
+            if not _compare_exact(option, body, clauses, named):
+                return []
+        return _compare_exact(want, body, clauses, named)
     if method in ("memory/get_consolidation_settings", "memory/update_consolidation_settings"):
-        return _compare_exact(want, body, ("LED-CONS.2", "LED-CONS.1", "LED-BUDGET.4"))
-    return _compare_exact(want, body, method_clauses(method))
+        return _compare_exact(
+            want,
+            body,
+            ("LED-CONS.2", "LED-CONS.1", "LED-BUDGET.4"),
+            SETTINGS_FIELDS,
+            # heldRecords counts what the run did not write too when the ledger was dirty
+            outcome.extra_fields if not ctx.foreign else {},
+        )
+    if method == "_test/set_clock" and isinstance(want, dict) and isinstance(body, dict):
+        seen = answer_instant(body.get("now"))
+        m = parse_rfc3339(str(want.get("now")))
+        if seen is None or m is None or not same_instant(m, seen):
+            return [Diff("result.now", want.get("now"), body.get("now"), ("LED-WIRE.7",))]
+        return []
+    return _compare_exact(
+        want,
+        body,
+        method_clauses(method),
+        frozenset(want) if isinstance(want, dict) else frozenset(),
+    )
 
 
-def _compare_exact(want: Any, got: Any, clauses: tuple[str, ...]) -> list[Diff]:
+#: The fields of a settings answer the spec names (LED-CONS.2); any other is not judged, except
+#: those the model declares in ``Ok.extra_fields`` (``heldRecords``).
+SETTINGS_FIELDS = frozenset(
+    {"scopeKey", "mode", "harness", "model", "maxRecords", "allowRemoval", "debounceSeconds"}
+)
+
+
+def _compare_exact(
+    want: Any,
+    got: Any,
+    clauses: tuple[str, ...],
+    named: frozenset[str] = frozenset(),
+    extra: Any = None,
+) -> list[Diff]:
+    """Compare the fields the spec names exactly; a field it does not name is allowed (and, if
+    the model declares it in ``extra``, must have the declared value) (LED-WIRE.6)."""
     if not isinstance(got, dict) or not isinstance(want, dict):
         return [] if _json_equal(want, got) else [Diff("result", want, got, clauses)]
     diffs = []
+    extra = extra or {}
     for name in want.keys() | got.keys():
         w = want.get(name, _ABSENT)
         g = got.get(name, _ABSENT)
+        if w is _ABSENT and name not in named:
+            if name in extra and not _json_equal(extra[name], g):
+                diffs.append(Diff(f"result.{name}", extra[name], g, clauses, "if present"))
+            continue
         if w is _ABSENT or g is _ABSENT or not _json_equal(w, g):
             diffs.append(Diff(f"result.{name}", w, g, clauses))
     return diffs
@@ -706,7 +785,7 @@ def _json_equal(a: Any, b: Any) -> bool:
 
 def _envelope(want: dict[str, Any], got: Any, clauses: tuple[str, ...]) -> list[Diff] | list[Any]:
     """Check ``{scopeKey, records}``; returns diffs, or [] and leaves records to the caller."""
-    if not isinstance(got, dict) or set(got) != {"scopeKey", "records"}:
+    if not isinstance(got, dict) or not {"scopeKey", "records"} <= set(got):
         keys = sorted(got) if isinstance(got, dict) else type(got).__name__
         return [Diff("result", "{scopeKey, records}", keys, ("LED-WIRE.6",) + clauses)]
     if got["scopeKey"] != want["scopeKey"]:
@@ -825,7 +904,7 @@ def _about_tombstone(d: Diff) -> bool:
 
 def _compare_sweep(want: dict[str, Any], got: Any, ctx: Context) -> list[Diff]:
     clauses = ("LED-EXP.2",)
-    if not isinstance(got, dict) or set(got) != {"expired"} or not isinstance(got["expired"], list):
+    if not isinstance(got, dict) or not isinstance(got.get("expired"), list):
         return [Diff("result", want, got, ("LED-WIRE.7",) + clauses, "{expired: [ids]}")]
     got_ids = got["expired"]
     want_ids = [str(x) for x in want["expired"]]
@@ -858,7 +937,7 @@ def _compare_packet(
     """Lines as ``[short id] rest``: the rest exactly, the short id through the bijection,
     equal-rank runs unordered (LED-PACKET.3), text = lines joined (LED-PACKET.4/.5)."""
     clauses = ("LED-PACKET.5", "LED-PACKET.3", "LED-PACKET.1", "LED-PACKET.2")
-    if not isinstance(got, dict) or set(got) != {"lines", "text"}:
+    if not isinstance(got, dict) or not {"lines", "text"} <= set(got):
         return [Diff("result", "{lines, text}", got, ("LED-WIRE.7",) + clauses)]
     lines, text = got["lines"], got["text"]
     if not isinstance(lines, list) or not all(isinstance(x, str) for x in lines):
@@ -914,3 +993,55 @@ def _compare_packet(
                 group.remove(hit)
         i = k
     return diffs
+
+
+# ---- several allowed answers ------------------------------------------------------------
+
+
+def judge_any(
+    method: str,
+    outcomes: Sequence[Outcome],
+    status: int | None,
+    body: Any,
+    ctx: Context,
+    *,
+    transport_error: str | None = None,
+    body_error: str | None = None,
+    full_listing: Sequence[dict[str, Any]] | None = None,
+    packet: Sequence[tuple[str, tuple[Any, ...]]] | None = None,
+) -> tuple[Judgement, int]:
+    """Judge an answer against every answer the model allows (``reference.ledger.wire.allowed``,
+    the model's own first).  Returns the first passing judgement and its index; when none
+    passes, the judgement against the closest allowed answer (one of the same kind — a result
+    for HTTP 200, a refusal otherwise — the model's own when it is) and that index."""
+    judgements: list[Judgement] = []
+    for i, outcome in enumerate(outcomes):
+        j = judge(
+            method,
+            outcome,
+            status,
+            body,
+            ctx,
+            transport_error=transport_error,
+            body_error=body_error,
+            full_listing=full_listing,
+            packet=packet,
+        )
+        if j.verdict != "diverge":
+            return j, i
+        judgements.append(j)
+    accepted = status == 200
+    best = next((i for i, o in enumerate(outcomes) if isinstance(o, Ok) == accepted), 0)
+    j = judgements[best]
+    if len(outcomes) > 1:
+        others = "; ".join(describe_outcome(o) for k, o in enumerate(outcomes) if k != best)
+        j = Judgement(
+            j.verdict,
+            j.clauses,
+            f"{j.expected} — or any of {len(outcomes) - 1} other allowed answer(s): "
+            + (others if len(others) <= 300 else others[:299] + "…"),
+            j.reason,
+            j.diffs,
+            j.context,
+        )
+    return j, best

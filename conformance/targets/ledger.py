@@ -20,6 +20,8 @@ from typing import Any
 
 from conformance.driver import Exchange, TargetConfig
 from conformance.targets.base import AUTH, Auth, HttpTarget, TargetError
+from reference.ledger.timefmt import parse_rfc3339
+from reference.ledger.wire import answer_instant, same_instant
 
 TEST_CONTROL = "ledger.test_control"
 CLOCK = "ledger.clock"
@@ -86,7 +88,7 @@ class LedgerTarget(HttpTarget):
             if (
                 pinned.status == 200
                 and isinstance(pinned.body, dict)
-                and pinned.body.get("now") == _PROBE_INSTANT
+                and _shows_instant(pinned.body.get("now"), _PROBE_INSTANT)
             ):
                 released = self.test("set_clock", {"now": None})
                 if released.status == 200:
@@ -95,3 +97,10 @@ class LedgerTarget(HttpTarget):
             raise TargetError(f"{self.url}: {packet.transport_error}")
         self._caps = self.resolve_capabilities(frozenset(caps))
         return self._caps
+
+
+def _shows_instant(answered: Any, sent: str) -> bool:
+    """The store echoed the instant it was pinned to, in any allowed form (LED-WIRE.5)."""
+    seen = answer_instant(answered)
+    ms = parse_rfc3339(sent)
+    return seen is not None and ms is not None and same_instant(ms, seen)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Final, Literal
 
 from .conflicts import active_members, close_as_superseded
-from .credentials import detect_credential
+from .credentials import credential_verdict
 from .lifecycle import replace_with, tombstone
 from .outcome import Refused, bad_value, combine
 from .records import (
@@ -218,7 +218,7 @@ def gate_problem(
     if op == "retire" and not settings_for(state, scope_key).allow_removal:
         return "removal is not allowed by the scope's settings"
     body = element.get("body")
-    if isinstance(body, str) and detect_credential(trim_body(body)) is not None:
+    if isinstance(body, str) and credential_verdict(trim_body(body)) is not None:
         return "body is credential-shaped"
     return None
 
@@ -238,13 +238,21 @@ def _targets(state: LedgerState, scope_key: str, element: dict[str, object]) -> 
 
 
 def apply_merge(
-    state: LedgerState, sources: list[LedgerRecord], body: str, now: int
+    state: LedgerState,
+    sources: list[LedgerRecord],
+    body: str,
+    now: int,
+    *,
+    group: str | None = None,
+    session_id: str | None = None,
 ) -> LedgerState:
     """Supersede every source by one new record at ``now`` (LED-VOCAB.2).
 
     Kind is the sources' shared kind, else ``fact``; provenance ``model_consolidation``;
     ``supersedes`` names the first target; no conflict group; every source is closed at ``now``
-    and marked superseded by the new record.
+    and marked superseded by the new record.  ``group``/``session_id`` are the other allowed
+    answers (one target's conflict group, one target's source session; LED-GROUP.4,
+    LED-VOCAB.2).
     """
     kinds = {s.kind for s in sources}
     rid, seq = next_slot(state)
@@ -261,6 +269,8 @@ def apply_merge(
         updated_at=now,
         seq=seq,
         supersedes=sources[0].id,
+        conflict_group=group,
+        source_session_id=session_id,
     )
     for src in sources:
         state = close_as_superseded(state, src, rid, now)
@@ -346,3 +356,151 @@ def apply_batch(
         counts[verdict] += 1
         results.append(ElementResult(i, verdict, reason))
     return state, BatchReport(BatchCounts(**counts), tuple(results))
+
+
+# --- every allowed answer ---------------------------------------------------------------------
+
+#: How many alternative (state, counts) branches one batch may keep; past it the first ones are
+#: kept (a batch needs several independent hidden choices to get there).
+MAX_BRANCHES: Final = 64
+
+Counts = tuple[int, int, int, int]  # applied, invalid, refused, declined
+_SLOT: Final = {"applied": 0, "invalid": 1, "refused": 2, "declined": 3}
+
+
+def _forbidden_fields(op: str, element: dict[str, object]) -> list[str]:
+    """Fields an element of ``op`` never takes -- these make it invalid (LED-GATE.5); ``keep``
+    with a ``body`` is the one open case (CLARIFICATIONS, open points)."""
+    taken = {"operation", "targets"} | OP_FIELDS[op] | ({"body"} if op == "keep" else set())
+    return sorted(str(k) for k in element if k not in taken)
+
+
+def _well_formed_targets(element: dict[str, object]) -> bool:
+    targets = element.get("targets")
+    return (
+        isinstance(targets, list)
+        and all(isinstance(t, str) and t for t in targets)
+        and len(set(targets)) == len(targets)
+        and 1 <= len(targets) <= MAX_TARGETS
+    )
+
+
+def _has_integral_float(element: dict[str, object]) -> bool:
+    days = element.get("afterDays")
+    return isinstance(days, float) and days.is_integer()
+
+
+def element_alternatives(
+    state: LedgerState, scope_key: str, index: int, element: object, now: int
+) -> list[tuple[LedgerState, str | None]]:
+    """Every allowed (state, verdict) for one element; the model's own pick first.
+
+    A verdict of None means "not counted" (allowed past the 20th element only).  The open
+    points (LED-GATE.1, LED-GATE.2, LED-GATE.6, LED-VOCAB.8, LED-GROUP.4, LED-VOCAB.2,
+    LED-VOCAB.3, LED-CRED.4): a shape problem other than a forbidden field is invalid or
+    refused; an unknown operation that is also malformed is refused or invalid; an element past
+    the 20th is invalid, refused or not counted; an integral ``afterDays`` such as ``7.0`` is an
+    integer or a shape problem; a body only a broad credential form matches is refused or
+    applied; a merge result carries no group or one target's, and a merge's or correction's
+    result no session or one target's.
+    """
+    if index >= MAX_BATCH:
+        return [(state, "invalid"), (state, "refused"), (state, None)]
+    problem = shape_problem(index, element)
+    if problem is not None:
+        must_invalid = (
+            isinstance(element, dict)
+            and isinstance(element.get("operation"), str)
+            and str(element["operation"]) in VOCABULARY
+            and bool(_forbidden_fields(str(element["operation"]), element))
+        )
+        if must_invalid:
+            return [(state, "invalid")]
+        return [(state, "invalid"), (state, "refused")]
+    assert isinstance(element, dict)
+    op = str(element["operation"])
+    if op not in VOCABULARY:
+        malformed = any(k not in ("operation", "targets") for k in element) or not (
+            _well_formed_targets(element)
+        )
+        alts: list[tuple[LedgerState, str | None]] = [(state, "refused")]
+        return alts + ([(state, "invalid")] if malformed else [])
+    out = _applied_alternatives(state, scope_key, element, now)
+    if _has_integral_float(element):
+        out += [(state, "invalid"), (state, "refused")]
+    return out
+
+
+def _applied_alternatives(
+    state: LedgerState, scope_key: str, element: dict[str, object], now: int
+) -> list[tuple[LedgerState, str | None]]:
+    """A well-shaped element through the gate: refused, declined or applied (with every
+    allowed form of what it writes)."""
+    op = str(element.get("operation"))
+    body = element.get("body")
+    refusal_reason = gate_problem(state, scope_key, op, element)
+    if refusal_reason is not None:
+        out: list[tuple[LedgerState, str | None]] = [(state, "refused")]
+        lenient_ok = (
+            isinstance(body, str)
+            and credential_verdict(trim_body(body)) == "either"
+            and gate_problem(state, scope_key, op, {**element, "body": "x"}) is None
+        )
+        if not lenient_ok:
+            return out
+    else:
+        out = []
+    if op == "keep":
+        return out + [(state, "declined")]
+    targets = _targets(state, scope_key, element)
+    if op == "merge":
+        assert isinstance(body, str)
+        groups = [None] + sorted({t.conflict_group for t in targets if t.conflict_group})
+        sessions = [None] + sorted({t.source_session_id for t in targets if t.source_session_id})
+        for g in groups:
+            for sid in sessions:
+                merged = apply_merge(state, targets, body, now, group=g, session_id=sid)
+                out.append((merged, "applied"))
+        return out
+    if op == "correct":
+        assert isinstance(body, str)
+        old = targets[0]
+        for sid in dict.fromkeys([None, old.source_session_id]):
+            new_state, _new = replace_with(
+                state,
+                old,
+                now,
+                body=trim_body(body),
+                kind=old.kind,
+                provenance="model_consolidation",
+                session_id=sid,
+            )
+            out.append((new_state, "applied"))
+        return out
+    return out + [(apply_element(state, scope_key, op, element, now), "applied")]
+
+
+def batch_alternatives(
+    state: LedgerState, scope_key: str, operations: Sequence[object], now: int
+) -> list[tuple[LedgerState, list[Counts]]]:
+    """Every allowed end state of a batch with the counts it may report in it; the model's own
+    (``apply_batch``) state first, with its own counts first.
+
+    Verdicts that change nothing (invalid, refused, not counted) only widen the counts; choices
+    that write differently are separate states.  At most :data:`MAX_BRANCHES` states are kept.
+    """
+    branches: dict[LedgerState, dict[Counts, None]] = {state: {(0, 0, 0, 0): None}}
+    for i, element in enumerate(operations):
+        nxt: dict[LedgerState, dict[Counts, None]] = {}
+        for st, counts_seen in branches.items():
+            for new_state, verdict in element_alternatives(st, scope_key, i, element, now):
+                if len(nxt) >= MAX_BRANCHES and new_state not in nxt:
+                    continue
+                bucket = nxt.setdefault(new_state, {})
+                for counts in counts_seen:
+                    c = list(counts)
+                    if verdict is not None:
+                        c[_SLOT[verdict]] += 1
+                    bucket.setdefault((c[0], c[1], c[2], c[3]), None)
+        branches = nxt
+    return [(st, list(counts)) for st, counts in branches.items()]

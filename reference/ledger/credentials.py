@@ -89,3 +89,30 @@ def detect_credential(body: str) -> str | None:
         if pattern.search(body) is not None:
             return name
     return None
+
+
+#: Stricter forms of the two detectors whose threshold the seed does not fix (LED-CRED.4): a
+#: real GitHub token has 36 characters after ``gh?_``, and a PEM block has its END line.  A body
+#: that only the broad form matches is an open point: a store may store it or refuse it.
+STRICT_DETECTORS: dict[str, re.Pattern[str]] = {
+    "pem_private_key": re.compile(
+        r"-----BEGIN ((?:[A-Z0-9]+ )*)PRIVATE KEY-----.*?-----END \1PRIVATE KEY-----", re.DOTALL
+    ),
+    "github_token": re.compile(_START + r"gh[pousr]_[A-Za-z0-9]{36,}"),
+}
+
+
+def credential_verdict(body: str) -> str | None:
+    """``"refuse"`` when a store must refuse ``body``, ``"either"`` when it may store or refuse
+    it (only a broad form of a detector in :data:`STRICT_DETECTORS` matches: a ``gh?_`` token of
+    20-35 characters, a PEM header without its END line), None when it must store it
+    (LED-CRED.1, LED-CRED.3, LED-CRED.4)."""
+    open_point = False
+    for name, pattern in DETECTORS:
+        if pattern.search(body) is None:
+            continue
+        strict = STRICT_DETECTORS.get(name)
+        if strict is None or strict.search(body) is not None:
+            return "refuse"
+        open_point = True
+    return "either" if open_point else None

@@ -10,22 +10,31 @@ from .records import LedgerState, find_in_scope, put_record
 
 
 def set_expiry(
-    state: LedgerState, scope_key: str, record_id: str, expires_at: int, now: int
+    state: LedgerState,
+    scope_key: str,
+    record_id: str,
+    expires_at: int,
+    now: int,
+    *,
+    check_range: bool = True,
+    touch_updated: bool = True,
 ) -> tuple[LedgerState, Result]:
     """Give an active record an expiry instant (LED-EXP.5).
 
     Only an active record takes an expiry; the instant may not precede the record's
     ``valid_from`` (its interval would close before it opened).  The record stays active until
-    a sweep passes the instant.
+    a sweep passes the instant.  ``check_range=False`` / ``touch_updated=False`` are the
+    other allowed answers of this test control (LED-EXP.5, LED-WIRE.7): its range check and
+    whether it stamps ``updated_at`` are not judged.
     """
     rec = find_in_scope(state, scope_key, record_id)
     if rec is None:
         return state, unknown_record(scope_key, record_id)
     if rec.status != "active":
         return state, lifecycle_refusal(rec, "expired")
-    if expires_at < rec.valid_from:
+    if check_range and expires_at < rec.valid_from:
         return state, bad_value("expiresAt cannot precede the record's validFrom.")
-    new = replace(rec, expires_at=expires_at, updated_at=now)
+    new = replace(rec, expires_at=expires_at, updated_at=now if touch_updated else rec.updated_at)
     return put_record(state, new), new
 
 

@@ -12,7 +12,7 @@ from typing import Final
 
 from .budget import check_growth
 from .conflicts import activate_in_group, close_as_superseded
-from .credentials import CREDENTIAL_MESSAGE, detect_credential
+from .credentials import CREDENTIAL_MESSAGE, credential_verdict
 from .outcome import REFUSED, Refused, bad_value, combine, refusal
 from .records import (
     DEFAULT_KIND,
@@ -86,8 +86,12 @@ def unknown_record(scope_key: str, record_id: str) -> Refused:
     )
 
 
-def check_body(body: str) -> tuple[str, list[Refused]]:
-    """Trim a body and list what is wrong with it (LED-SAVE.3, LED-REC.6, LED-CRED.2)."""
+def check_body(body: str, *, lenient_credentials: bool = False) -> tuple[str, list[Refused]]:
+    """Trim a body and list what is wrong with it (LED-SAVE.3, LED-REC.6, LED-CRED.2).
+
+    ``lenient_credentials``: the other allowed answer where the seed gives no threshold
+    (LED-CRED.4) -- a body only a broad detector form matches is stored, not refused.
+    """
     trimmed = trim_body(body)
     problems: list[Refused] = []
     if not trimmed:
@@ -101,7 +105,8 @@ def check_body(body: str) -> tuple[str, list[Refused]]:
                 code=REFUSED,
             )
         )
-    if detect_credential(trimmed) is not None:
+    verdict = credential_verdict(trimmed)
+    if verdict == "refuse" or (verdict == "either" and not lenient_credentials):
         problems.append(refusal(CREDENTIAL_MESSAGE, exact=True))
     return trimmed, problems
 
@@ -133,6 +138,7 @@ def save(
     *,
     kind: str | None = None,
     session_id: str | None = None,
+    lenient_credentials: bool = False,
 ) -> tuple[LedgerState, Result]:
     """Pin an explicit memory in ``account:local`` (LED-SAVE.1, LED-SAVE.3, LED-CRED.2,
     LED-BUDGET.2, LED-PROV.1, LED-REC.5, LED-EXP.1).
@@ -140,7 +146,7 @@ def save(
     The record is active, ``user_explicit``, open from ``now``, without expiry.  There is no
     scope parameter: the scope is always ``account:local``.
     """
-    trimmed, problems = check_body(body)
+    trimmed, problems = check_body(body, lenient_credentials=lenient_credentials)
     problems += check_kind(kind)
     problems += _check_optional_text(session_id, MAX_SESSION_ID, "sessionId")
     over = check_growth(state, SCOPE_LOCAL)
@@ -177,21 +183,26 @@ def propose(
     confidence_bps: int | None = None,
     rationale: str | None = None,
     conflict_group: str | None = None,
+    lenient_credentials: bool = False,
+    check_ranges: bool = True,
 ) -> tuple[LedgerState, Result]:
     """The extractor's path: store a proposal awaiting a decision (LED-REVIEW.1, LED-REVIEW.4,
     LED-PROV.2, LED-INT.2, LED-BUDGET.2, LED-CRED.2).
 
     A proposal holds an empty interval at ``now`` and counts against the budget; one that
     would exceed it, or carries a credential, is refused before anything is stored.
+    ``check_ranges=False`` is the other allowed answer of a test control (LED-WIRE.7): the
+    ranges of ``confidenceBps``, ``rationale`` and ``conflictGroup`` are not judged.
     """
-    trimmed, problems = check_body(body)
+    trimmed, problems = check_body(body, lenient_credentials=lenient_credentials)
     problems += check_kind(kind)
     problems += _check_optional_text(session_id, MAX_SESSION_ID, "sessionId")
-    problems += _check_optional_text(rationale, MAX_RATIONALE, "rationale")
-    if confidence_bps is not None and not 0 <= confidence_bps <= MAX_CONFIDENCE_BPS:
-        problems.append(bad_value(f"confidenceBps must be 0-{MAX_CONFIDENCE_BPS}."))
-    if conflict_group is not None:
-        problems += check_group_name(conflict_group, "conflictGroup")
+    if check_ranges:
+        problems += _check_optional_text(rationale, MAX_RATIONALE, "rationale")
+        if confidence_bps is not None and not 0 <= confidence_bps <= MAX_CONFIDENCE_BPS:
+            problems.append(bad_value(f"confidenceBps must be 0-{MAX_CONFIDENCE_BPS}."))
+        if conflict_group is not None:
+            problems += check_group_name(conflict_group, "conflictGroup")
     over = check_growth(state, scope_key)
     if over is not None:
         problems.append(over)
@@ -226,14 +237,18 @@ def supersede(
     now: int,
     *,
     kind: str | None = None,
+    lenient_credentials: bool = False,
+    carry_session: bool = False,
 ) -> tuple[LedgerState, Result]:
     """Edit an active record: a new active record replaces it at ``now`` (LED-EDIT.1,
     LED-EDIT.2, LED-EDIT.3, LED-INT.3, LED-GROUP.4, LED-PROV.1).
 
     The successor keeps the predecessor's kind (unless one is given) and conflict group; the
     predecessor is closed at exactly the instant the successor opens.  Not growth.
+    ``carry_session`` is the other allowed answer: the successor keeps the predecessor's
+    ``source_session_id`` (LED-EDIT.1).
     """
-    trimmed, problems = check_body(body)
+    trimmed, problems = check_body(body, lenient_credentials=lenient_credentials)
     problems += check_kind(kind)
     old = find_in_scope(state, scope_key, record_id)
     if old is None:
@@ -250,6 +265,7 @@ def supersede(
         body=trimmed,
         kind=kind or old.kind,
         provenance="user_explicit",
+        session_id=old.source_session_id if carry_session else None,
     )
 
 
@@ -261,6 +277,7 @@ def replace_with(
     body: str,
     kind: str,
     provenance: str,
+    session_id: str | None = None,
 ) -> tuple[LedgerState, LedgerRecord]:
     """Supersede one active record by a new one at ``now`` (an edit or a correction)."""
     rid, seq = next_slot(state)
@@ -278,6 +295,7 @@ def replace_with(
         seq=seq,
         supersedes=old.id,
         conflict_group=old.conflict_group,
+        source_session_id=session_id,
     )
     state = close_as_superseded(state, old, rid, now)
     return add_record(state, new), new
@@ -334,11 +352,15 @@ def reject(
     return put_record(state, dead), dead
 
 
-def list_records(state: LedgerState, scope_key: str, status: str = "active") -> list[LedgerRecord]:
-    """A scope's records of one status, newest update first, at most 50 (LED-LIST.1, .2, .3).
-
-    Equal ``updated_at``: the record written later comes first.
-    """
+def listing_order(state: LedgerState, scope_key: str, status: str = "active") -> list[LedgerRecord]:
+    """Every record of the scope with ``status``, newest update first; equal ``updated_at``:
+    the record written later first (the model's pick; a store may order such ties any way and
+    keep any members of the tie the 50 cut falls into, LED-LIST.2)."""
     rows = [r for r in state.records if r.scope_key == scope_key and r.status == status]
     rows.sort(key=lambda r: (r.updated_at, r.seq), reverse=True)
-    return rows[:LIST_LIMIT]
+    return rows
+
+
+def list_records(state: LedgerState, scope_key: str, status: str = "active") -> list[LedgerRecord]:
+    """A scope's records of one status, newest update first, at most 50 (LED-LIST.1, .2, .3)."""
+    return listing_order(state, scope_key, status)[:LIST_LIMIT]

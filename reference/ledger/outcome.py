@@ -3,12 +3,14 @@
 Where the spec leaves the answer open the value says so: ``Refused.allowed_codes`` is every
 error code a conforming store may use (LED-WIRE.3), ``Refused.allowed_messages`` the exact
 messages it may use (None when the text is implementation-defined), and ``Ok.may_omit`` the
-ids of records a conforming store may leave out of a history read (LED-ASOF.2).
+ids of records a conforming store may leave out of a history read (LED-ASOF.2).  Where a
+choice also changes what the ledger holds, ``reference.ledger.wire.allowed`` lists every
+allowed (state, answer) pair.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -24,6 +26,13 @@ class Ok:
 
     result: object
     may_omit: frozenset[str] = field(default_factory=frozenset)
+    extra_fields: Mapping[str, object] = field(default_factory=dict)
+    one_of: tuple[object, ...] = ()
+    """When not empty, the result may be any one of these instead (a batch's open counts,
+    LED-GATE.1, LED-GATE.6); ``result`` is the model's own pick among them."""
+    """Result fields the spec does not name but a store may add, each with the one value it
+    must then have (``heldRecords`` on the settings, LED-CONS.2).  Any other unnamed field is
+    allowed and not judged (LED-WIRE.6)."""
 
 
 @dataclass(frozen=True)

@@ -43,6 +43,13 @@ def packet_order_key(rec: LedgerRecord) -> tuple[int, int, int, int]:
     return (explicit, confidence, -rec.updated_at, -rec.seq)
 
 
+def packet_rank(rec: LedgerRecord) -> tuple[int, int, int]:
+    """What the packet order fixes (LED-PACKET.3): records equal on this rank may come in any
+    order -- :func:`packet_order_key` adds only the model's own tie-break."""
+    explicit, confidence, newest, _seq = packet_order_key(rec)
+    return (explicit, confidence, newest)
+
+
 def render_line(rec: LedgerRecord) -> str:
     """``[<first 8 chars of id>] <kind> (<provenance>): <body>``, each run of line breaks in
     the body collapsed to one space (LED-PACKET.5)."""

@@ -849,6 +849,7 @@ def test_settings_defaults_and_partial_updates(ledger: Ledger) -> None:
         "maxRecords": 200,
         "allowRemoval": False,
         "debounceSeconds": 600,
+        "heldRecords": 0,  # how full the budget is (the bundled store reports it)
     }
     assert ledger.settings() == defaults
     full = ledger.configure(
@@ -867,6 +868,7 @@ def test_settings_defaults_and_partial_updates(ledger: Ledger) -> None:
         "maxRecords": 10000,
         "allowRemoval": True,
         "debounceSeconds": 30,
+        "heldRecords": 0,
     }
     assert ledger.settings() == full
     partial = ledger.configure("off", debounceSeconds=86400)

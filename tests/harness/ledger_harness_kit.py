@@ -109,8 +109,10 @@ def budget_evicts(orig: Handle) -> Handle:
 
 
 def tombstone_leaks_body(orig: Handle) -> Handle:
-    """A tombstone keeps handing its body back (LED-FORGET.3)."""
+    """A tombstone keeps handing its body back: history reads show it with its body
+    (LED-FORGET.3)."""
     seen: dict[str, str] = {}
+    dead: dict[str, dict[str, Any]] = {}
 
     def handle(self: Any, method: str, raw: bytes) -> tuple[int, dict[str, Any]]:
         status, body = orig(self, method, raw)
@@ -120,6 +122,20 @@ def tombstone_leaks_body(orig: Handle) -> Handle:
                     seen[r["id"]] = r["body"]
                 elif r.get("status") == "deleted" and r["id"] in seen:
                     r["body"] = seen[r["id"]]
+                    dead[r["id"]] = dict(r)
+            if method == "memory/list_memory_records_as_of":
+                at = parse_rfc3339(json.loads(raw)["at"])
+                shown = {r.get("id") for r in body["records"]}
+                for r in dead.values():
+                    lo, hi = parse_rfc3339(r["validFrom"]), parse_rfc3339(r["validTo"])
+                    if (
+                        r["id"] not in shown
+                        and lo is not None
+                        and hi is not None
+                        and at is not None
+                    ):
+                        if lo <= at < hi:
+                            body["records"].append(dict(r))
         return status, body
 
     return handle

@@ -106,12 +106,16 @@ def test_a_record_is_compared_field_by_field_absent_is_not_null() -> None:
     assert j.verdict == "diverge" and "LED-WIRE.4" in j.clauses
     j = verdict(lambda b: b.update(body="  hi  "))
     assert j.verdict == "diverge" and "LED-REC.6" in j.clauses
-    j = verdict(lambda b: b.update(createdAt=format_rfc3339(T0).replace(".000Z", "Z")))
+    j = verdict(lambda b: b.update(createdAt=format_rfc3339(T0).replace(".000Z", "+01:00")))
+    assert j.verdict == "diverge" and "LED-WIRE.5" in j.clauses  # not UTC
+    j = verdict(lambda b: b.update(createdAt=format_rfc3339(T0).replace("T", "_")))
     assert j.verdict == "diverge" and "LED-WIRE.5" in j.clauses
     j = verdict(lambda b: b.pop("updatedAt"))
     assert j.verdict == "diverge" and "LED-WIRE.4" in j.clauses
     j = verdict(lambda b: b.update(superseded_by="x"))
-    assert j.verdict == "diverge" and "LED-WIRE.4" in j.clauses
+    assert j.verdict == "pass"  # a field the spec does not name is allowed (LED-WIRE.4)
+    j = verdict(lambda b: b.update(confidenceBps=None))
+    assert j.verdict == "diverge" and "LED-WIRE.4" in j.clauses  # a named field is never null
     j = verdict(lambda b: b.update(validFrom=format_rfc3339(T0 + 1)))
     assert j.verdict == "diverge" and "LED-INT.1" in j.clauses
 
@@ -371,6 +375,9 @@ def test_sweep_ids_are_a_set_and_batch_counts_are_exact() -> None:
     j = oracle.judge("_test/consolidate", batch, 200, {**good, "refused": 0, "invalid": 1}, ctx())
     assert j.verdict == "diverge" and "LED-GATE.9" in j.clauses
     j = oracle.judge("_test/consolidate", batch, 200, {**good, "skipped": 0}, ctx())
+    assert j.verdict == "pass"  # an unnamed extra field is allowed (LED-WIRE.6)
+    short = {k: v for k, v in good.items() if k != "declined"}
+    j = oracle.judge("_test/consolidate", batch, 200, short, ctx())
     assert j.verdict == "diverge"
 
 
