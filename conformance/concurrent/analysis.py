@@ -1,0 +1,201 @@
+"""Checking a recorded history and shrinking a counterexample.
+
+:func:`check_events` turns recorded events into checker operations (one partition per scope;
+scopes are independent) and runs the search with the protocol's model.
+
+:func:`shrink` looks for the smallest non-linearizable sub-history of a failing partition.  It
+only ever keeps a candidate the checker still calls *illegal*, so the result is always a real
+counterexample.  Two moves, repeated to a fixpoint:
+
+* **blur** an operation (first a whole client's, then one op at a time): make it indeterminate
+  (it may or may not have taken effect, its answer unseen).  Blurring only *weakens* the
+  history, so if the blurred history is still illegal it is still a true counterexample — the
+  op's answer was not needed to show the violation;
+* **drop** a blurred operation when, besides, the rest is *closed*: every record text a kept
+  answer shows is written by some kept write and every id a kept request names is shown by a
+  kept answer.  Dropping an op that was already optional cannot make a legal history illegal
+  (a linearization of the rest is one where the op never happened), and closure keeps the
+  counterexample readable (it never shows a record whose write was dropped).
+
+Dropping a *determinate* op outright would not be sound: a later answer may depend on its
+effect (a dedup count), and the "violation" would be the dropped op's missing effect.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from conformance.concurrent import memory_model
+from conformance.concurrent.checker import (
+    DEFAULT_MAX_SECONDS,
+    DEFAULT_MAX_STATES,
+    Model,
+    Op,
+    PartitionResult,
+    check_operations,
+    partition_ops,
+)
+from conformance.concurrent.driver import Event
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """How a protocol's events become model calls, and the closed-world facts of a call."""
+
+    name: str
+    parse: Callable[[Event], Any]
+    model_for: Callable[[str], Model]
+    writes: Callable[[Any], list[str]]  # texts a call writes
+    shows: Callable[[Any], list[tuple[str, str]]]  # (text, id) an answer shows
+    names: Callable[[Any], list[str]]  # ids a request names
+
+
+def _mem_parse(e: Event) -> Any:
+    return memory_model.parse_call(e.route, e.request, e.status, e.answer, e.determinate)
+
+
+def _mem_shows(call: Any) -> list[tuple[str, str]]:
+    return [(str(r.get("text")), str(r.get("id"))) for r in memory_model.shown_records(call)]
+
+
+MEMORY = Protocol(
+    "memory",
+    _mem_parse,
+    memory_model.make_model,
+    memory_model.candidate_texts,
+    _mem_shows,
+    memory_model.sent_ids,
+)
+
+
+def to_ops(events: Sequence[Event], proto: Protocol) -> list[Op]:
+    return [
+        Op(e.id, e.client, e.invoke, e.complete, proto.parse(e), partition=e.scope)
+        for e in events
+    ]
+
+
+def check_events(
+    events: Sequence[Event],
+    proto: Protocol,
+    *,
+    max_states: int = DEFAULT_MAX_STATES,
+    max_seconds: float = DEFAULT_MAX_SECONDS,
+) -> list[PartitionResult]:
+    ops = to_ops(events, proto)
+    return [
+        check_operations(part, proto.model_for(key), partition=key, max_states=max_states, max_seconds=max_seconds)
+        for key, part in partition_ops(ops).items()
+    ]
+
+
+def _closed(ops: Sequence[Op], proto: Protocol) -> bool:
+    written: set[str] = set()
+    shown_ids: set[str] = set()
+    shown_texts: set[str] = set()
+    for op in ops:
+        written.update(proto.writes(op.payload))
+        if op.ret is not None:
+            for text, rid in proto.shows(op.payload):
+                shown_texts.add(text)
+                shown_ids.add(rid)
+    if not shown_texts <= written:
+        return False
+    # Only a determinate request must name ids the kept answers show; a blurred one may name
+    # anything (the model reads an id it cannot place as any unpaired record, or none).
+    return all(
+        rid in shown_ids or ":999999999" in rid
+        for op in ops
+        if op.ret is not None
+        for rid in proto.names(op.payload)
+    )
+
+
+def _blurred(op: Op, proto: Protocol) -> Op:
+    payload = op.payload
+    if hasattr(payload, "determinate"):
+        payload = replace(payload, determinate=False, status=None, answer=None)
+    return replace(op, ret=None, payload=payload)
+
+
+@dataclass
+class Shrunk:
+    ops: list[Op]
+    result: PartitionResult
+    checks: int
+    seconds: float
+
+
+def shrink(
+    ops: Sequence[Op],
+    proto: Protocol,
+    partition: str,
+    *,
+    max_states: int = 20_000,
+    max_seconds: float = 1.0,
+    budget_s: float = 20.0,
+    first: PartitionResult | None = None,
+) -> Shrunk | None:
+    """The smallest illegal sub-history found (``None`` if ``ops`` is not illegal).
+
+    ``first``: the checker's result on ``ops`` when the caller already has it (it may have
+    been found with a larger bound than the one each shrink step gets).
+    """
+    started = time.perf_counter()
+    checks = 0
+
+    def illegal(cand: Sequence[Op]) -> PartitionResult | None:
+        nonlocal checks
+        checks += 1
+        r = check_operations(
+            cand, proto.model_for(partition), partition=partition, max_states=max_states, max_seconds=max_seconds
+        )
+        return r if r.verdict == "illegal" else None
+
+    current = list(ops)
+    result = first if first is not None else illegal(current)
+    if result is None:
+        return None
+
+    def out_of_time() -> bool:
+        return time.perf_counter() - started > budget_s
+
+    def prune(ops_: list[Op]) -> list[Op]:
+        """Drop blurred ops, latest first, while the rest stays closed (no check needed: an
+        illegal history stays illegal without an op that was optional anyway)."""
+        kept = list(ops_)
+        for op in sorted(ops_, key=lambda o: -o.call):
+            if op.ret is None:
+                cand = [o for o in kept if o.id != op.id]
+                if cand and _closed(cand, proto):
+                    kept = cand
+        return kept
+
+    # 1. The shortest prefix (by invocation) that is illegal with everything later blurred:
+    #    blurred ops invoked late cost the search nothing, so these checks are cheap.
+    order = sorted(current, key=lambda o: (o.call, o.id))
+    lo, hi = 1, len(order)
+    while lo < hi and not out_of_time():
+        mid = (lo + hi) // 2
+        cand = [*order[:mid], *(_blurred(o, proto) for o in order[mid:])]
+        if _closed(cand, proto) and (r := illegal(cand)) is not None:
+            hi, current, result = mid, cand, r
+        else:
+            lo = mid + 1
+    current = prune(current)
+    # 2. Blur each determinate op whose answer is not needed (latest first), then prune.
+    changed = True
+    while changed and not out_of_time():
+        changed = False
+        for op in sorted(current, key=lambda o: -o.call):
+            if out_of_time():
+                break
+            if op.ret is None or not any(o.id == op.id for o in current):
+                continue
+            cand = [_blurred(o, proto) if o.id == op.id else o for o in current]
+            if _closed(cand, proto) and (r := illegal(cand)) is not None:
+                current, result, changed = prune(cand), r, True
+    return Shrunk(current, result, checks, time.perf_counter() - started)

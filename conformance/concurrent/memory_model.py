@@ -1,0 +1,288 @@
+"""The Memory Worker as the checker's sequential specification: an adapter to ``reference.memory``.
+
+This is the one module that knows how the reference model is called; re-point it here if the
+model's judging functions move.  It uses the model's pure functions only:
+``store_write`` / ``store_list`` / ``store_forget`` / ``active_records`` (``reference.memory.store``),
+``validate_*``, ``write_response``, ``match_records`` and ``RecordsBody`` (the allowed-answers
+judge of ``reference.memory.wire``) and ``rank_allowed`` (``reference.memory.engine``).
+
+What is compared, and what is not (see docs/linearizability.md):
+
+* **statuses and counts** exactly: a valid request must be answered 200, a write's
+  ``inserted/deduped/superseded/evicted`` and a forget's ``forgotten`` exactly as the model
+  computes them in the linearization order;
+* **records** field by field as the sequential oracle does (``match_records``): every field
+  but ``id``, ``createdAt`` and ``lastUsedAt`` exactly (``useCount`` as before or after the
+  retrieval's own bump; ``lastUsedAt`` only present/absent);
+* **ids** by correspondence: a bijection model id ↔ target id is part of the search state and
+  grows as answers show records (an id shown for two model records, or two ids for one, is a
+  divergence); an id the client sends is translated through it (an id not in it may name any
+  unpaired model record, or nothing — only possible in a shrunk sub-history);
+* **times are not compared**: the model runs with one constant clock, so recency never
+  separates two records — ranking is judged by keyword-match tie groups only (any order of
+  equal keyword match is accepted).  The sequential oracle checks recency order and store
+  timestamps; concurrent events may share a store millisecond, so this check does not.
+  Consequently eviction (whose choice depends on times) is not exercised by the concurrent
+  workload: writes never send ``cap`` and scopes stay far below the default cap.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from types import MappingProxyType
+from typing import Any
+
+from reference.memory.engine import rank_allowed
+from reference.memory.records import ACTIVE, MemoryCandidate, MemoryRecord
+from reference.memory.store import (
+    StoreState,
+    active_records,
+    store_forget,
+    store_list,
+    store_write,
+)
+from reference.memory.wire import (
+    ForgetBody,
+    ListBody,
+    RecordsBody,
+    RetrieveBody,
+    WireError,
+    WriteBody,
+    json_equal,
+    match_records,
+    validate_forget,
+    validate_list,
+    validate_retrieve,
+    validate_write,
+    write_response,
+)
+
+#: The model's one clock value: every event happens "now" (times are not compared).
+MODEL_NOW = 1_000_000
+#: An indeterminate retrieve whose tied last group could be cut in more ways than this is
+#: modelled by its first ``MAX_CUTS`` choices plus "did not happen" (the search may then
+#: miss an explanation: reported linearizable histories stay sound, a non-linearizable
+#: verdict is only reported for histories without such a cut).
+MAX_CUTS = 64
+
+_VALIDATE = {
+    "/write": validate_write,
+    "/retrieve": validate_retrieve,
+    "/list": validate_list,
+    "/forget": validate_forget,
+}
+
+Pairs = frozenset[tuple[str, str]]  # (model id, target id)
+
+
+@dataclass(frozen=True)
+class MemoryCall:
+    """One operation as the model reads it: the parsed request and the answer (``None``:
+    indeterminate)."""
+
+    route: str
+    body: WriteBody | RetrieveBody | ListBody | ForgetBody
+    status: int | None
+    answer: Any
+    determinate: bool
+
+
+def parse_call(route: str, request: Any, status: int | None, answer: Any, determinate: bool) -> MemoryCall:
+    """Validate the request as the wire model does; a request the harness sends is valid."""
+    parsed = _VALIDATE[route](request)
+    if isinstance(parsed, WireError):
+        raise ValueError(f"{route}: the concurrent workload sent an invalid request: {parsed.reason}")
+    return MemoryCall(route, parsed, status, answer, determinate)  # type: ignore[arg-type]
+
+
+class State:
+    """(records of the scope in insertion order, id pairs) with a cached hash."""
+
+    __slots__ = ("recs", "pairs", "_hash")
+
+    def __init__(self, recs: tuple[MemoryRecord, ...], pairs: Pairs) -> None:
+        self.recs = recs
+        self.pairs = pairs
+        self._hash = hash((recs, pairs))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, State)
+            and self._hash == other._hash
+            and self.recs == other.recs
+            and self.pairs == other.pairs
+        )
+
+
+class MemoryModel:
+    """The sequential specification of one scope, for :mod:`conformance.concurrent.checker`."""
+
+    def __init__(self, scope_key: str) -> None:
+        self.scope = scope_key
+
+    def init(self) -> State:
+        return State((), frozenset())
+
+    def _store(self, recs: tuple[MemoryRecord, ...]) -> StoreState:
+        return StoreState(scopes=MappingProxyType({self.scope: recs}))
+
+    # -- ids --------------------------------------------------------------------------
+
+    def _translations(self, state: State, target_ids: Sequence[str]) -> list[tuple[dict[str, str], Pairs]]:
+        """Every way to read the target ids a request names as model ids (usually one)."""
+        if not target_ids:
+            return [({}, state.pairs)]
+        to_model = {t: m for m, t in state.pairs}
+        paired_models = {m for m, _ in state.pairs}
+        unknown = [t for t in dict.fromkeys(target_ids) if t not in to_model]
+        if not unknown:
+            return [(to_model, state.pairs)]
+        free = [r.id for r in state.recs if r.id not in paired_models]
+        out: list[tuple[dict[str, str], Pairs]] = []
+        choices = [[f"ghost:{t}", *free] for t in unknown]
+        for combo in itertools.product(*choices):
+            real = [m for m in combo if not m.startswith("ghost:")]
+            if len(set(real)) != len(real):
+                continue
+            mapping = dict(to_model)
+            pairs = set(state.pairs)
+            for t, m in zip(unknown, combo, strict=True):
+                mapping[t] = m
+                if not m.startswith("ghost:"):
+                    pairs.add((m, t))
+            out.append((mapping, frozenset(pairs)))
+        return out
+
+    # -- the step ---------------------------------------------------------------------
+
+    def step(self, state: State, call: MemoryCall) -> list[State]:
+        body = call.body
+        if call.determinate and call.status != 200:
+            return []  # every request the workload sends is valid: MEM-WIRE says 200
+        if isinstance(body, WriteBody):
+            sent = [c.supersedes for c in body.candidates if c.supersedes]
+            out = []
+            for mapping, pairs in self._translations(state, sent):
+                cands = [
+                    replace(c, supersedes=mapping[c.supersedes]) if c.supersedes else c
+                    for c in body.candidates
+                ]
+                kw = {} if body.cap is None else {"cap": body.cap}
+                after, res = store_write(self._store(state.recs), self.scope, cands, MODEL_NOW, **kw)
+                if call.determinate and not json_equal(call.answer, write_response(res)):
+                    continue
+                out.append(State(after.records(self.scope), pairs))
+            return out
+        if isinstance(body, ForgetBody):
+            out = []
+            for mapping, pairs in self._translations(state, [body.id]):
+                after, forgotten = store_forget(self._store(state.recs), self.scope, mapping[body.id])
+                if call.determinate and not json_equal(call.answer, {"ok": True, "forgotten": forgotten}):
+                    continue
+                out.append(State(after.records(self.scope), pairs))
+            return out
+        if isinstance(body, ListBody):
+            if not call.determinate:
+                return [state]  # a list changes nothing
+            expected = store_list(self._store(state.recs), self.scope, body.limit, body.query)
+            spec = RecordsBody("/list", self.scope, expected=tuple(expected))
+            return self._shown(state, spec, call.answer, bump=False)
+        assert isinstance(body, RetrieveBody)
+        active = tuple(active_records(self._store(state.recs), self.scope))
+        if call.determinate:
+            spec = RecordsBody(
+                "/retrieve", self.scope, active=active, query=body.query, limit=body.limit, now=MODEL_NOW
+            )
+            return self._shown(state, spec, call.answer, bump=True)
+        return [self._bump(state.recs, ids, state.pairs) for ids in _possible_answers(active, body)]
+
+    def _shown(self, state: State, spec: RecordsBody, answer: Any, *, bump: bool) -> list[State]:
+        ids = match_records(spec, answer, dict(state.pairs))
+        if ids is None:
+            return []
+        pairs = state.pairs
+        wire_ids = [item["id"] for item in answer["records"]]
+        new = {(m, t) for m, t in zip(ids, wire_ids, strict=True)} - pairs
+        if new:
+            pairs = pairs | new
+            if len({m for m, _ in pairs}) != len(pairs) or len({t for _, t in pairs}) != len(pairs):
+                return []  # an id shown for two records, or two ids for one (MEM-STORE.9)
+        if not bump:
+            return [State(state.recs, pairs)]
+        return [self._bump(state.recs, ids, pairs)]
+
+    @staticmethod
+    def _bump(recs: tuple[MemoryRecord, ...], ids: Sequence[str], pairs: Pairs) -> State:
+        if not ids:
+            return State(recs, pairs)
+        chosen = set(ids)
+        return State(
+            tuple(
+                replace(r, last_used_at=MODEL_NOW, use_count=r.use_count + 1) if r.id in chosen else r
+                for r in recs
+            ),
+            pairs,
+        )
+
+
+def _possible_answers(active: Sequence[MemoryRecord], body: RetrieveBody) -> list[list[str]]:
+    """The id sets a retrieve may have returned (and bumped), for an unseen answer."""
+    groups = rank_allowed(list(active), body.query, body.limit, MODEL_NOW)
+    fixed: list[str] = []
+    for g in groups[:-1]:
+        fixed.extend(sorted(g))
+    if not groups:
+        return [[]]
+    last = sorted(groups[-1])
+    room = min(len(last), body.limit - len(fixed))
+    combos = itertools.islice(itertools.combinations(last, room), MAX_CUTS)
+    return [fixed + list(c) for c in combos]
+
+
+def make_model(scope: str) -> MemoryModel:
+    return MemoryModel(scope)
+
+
+def candidate_texts(call: MemoryCall) -> list[str]:
+    """Texts a call writes (for the shrinker's closed-world guard)."""
+    if isinstance(call.body, WriteBody):
+        return [c.text for c in call.body.candidates]
+    return []
+
+
+def shown_records(call: MemoryCall) -> list[Mapping[str, Any]]:
+    """Records an answer shows (for the shrinker's closed-world guard)."""
+    if call.determinate and call.route in ("/list", "/retrieve") and isinstance(call.answer, dict):
+        recs = call.answer.get("records")
+        if isinstance(recs, list):
+            return [r for r in recs if isinstance(r, dict)]
+    return []
+
+
+def sent_ids(call: MemoryCall) -> list[str]:
+    """Target ids a request names."""
+    if isinstance(call.body, ForgetBody):
+        return [call.body.id]
+    if isinstance(call.body, WriteBody):
+        return [c.supersedes for c in call.body.candidates if c.supersedes]
+    return []
+
+
+__all__ = [
+    "ACTIVE",
+    "MODEL_NOW",
+    "MemoryCall",
+    "MemoryCandidate",
+    "MemoryModel",
+    "State",
+    "candidate_texts",
+    "make_model",
+    "parse_call",
+    "sent_ids",
+    "shown_records",
+]

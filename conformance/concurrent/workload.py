@@ -1,0 +1,90 @@
+"""Deterministic generation of a concurrent workload (a *plan*) from a seed.
+
+A plan is, per client, an ordered list of :class:`PlannedOp`.  Records are named by their text
+(symbolically): a forget or a supersede names "the record with text X", and each client resolves
+that at run time to the target id it last saw for X in an answer (ids are the store's, so they
+cannot be planned).  Texts come from a small pool per scope so that clients collide: the same
+text written by two clients at once is a dedup race, two supersedes of one record a supersede
+race, a forget racing a supersede, a retrieve racing a write.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+Kind = Literal["write", "supersede", "retrieve", "list", "forget"]
+
+WORDS = ("amber", "birch", "cedar", "delta", "ember", "fjord")
+POOL = tuple(f"{w} note" for w in WORDS)
+
+#: Operation mix (weights) for the memory workload.
+MIX: tuple[tuple[Kind, int], ...] = (
+    ("write", 35),
+    ("supersede", 10),
+    ("retrieve", 20),
+    ("list", 25),
+    ("forget", 10),
+)
+
+
+@dataclass(frozen=True)
+class PlannedOp:
+    client: int
+    seq: int
+    scope: int  # index into the run's scope keys
+    kind: Kind
+    texts: tuple[str, ...] = ()  # write / supersede: candidate texts
+    target: str | None = None  # supersede / forget: the text of the record it names
+    query: str | None = None  # retrieve / list
+    limit: int = 50
+    delay_ms: float = 0.0  # client think time before this op (0: back to back)
+
+    def to_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["texts"] = list(self.texts)
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> PlannedOp:
+        return cls(**{**data, "texts": tuple(data.get("texts", ()))})
+
+
+def generate_plan(seed: int, clients: int, ops_per_client: int, scopes: int) -> list[list[PlannedOp]]:
+    """The same (seed, clients, ops, scopes) always gives the same plan."""
+    plan: list[list[PlannedOp]] = []
+    kinds = [k for k, _ in MIX]
+    weights = [w for _, w in MIX]
+    for c in range(clients):
+        rng = random.Random(f"memspec-concurrent:{seed}:{c}")
+        ops: list[PlannedOp] = []
+        for s in range(ops_per_client):
+            kind: Kind = rng.choices(kinds, weights)[0]
+            scope = rng.randrange(scopes)
+            if kind == "write":
+                n = rng.choice((1, 1, 2, 3))
+                ops.append(PlannedOp(c, s, scope, kind, texts=tuple(rng.choice(POOL) for _ in range(n))))
+            elif kind == "supersede":
+                base = rng.choice(POOL)
+                # A unique text: two records with the same content could not be told apart.
+                # Its own token (not the base word), so queries for the base word do not show it.
+                text = f"{base.split()[0]}x{c}n{s} revised"
+                ops.append(PlannedOp(c, s, scope, kind, texts=(text,), target=base))
+            elif kind == "retrieve":
+                ops.append(PlannedOp(c, s, scope, kind, query=rng.choice(WORDS), limit=rng.choice((2, 5))))
+            elif kind == "list":
+                query = rng.choice(WORDS) if rng.random() < 0.7 else None
+                ops.append(PlannedOp(c, s, scope, kind, query=query, limit=50))
+            else:
+                ops.append(PlannedOp(c, s, scope, kind, target=rng.choice(POOL)))
+        plan.append(ops)
+    return plan
+
+
+def plan_to_json(plan: list[list[PlannedOp]]) -> list[list[dict[str, Any]]]:
+    return [[op.to_json() for op in ops] for ops in plan]
+
+
+def plan_from_json(data: Any) -> list[list[PlannedOp]]:
+    return [[PlannedOp.from_json(d) for d in ops] for ops in data]
