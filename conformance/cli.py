@@ -29,6 +29,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "replay",
     "fuzz",
     "selftest",
+    "replay_concurrent",
 )
 
 

@@ -119,6 +119,12 @@ def add_run_options(p: argparse.ArgumentParser, *, machines: bool = True) -> Non
         help="run even when a protocol that cannot be isolated by scope keys (the ledger) finds data in the target",
     )
     p.add_argument("--quiet", "-q", action="store_true", help="no live progress line")
+    p.add_argument(
+        "--clients",
+        type=int,
+        metavar="N",
+        help="also run N concurrent clients and check the histories are linearizable",
+    )
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -286,8 +292,12 @@ def execute(
             expectations = load_expectations(args.expect)
         except ExpectError as exc:
             raise UsageError(str(exc)) from exc
+    if getattr(args, "clients", None) is not None:
+        from conformance.concurrent.command import check_clients
+
+        check_clients(args.clients)
     with open_target(args) as session:
-        return run_pipeline(
+        outcome = run_pipeline(
             session.config,
             spec=args.spec,
             profile_name=getattr(args, "profile", "quick"),
@@ -302,6 +312,11 @@ def execute(
             quiet=bool(getattr(args, "quiet", False)),
             out=out,
         )
+        if getattr(args, "clients", None):
+            from conformance.concurrent.command import attach_concurrent
+
+            attach_concurrent(outcome, session.config, args, out)
+        return outcome
 
 
 def run_pipeline(

@@ -12,8 +12,9 @@ counterexample.  Two moves, repeated to a fixpoint:
   history, so if the blurred history is still illegal it is still a true counterexample — the
   op's answer was not needed to show the violation;
 * **drop** a blurred operation when, besides, the rest is *closed*: every record text a kept
-  answer shows is written by some kept write and every id a kept request names is shown by a
-  kept answer.  Dropping an op that was already optional cannot make a legal history illegal
+  answer shows is written by some kept write, every use count it shows can be reached by the
+  kept writes and retrieves, and every id a kept determinate request names is shown by a kept
+  answer.  Dropping an op that was already optional cannot make a legal history illegal
   (a linearization of the rest is one where the op never happened), and closure keeps the
   counterexample readable (it never shows a record whose write was dropped).
 
@@ -49,16 +50,25 @@ class Protocol:
     parse: Callable[[Event], Any]
     model_for: Callable[[str], Model]
     writes: Callable[[Any], list[str]]  # texts a call writes
-    shows: Callable[[Any], list[tuple[str, str]]]  # (text, id) an answer shows
+    shows: Callable[[Any], list[tuple[str, str, int, bool]]]  # (text, id, uses, retrieved)
     names: Callable[[Any], list[str]]  # ids a request names
+    may_use: Callable[[Any, str], bool]  # may this call bump the usage of a record with this text
+    # (n, texts): the answer needs n of these texts written by some *other* kept call
+    needs: Callable[[Any], tuple[int, list[str]]]
 
 
 def _mem_parse(e: Event) -> Any:
     return memory_model.parse_call(e.route, e.request, e.status, e.answer, e.determinate)
 
 
-def _mem_shows(call: Any) -> list[tuple[str, str]]:
-    return [(str(r.get("text")), str(r.get("id"))) for r in memory_model.shown_records(call)]
+def _mem_shows(call: Any) -> list[tuple[str, str, int, bool]]:
+    out = []
+    for r in memory_model.shown_records(call):
+        uses = r.get("useCount")
+        n = uses if isinstance(uses, int) else 0
+        # A last-use time is set by a retrieve only: count it as one use a retrieve must explain.
+        out.append((str(r.get("text")), str(r.get("id")), n, "lastUsedAt" in r))
+    return out
 
 
 MEMORY = Protocol(
@@ -68,6 +78,8 @@ MEMORY = Protocol(
     memory_model.candidate_texts,
     _mem_shows,
     memory_model.sent_ids,
+    memory_model.may_use,
+    memory_model.needs_written,
 )
 
 
@@ -93,21 +105,44 @@ def check_events(
 
 
 def _closed(ops: Sequence[Op], proto: Protocol) -> bool:
-    written: set[str] = set()
+    written: dict[str, int] = {}
     shown_ids: set[str] = set()
-    shown_texts: set[str] = set()
+    shown_uses: dict[str, int] = {}
+    retrieved: set[str] = set()
     for op in ops:
-        written.update(proto.writes(op.payload))
+        for text in proto.writes(op.payload):
+            written[text] = written.get(text, 0) + 1
         if op.ret is not None:
-            for text, rid in proto.shows(op.payload):
-                shown_texts.add(text)
+            for text, rid, uses, was_retrieved in proto.shows(op.payload):
+                shown_uses[text] = max(shown_uses.get(text, 0), uses)
                 shown_ids.add(rid)
-    if not shown_texts <= written:
+                if was_retrieved:
+                    retrieved.add(text)
+    if not shown_uses.keys() <= written.keys():
         return False
+    # A shown use count must be reachable by the kept ops: every write of the text after the
+    # first may dedup-bump it, every retrieve that can match it may bump it.
+    for text, uses in shown_uses.items():
+        users = sum(1 for op in ops if proto.may_use(op.payload, text))
+        if uses > written[text] - 1 + users or (text in retrieved and not users):
+            return False
+    # A determinate answer that depends on earlier writes (a dedup) keeps, for each, a write
+    # that could have come first.
+    for op in ops:
+        if op.ret is None:
+            continue
+        n, texts = proto.needs(op.payload)
+        if n:
+            others: set[str] = set()
+            for o in ops:
+                if o.id != op.id and o.call <= op.ret:  # could have taken effect before it
+                    others.update(proto.writes(o.payload))
+            if len(set(texts) & others) < n:
+                return False
     # Only a determinate request must name ids the kept answers show; a blurred one may name
     # anything (the model reads an id it cannot place as any unpaired record, or none).
     return all(
-        rid in shown_ids or ":999999999" in rid
+        rid in shown_ids or rid.endswith(memory_model.UNSEEN_SUFFIX)
         for op in ops
         if op.ret is not None
         for rid in proto.names(op.payload)

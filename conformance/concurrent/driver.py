@@ -22,13 +22,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from conformance.concurrent.memory_model import UNSEEN_SUFFIX
 from conformance.concurrent.workload import PlannedOp
 from conformance.driver import Exchange, TargetConfig
 from conformance.targets.memory import MemoryTarget
 
 #: Ids a client sends for a record it never saw: a shape the protocol accepts that names no
-#: record a run of this size creates.
-UNSEEN_SEQ = 999_999_999
+#: record a run of this size creates (the model reads it as naming nothing).
+UNSEEN_SEQ = int(UNSEEN_SUFFIX[1:])
 
 
 @dataclass

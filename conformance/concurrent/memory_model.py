@@ -36,6 +36,7 @@ from typing import Any
 
 from reference.memory.engine import rank_allowed
 from reference.memory.records import ACTIVE, MemoryCandidate, MemoryRecord
+from reference.memory.scoring import tokenize
 from reference.memory.store import (
     StoreState,
     active_records,
@@ -66,6 +67,9 @@ MODEL_NOW = 1_000_000
 #: miss an explanation: reported linearizable histories stay sound, a non-linearizable
 #: verdict is only reported for histories without such a cut).
 MAX_CUTS = 64
+
+#: The suffix of the id the concurrent driver sends for a record its client never saw.
+UNSEEN_SUFFIX = ":999999999"
 
 _VALIDATE = {
     "/write": validate_write,
@@ -124,6 +128,9 @@ class MemoryModel:
 
     def __init__(self, scope_key: str) -> None:
         self.scope = scope_key
+        # (call, state) -> successors: the search reaches one state with many linearized
+        # sets (reads commute), and the step is a pure function of the two.
+        self._memo: dict[tuple[int, State], list[State]] = {}
 
     def init(self) -> State:
         return State((), frozenset())
@@ -143,8 +150,10 @@ class MemoryModel:
         if not unknown:
             return [(to_model, state.pairs)]
         free = [r.id for r in state.recs if r.id not in paired_models]
+        # The driver's id for "a record this client never saw" names nothing by construction.
+        free_for = {t: [] if t.endswith(UNSEEN_SUFFIX) else free for t in unknown}
         out: list[tuple[dict[str, str], Pairs]] = []
-        choices = [[f"ghost:{t}", *free] for t in unknown]
+        choices = [[f"ghost:{t}", *free_for[t]] for t in unknown]
         for combo in itertools.product(*choices):
             real = [m for m in combo if not m.startswith("ghost:")]
             if len(set(real)) != len(real):
@@ -161,6 +170,13 @@ class MemoryModel:
     # -- the step ---------------------------------------------------------------------
 
     def step(self, state: State, call: MemoryCall) -> list[State]:
+        key = (id(call), state)
+        hit = self._memo.get(key)
+        if hit is None:
+            hit = self._memo[key] = self._step(state, call)
+        return hit
+
+    def _step(self, state: State, call: MemoryCall) -> list[State]:
         body = call.body
         if call.determinate and call.status != 200:
             return []  # every request the workload sends is valid: MEM-WIRE says 200
@@ -264,6 +280,25 @@ def shown_records(call: MemoryCall) -> list[Mapping[str, Any]]:
     return []
 
 
+def may_use(call: MemoryCall, text: str) -> bool:
+    """Could this call bump the usage of a record with ``text`` (a retrieve that may match it)?"""
+    if isinstance(call.body, RetrieveBody):
+        return bool(set(tokenize(call.body.query)) & set(tokenize(text)))
+    return False
+
+
+def needs_written(call: MemoryCall) -> tuple[int, list[str]]:
+    """A write that reports more dedups than its own repeated candidates explain needs that
+    many of its texts written by other calls (for the shrinker's closed-world guard)."""
+    if not (call.determinate and isinstance(call.body, WriteBody) and isinstance(call.answer, dict)):
+        return 0, []
+    texts = [c.text for c in call.body.candidates]
+    deduped = call.answer.get("deduped")
+    if not isinstance(deduped, int):
+        return 0, []
+    return max(0, deduped - (len(texts) - len(set(texts)))), texts
+
+
 def sent_ids(call: MemoryCall) -> list[str]:
     """Target ids a request names."""
     if isinstance(call.body, ForgetBody):
@@ -282,6 +317,8 @@ __all__ = [
     "State",
     "candidate_texts",
     "make_model",
+    "needs_written",
+    "may_use",
     "parse_call",
     "sent_ids",
     "shown_records",
