@@ -7,8 +7,8 @@ scopes are independent) and runs the search with the protocol's model.
 only ever keeps a candidate the checker still calls *illegal*, so the result is always a real
 counterexample.  Two moves, repeated to a fixpoint:
 
-* **blur** an operation (first a whole client's, then one op at a time): make it indeterminate
-  (it may or may not have taken effect, its answer unseen).  Blurring only *weakens* the
+* **blur** an operation (one op at a time, latest first): make it *optional* — it may not
+  have taken effect at all, and if it did, then within its interval; its answer unseen.  Blurring only *weakens* the
   history, so if the blurred history is still illegal it is still a true counterexample — the
   op's answer was not needed to show the violation;
 * **drop** a blurred operation when, besides, the rest is *closed*: every record text a kept
@@ -112,7 +112,7 @@ def _closed(ops: Sequence[Op], proto: Protocol) -> bool:
     for op in ops:
         for text in proto.writes(op.payload):
             written[text] = written.get(text, 0) + 1
-        if op.ret is not None:
+        if op.determinate:
             for text, rid, uses, was_retrieved in proto.shows(op.payload):
                 shown_uses[text] = max(shown_uses.get(text, 0), uses)
                 shown_ids.add(rid)
@@ -129,13 +129,13 @@ def _closed(ops: Sequence[Op], proto: Protocol) -> bool:
     # A determinate answer that depends on earlier writes (a dedup) keeps, for each, a write
     # that could have come first.
     for op in ops:
-        if op.ret is None:
+        if not op.determinate:
             continue
         n, texts = proto.needs(op.payload)
         if n:
             others: set[str] = set()
             for o in ops:
-                if o.id != op.id and o.call <= op.ret:  # could have taken effect before it
+                if o.id != op.id and op.ret is not None and o.call <= op.ret:  # could come first
                     others.update(proto.writes(o.payload))
             if len(set(texts) & others) < n:
                 return False
@@ -144,16 +144,17 @@ def _closed(ops: Sequence[Op], proto: Protocol) -> bool:
     return all(
         rid in shown_ids or rid.endswith(memory_model.UNSEEN_SUFFIX)
         for op in ops
-        if op.ret is not None
+        if op.determinate
         for rid in proto.names(op.payload)
     )
 
 
 def _blurred(op: Op, proto: Protocol) -> Op:
+    """The op with its answer unseen: optional, and if it took effect, within its interval."""
     payload = op.payload
     if hasattr(payload, "determinate"):
         payload = replace(payload, determinate=False, status=None, answer=None)
-    return replace(op, ret=None, payload=payload)
+    return replace(op, payload=payload, optional=op.ret is not None)
 
 
 @dataclass
@@ -203,14 +204,13 @@ def shrink(
         illegal history stays illegal without an op that was optional anyway)."""
         kept = list(ops_)
         for op in sorted(ops_, key=lambda o: -o.call):
-            if op.ret is None:
+            if not op.determinate:
                 cand = [o for o in kept if o.id != op.id]
                 if cand and _closed(cand, proto):
                     kept = cand
         return kept
 
-    # 1. The shortest prefix (by invocation) that is illegal with everything later blurred:
-    #    blurred ops invoked late cost the search nothing, so these checks are cheap.
+    # 1. The shortest prefix (by invocation) that is illegal with everything later blurred.
     order = sorted(current, key=lambda o: (o.call, o.id))
     lo, hi = 1, len(order)
     while lo < hi and not out_of_time():
@@ -228,7 +228,7 @@ def shrink(
         for op in sorted(current, key=lambda o: -o.call):
             if out_of_time():
                 break
-            if op.ret is None or not any(o.id == op.id for o in current):
+            if not op.determinate or not any(o.id == op.id for o in current):
                 continue
             cand = [_blurred(o, proto) if o.id == op.id else o for o in current]
             if _closed(cand, proto) and (r := illegal(cand)) is not None:

@@ -20,7 +20,8 @@ The search (per partition; scopes are independent, see :func:`check_partitions`)
   search fast: without it the worst case is factorial, with it the work is bounded by the
   number of distinct configurations);
 * the search is bounded (configurations visited and wall time): exceeding the bound yields
-  ``unknown`` for that partition, never a verdict.
+  ``unknown`` for that partition, never a verdict;
+* an *optional* op (``Op.optional``) may also be linearized as "never took effect".
 
 The model is duck-typed: ``init() -> state`` and ``step(state, payload) -> list[state]``
 (empty: the answer is not admitted from ``state``).  States must be hashable.  For an
@@ -50,6 +51,15 @@ class Op:
     ret: float | None  # None: indeterminate (completes at +inf, may never have happened)
     payload: Any
     partition: str = ""
+    #: The op may not have taken effect at all, but if it did, then within [call, ret].  The
+    #: shrinker marks ops whose answers a counterexample does not need this way (a weakening
+    #: of the history, cheap for the search because the op keeps its completion time).
+    optional: bool = False
+
+    @property
+    def determinate(self) -> bool:
+        """Completed with an answer the history holds the store to."""
+        return self.ret is not None and not self.optional
 
 
 class Model(Protocol):
@@ -138,8 +148,12 @@ def check_operations(
     partition: str = "",
     max_states: int = DEFAULT_MAX_STATES,
     max_seconds: float = DEFAULT_MAX_SECONDS,
+    memo: bool = True,
 ) -> PartitionResult:
-    """Is this one partition's history linearizable with respect to ``model``?"""
+    """Is this one partition's history linearizable with respect to ``model``?
+
+    ``memo=False`` switches Lowe's memoization off (tests compare the two: same verdicts).
+    """
     started = time.perf_counter()
     deadline = started + max_seconds
     head, remaining = _build(ops)
@@ -171,9 +185,10 @@ def check_operations(
         new_bits = bits | (1 << e.index)
         for k in range(start, len(succ)):
             key = (new_bits, succ[k])
-            if key in cache:
-                continue
-            cache.add(key)
+            if memo:
+                if key in cache:
+                    continue
+                cache.add(key)
             stack.append((e, before, succ, k))
             state = succ[k]
             bits = new_bits
@@ -198,6 +213,8 @@ def check_operations(
         if entry.is_call:
             explored += 1
             succ = model.step(state, entry.op.payload)
+            if entry.op.optional and state not in succ:
+                succ = [*succ, state]  # ... or it never took effect
             if succ and choose(entry, state, succ, 0):
                 entry = head.next
                 continue

@@ -17,7 +17,20 @@ from typing import Any, Literal
 Kind = Literal["write", "supersede", "retrieve", "list", "forget"]
 
 WORDS = ("amber", "birch", "cedar", "delta", "ember", "fjord")
-POOL = tuple(f"{w} note" for w in WORDS)
+#: Every ``PHASE`` operations a client moves on to fresh texts (``amber3 note``) and queries
+#: (``amber3``).  Clients run at about the same pace, so they collide on the same young
+#: records, whose usage is small: a race on them has a short explanation (a counterexample
+#: needs every write and retrieve that touched a record it shows).
+PHASE = 6
+
+
+#: Texts per phase: few, so that clients collide often.
+PER_PHASE = 3
+
+
+def pool(phase: int) -> tuple[str, ...]:
+    words = [WORDS[(phase + i) % len(WORDS)] for i in range(PER_PHASE)]
+    return tuple(f"{w}{phase} note" for w in words)
 
 #: Operation mix (weights) for the memory workload.
 MIX: tuple[tuple[Kind, int], ...] = (
@@ -62,22 +75,24 @@ def generate_plan(seed: int, clients: int, ops_per_client: int, scopes: int) -> 
         for s in range(ops_per_client):
             kind: Kind = rng.choices(kinds, weights)[0]
             scope = rng.randrange(scopes)
+            texts = pool(s // PHASE)
             if kind == "write":
                 n = rng.choice((1, 1, 2, 3))
-                ops.append(PlannedOp(c, s, scope, kind, texts=tuple(rng.choice(POOL) for _ in range(n))))
+                ops.append(PlannedOp(c, s, scope, kind, texts=tuple(rng.choice(texts) for _ in range(n))))
             elif kind == "supersede":
-                base = rng.choice(POOL)
-                # A unique text: two records with the same content could not be told apart.
-                # Its own token (not the base word), so queries for the base word do not show it.
+                base = rng.choice(texts)
+                # Its own token (not the base word), so queries for the base word do not show
+                # it; unique, because two records with one content could not be told apart.
                 text = f"{base.split()[0]}x{c}n{s} revised"
                 ops.append(PlannedOp(c, s, scope, kind, texts=(text,), target=base))
             elif kind == "retrieve":
-                ops.append(PlannedOp(c, s, scope, kind, query=rng.choice(WORDS), limit=rng.choice((2, 5))))
+                query = rng.choice(texts).split()[0]
+                ops.append(PlannedOp(c, s, scope, kind, query=query, limit=rng.choice((2, 5))))
             elif kind == "list":
-                query = rng.choice(WORDS) if rng.random() < 0.7 else None
+                query = rng.choice(texts).split()[0] if rng.random() < 0.9 else None
                 ops.append(PlannedOp(c, s, scope, kind, query=query, limit=50))
             else:
-                ops.append(PlannedOp(c, s, scope, kind, target=rng.choice(POOL)))
+                ops.append(PlannedOp(c, s, scope, kind, target=rng.choice(texts)))
         plan.append(ops)
     return plan
 
