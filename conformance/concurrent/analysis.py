@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from conformance.concurrent import memory_model
+from conformance.concurrent import ledger_model, memory_model
 from conformance.concurrent.checker import (
     DEFAULT_MAX_SECONDS,
     DEFAULT_MAX_STATES,
@@ -53,8 +53,9 @@ class Protocol:
     shows: Callable[[Any], list[tuple[str, str, int, bool]]]  # (text, id, uses, retrieved)
     names: Callable[[Any], list[str]]  # ids a request names
     may_use: Callable[[Any, str], bool]  # may this call bump the usage of a record with this text
-    # (n, texts): the answer needs n of these texts written by some *other* kept call
-    needs: Callable[[Any], tuple[int, list[str]]]
+    # (n, texts): the answer needs n of these texts (None: any n writes) written by *other*
+    # kept calls that could have come first
+    needs: Callable[[Any], tuple[int, list[str] | None]]
 
 
 def _mem_parse(e: Event) -> Any:
@@ -80,6 +81,55 @@ MEMORY = Protocol(
     memory_model.sent_ids,
     memory_model.may_use,
     memory_model.needs_written,
+)
+
+
+def _ledger_writes(call: Any) -> list[str]:
+    body = call.params.get("body")
+    return [body.strip()] if call.method in _LEDGER_WRITERS and isinstance(body, str) else []
+
+
+_LEDGER_WRITERS = ("memory/save_memory_record", "memory/supersede_memory_record")
+
+
+def _ledger_shows(call: Any) -> list[tuple[str, str, int, bool]]:
+    if not call.determinate or call.status != 200 or not isinstance(call.answer, dict):
+        return []
+    recs = call.answer.get("records") if "records" in call.answer else [call.answer]
+    out = []
+    for r in recs if isinstance(recs, list) else []:
+        if isinstance(r, dict) and isinstance(r.get("body"), str) and r.get("status") == "active":
+            out.append((r["body"], str(r.get("id")), 0, False))
+    return out
+
+
+def _ledger_names(call: Any) -> list[str]:
+    rid = call.params.get("recordId")
+    return [rid] if isinstance(rid, str) and not rid.startswith("ffffffff") else []
+
+
+def _ledger_needs(call: Any) -> tuple[int, list[str] | None]:
+    """A budget refusal says how many records are held: that many saves must be kept."""
+    if call.determinate and call.status == 409 and isinstance(call.answer, dict):
+        err = call.answer.get("error")
+        msg = err.get("message") if isinstance(err, dict) else None
+        if isinstance(msg, str) and " holds " in msg:
+            try:
+                return int(msg.split(" holds ")[1].split()[0]), None
+            except (ValueError, IndexError):
+                return 0, None
+    return 0, None
+
+
+LEDGER = Protocol(
+    "ledger",
+    lambda e: ledger_model.parse_call(e.route, e.request, e.status, e.answer, e.determinate),
+    ledger_model.make_model,
+    _ledger_writes,
+    _ledger_shows,
+    _ledger_names,
+    lambda _call, _text: False,
+    _ledger_needs,
 )
 
 
@@ -133,11 +183,12 @@ def _closed(ops: Sequence[Op], proto: Protocol) -> bool:
             continue
         n, texts = proto.needs(op.payload)
         if n:
-            others: set[str] = set()
+            others: list[str] = []
             for o in ops:
                 if o.id != op.id and op.ret is not None and o.call <= op.ret:  # could come first
-                    others.update(proto.writes(o.payload))
-            if len(set(texts) & others) < n:
+                    others.extend(proto.writes(o.payload))
+            enough = len(others) >= n if texts is None else len(set(texts) & set(others)) >= n
+            if not enough:
                 return False
     # Only a determinate request must name ids the kept answers show; a blurred one may name
     # anything (the model reads an id it cannot place as any unpaired record, or none).

@@ -1,7 +1,7 @@
 """The concurrent driver: N client threads run a plan against one target and record a history.
 
 Each client is a thread with its own sync ``httpx`` client (a
-:class:`~conformance.targets.memory.MemoryTarget`), so requests, auth, bounded reads, token
+:class:`~conformance.targets.base.HttpTarget`), so requests, auth, bounded reads, token
 scrubbing and transport failures are exactly the sequential harness's.  Threads rather than
 asyncio: the target clients are synchronous (Hypothesis rules are), a thread spends its time
 blocked in socket I/O with the GIL released, and the number of clients is small (≤ 64) — an
@@ -25,7 +25,7 @@ from typing import Any
 from conformance.concurrent.memory_model import UNSEEN_SUFFIX
 from conformance.concurrent.workload import PlannedOp
 from conformance.driver import Exchange, TargetConfig
-from conformance.targets.memory import MemoryTarget
+from conformance.targets.base import HttpTarget
 
 #: Ids a client sends for a record it never saw: a shape the protocol accepts that names no
 #: record a run of this size creates (the model reads it as naming nothing).
@@ -82,6 +82,9 @@ class MemoryClient:
     scopes: Sequence[str]
     known: dict[tuple[str, str], str] = field(default_factory=dict)
 
+    def partition(self, route: str, body: dict[str, Any]) -> str:
+        return str(body["scopeKey"])
+
     def request(self, op: PlannedOp) -> tuple[str, dict[str, Any]]:
         scope = self.scopes[op.scope]
         thread = f"memspec-client-{op.client}"
@@ -119,6 +122,43 @@ class MemoryClient:
                 self.known[(scope, rec["text"])] = rec["id"]
 
 
+LEDGER_SCOPE = "account:local"
+LEDGER_UNSEEN = "ffffffff-0000-4000-8000-0000ffffffff"
+
+
+@dataclass
+class LedgerClient:
+    """What one ledger client knows: the latest record id it saw for each word of a body."""
+
+    scopes: Sequence[str]  # unused: the ledger has one account scope
+    known: dict[str, str] = field(default_factory=dict)
+
+    def partition(self, route: str, body: dict[str, Any]) -> str:
+        return LEDGER_SCOPE
+
+    def request(self, op: PlannedOp) -> tuple[str, dict[str, Any]]:
+        if op.kind == "save":
+            return "/ledger/memory/save_memory_record", {"body": op.texts[0]}
+        if op.kind == "list":
+            return "/ledger/memory/list_memory_records", {"scopeKey": LEDGER_SCOPE}
+        rid = self.known.get(op.target or "", LEDGER_UNSEEN)
+        if op.kind == "supersede":
+            return "/ledger/memory/supersede_memory_record", {"recordId": rid, "body": op.texts[0]}
+        return "/ledger/memory/delete_memory_record", {"recordId": rid}
+
+    def learn(self, route: str, request: dict[str, Any], ex: Exchange) -> None:
+        if ex.status != 200 or not isinstance(ex.body, dict):
+            return
+        recs = ex.body.get("records") if "records" in ex.body else [ex.body]
+        if not isinstance(recs, list):
+            return
+        for rec in reversed(recs):
+            if not isinstance(rec, dict) or not isinstance(rec.get("id"), str):
+                continue
+            if rec.get("status") == "active" and isinstance(rec.get("body"), str):
+                self.known[rec["body"].split()[1] if len(rec["body"].split()) > 1 else ""] = rec["id"]
+
+
 @dataclass
 class History:
     events: list[Event]
@@ -137,6 +177,7 @@ def run_plan(
     *,
     offsets: Sequence[Sequence[float]] | None = None,
     on_op: Callable[[Event], None] | None = None,
+    protocol: str = "memory",
 ) -> History:
     """Run every client's ops in order, all clients at once; record the history.
 
@@ -150,8 +191,10 @@ def run_plan(
     start = [0.0]
 
     def worker(c: int) -> None:
-        target = MemoryTarget(config)
-        client = MemoryClient(scopes)
+        target = HttpTarget(config)
+        client: MemoryClient | LedgerClient = (
+            LedgerClient(scopes) if protocol == "ledger" else MemoryClient(scopes)
+        )
         try:
             barrier.wait()
             t0 = start[0]
@@ -164,14 +207,14 @@ def run_plan(
                     time.sleep(op.delay_ms / 1000)
                 route, body = client.request(op)
                 invoke = time.monotonic()
-                ex = target.post(route, body)
+                ex = target.request("POST", route, body)
                 done = time.monotonic()
                 indeterminate = ex.status is None
                 ev = Event(
                     id=-1,
                     client=c,
                     seq=op.seq,
-                    scope=body["scopeKey"],
+                    scope=client.partition(route, body),
                     route=route,
                     request=body,
                     invoke=invoke - t0,

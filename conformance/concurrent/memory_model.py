@@ -287,7 +287,7 @@ def may_use(call: MemoryCall, text: str) -> bool:
     return False
 
 
-def needs_written(call: MemoryCall) -> tuple[int, list[str]]:
+def needs_written(call: MemoryCall) -> tuple[int, list[str] | None]:
     """A write that reports more dedups than its own repeated candidates explain needs that
     many of its texts written by other calls (for the shrinker's closed-world guard)."""
     if not (call.determinate and isinstance(call.body, WriteBody) and isinstance(call.answer, dict)):

@@ -14,10 +14,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from conformance.concurrent.analysis import MEMORY, Protocol, check_events, shrink, to_ops
+from conformance.concurrent import ledger_model
+from conformance.concurrent.analysis import LEDGER, MEMORY, Protocol, check_events, shrink, to_ops
 from conformance.concurrent.checker import DEFAULT_MAX_STATES, PartitionResult, overall
 from conformance.concurrent.driver import Event, History, run_plan
-from conformance.concurrent.workload import PlannedOp, generate_plan, plan_from_json, plan_to_json
+from conformance.concurrent.workload import (
+    PlannedOp,
+    generate_ledger_plan,
+    generate_plan,
+    plan_from_json,
+    plan_to_json,
+)
 from conformance.driver import TargetConfig
 
 REPLAY_FORMAT = "memspec-concurrent-replay/1"
@@ -33,15 +40,49 @@ PROFILES: dict[str, tuple[int, int, int, float, float]] = {
 }
 
 #: The clause every concurrent violation breaks, and the clauses an op's route adds.
-LINEARIZABLE_CLAUSE = {"memory": "MEM-STORE.13"}
+LINEARIZABLE_CLAUSE = {"memory": "MEM-STORE.13", "ledger": "LED-REC.7"}
 ROUTE_CLAUSES = {
     "/write": ("MEM-WRITE.1", "MEM-WRITE.7", "MEM-CAP.4"),
     "/retrieve": ("MEM-STORE.2", "MEM-STORE.3"),
     "/list": ("MEM-STORE.7",),
     "/forget": ("MEM-STORE.8",),
+    "/ledger/memory/save_memory_record": ("LED-SAVE.1", "LED-BUDGET.2"),
+    "/ledger/memory/list_memory_records": ("LED-LIST.1",),
+    "/ledger/memory/supersede_memory_record": ("LED-EDIT.1", "LED-BUDGET.3"),
+    "/ledger/memory/delete_memory_record": ("LED-FORGET.1", "LED-FORGET.2"),
 }
 
-PROTOCOLS: dict[str, Protocol] = {"memory": MEMORY}
+PROTOCOLS: dict[str, Protocol] = {"memory": MEMORY, "ledger": LEDGER}
+
+
+class SetupError(RuntimeError):
+    """The target refused the setup of a concurrent round (e.g. no ledger test controls)."""
+
+
+def _setup(config: TargetConfig, protocol: str) -> None:
+    if protocol != "ledger":
+        return
+    from conformance.targets.base import HttpTarget
+
+    with HttpTarget(config) as target:
+        for method, params in ledger_model.SETUP:
+            ex = target.request("POST", f"/ledger/{method}", params)
+            if ex.status != 200:
+                raise SetupError(
+                    f"ledger concurrent check needs {method} (answered {ex.status or ex.transport_error})"
+                )
+
+
+def _plan(protocol: str, seed: int, clients: int, ops: int, scopes: int) -> list[list[PlannedOp]]:
+    if protocol == "ledger":
+        return generate_ledger_plan(seed, clients, ops)
+    return generate_plan(seed, clients, ops, scopes)
+
+
+def scope_keys(protocol: str, run_id: str, round_no: int, n: int) -> list[str]:
+    if protocol == "ledger":
+        return ["account:local"]
+    return [f"org:{run_id}-c{round_no}-{i}" for i in range(n)]
 
 
 @dataclass
@@ -131,10 +172,6 @@ class ConcurrentResult:
             "timeline": self.timeline_path,
             "scopes_written": self.scopes_written,
         }
-
-
-def scope_keys(protocol: str, run_id: str, round_no: int, n: int) -> list[str]:
-    return [f"org:{run_id}-c{round_no}-{i}" for i in range(n)]
 
 
 def _clauses(protocol: str, events: Sequence[Event], blurred: set[int]) -> list[str]:
@@ -238,9 +275,10 @@ def run_concurrent(
     for round_no in range(1, rounds + 1):
         round_seed = seed * 1000 + round_no
         keys = scope_keys(protocol, run_id, round_no, scopes)
-        written.extend(keys)
-        plan = generate_plan(round_seed, clients, ops_per_client, scopes)
-        history = run_plan(config, plan, keys)
+        written.extend(k for k in keys if k not in written)
+        plan = _plan(protocol, round_seed, clients, ops_per_client, scopes)
+        _setup(config, protocol)
+        history = run_plan(config, plan, keys, protocol=protocol)
         if on_round is not None:
             on_round(round_no, history)
         total_ops += len(history.events)
@@ -324,7 +362,8 @@ def replay_once(config: TargetConfig, data: dict[str, Any], run_id: str, attempt
     """Re-run a replay file's schedule once on fresh scopes; the verdict of its history."""
     plan = plan_from_json(data["plan"])
     keys = scope_keys(data["protocol"], run_id, attempt, int(data.get("scopes", 1)))
-    history = run_plan(config, plan, keys, offsets=data["offsets"])
+    _setup(config, data["protocol"])
+    history = run_plan(config, plan, keys, offsets=data["offsets"], protocol=data["protocol"])
     results = check_events(history.events, PROTOCOLS[data["protocol"]])
     v = overall(results)
     return {"ok": "linearizable", "illegal": "not linearizable"}.get(v, "unknown"), history, results

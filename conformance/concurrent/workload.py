@@ -14,7 +14,7 @@ import random
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-Kind = Literal["write", "supersede", "retrieve", "list", "forget"]
+Kind = Literal["write", "supersede", "retrieve", "list", "forget", "save", "delete"]
 
 WORDS = ("amber", "birch", "cedar", "delta", "ember", "fjord")
 #: Every ``PHASE`` operations a client moves on to fresh texts (``amber3 note``) and queries
@@ -103,3 +103,36 @@ def plan_to_json(plan: list[list[PlannedOp]]) -> list[list[dict[str, Any]]]:
 
 def plan_from_json(data: Any) -> list[list[PlannedOp]]:
     return [[PlannedOp.from_json(d) for d in ops] for ops in data]
+
+
+#: Operation mix of the ledger workload (one account scope; budget, supersede and delete races).
+LEDGER_MIX: tuple[tuple[Kind, int], ...] = (
+    ("save", 40),
+    ("list", 25),
+    ("supersede", 20),
+    ("delete", 15),
+)
+
+
+def generate_ledger_plan(seed: int, clients: int, ops_per_client: int) -> list[list[PlannedOp]]:
+    """A ledger plan: bodies ``pin <word> c<client>n<op>`` (unique), targets named by word."""
+    plan: list[list[PlannedOp]] = []
+    kinds = [k for k, _ in LEDGER_MIX]
+    weights = [w for _, w in LEDGER_MIX]
+    for c in range(clients):
+        rng = random.Random(f"memspec-concurrent-ledger:{seed}:{c}")
+        ops: list[PlannedOp] = []
+        for s in range(ops_per_client):
+            kind: Kind = rng.choices(kinds, weights)[0]
+            word = rng.choice(WORDS[:PER_PHASE])
+            body = f"pin {word} c{c}n{s}"
+            if kind == "save":
+                ops.append(PlannedOp(c, s, 0, kind, texts=(body,)))
+            elif kind == "list":
+                ops.append(PlannedOp(c, s, 0, kind))
+            elif kind == "supersede":
+                ops.append(PlannedOp(c, s, 0, kind, texts=(body,), target=word))
+            else:
+                ops.append(PlannedOp(c, s, 0, kind, target=word))
+        plan.append(ops)
+    return plan

@@ -35,4 +35,13 @@ ENTRIES: tuple[Entry, ...] = (
         " lose bumps",
         race=True,
     ),
+    Entry(
+        "race-ledger-budget-unlocked",
+        "mutant",
+        "ledger",
+        ("LED-BUDGET.2", "LED-REC.7"),
+        "a save checks the budget outside its transaction: concurrent saves at maxRecords - 1"
+        " held all succeed and the scope ends over its budget",
+        race=True,
+    ),
 )
