@@ -253,6 +253,7 @@ def run_concurrent(
     ops_per_client: int | None = None,
     scopes: int | None = None,
     rounds: int | None = None,
+    shrink_budget_s: float | None = None,
     max_states: int = DEFAULT_MAX_STATES,
     on_round: Callable[[int, History], None] | None = None,
 ) -> ConcurrentResult:
@@ -263,6 +264,7 @@ def run_concurrent(
     ops_per_client = ops_per_client or d_ops
     scopes = scopes or d_scopes
     rounds = rounds or d_rounds
+    shrink_s = shrink_budget_s if shrink_budget_s is not None else shrink_s
     proto = PROTOCOLS[protocol]
     written: list[str] = []
     total_ops = 0
