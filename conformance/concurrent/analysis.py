@@ -135,8 +135,7 @@ LEDGER = Protocol(
 
 def to_ops(events: Sequence[Event], proto: Protocol) -> list[Op]:
     return [
-        Op(e.id, e.client, e.invoke, e.complete, proto.parse(e), partition=e.scope)
-        for e in events
+        Op(e.id, e.client, e.invoke, e.complete, proto.parse(e), partition=e.scope) for e in events
     ]
 
 
@@ -149,7 +148,13 @@ def check_events(
 ) -> list[PartitionResult]:
     ops = to_ops(events, proto)
     return [
-        check_operations(part, proto.model_for(key), partition=key, max_states=max_states, max_seconds=max_seconds)
+        check_operations(
+            part,
+            proto.model_for(key),
+            partition=key,
+            max_states=max_states,
+            max_seconds=max_seconds,
+        )
         for key, part in partition_ops(ops).items()
     ]
 
@@ -238,7 +243,11 @@ def shrink(
         nonlocal checks
         checks += 1
         r = check_operations(
-            cand, proto.model_for(partition), partition=partition, max_states=max_states, max_seconds=max_seconds
+            cand,
+            proto.model_for(partition),
+            partition=partition,
+            max_states=max_states,
+            max_seconds=max_seconds,
         )
         return r if r.verdict == "illegal" else None
 

@@ -162,7 +162,11 @@ def check_operations(
     cache: set[tuple[int, Hashable]] = set()
     # stack frames: (call entry, state before, successors, index of the chosen successor)
     stack: list[tuple[_Entry, Hashable, Sequence[Hashable], int]] = []
-    best: list[int] = []
+    # The deepest linearized prefix seen: a cons list (op id, parent) per stack frame, so
+    # remembering it is O(1) per push.
+    chain: list[Any] = []  # per frame: its cons cell
+    best: Any = None
+    best_len = 0
     blocked: set[int] = set()
     explored = 0
     entry = head.next
@@ -175,13 +179,13 @@ def check_operations(
             explored,
             time.perf_counter() - started,
             linearization=[f[0].op.id for f in stack] if verdict == "ok" else [],
-            longest_prefix=best if verdict == "illegal" else [],
+            longest_prefix=_unchain(best) if verdict == "illegal" else [],
             blocked=sorted(blocked) if verdict == "illegal" else [],
             reason=reason,
         )
 
     def choose(e: _Entry, before: Hashable, succ: Sequence[Hashable], start: int) -> bool:
-        nonlocal state, bits, remaining, best, blocked
+        nonlocal state, bits, remaining, best, best_len, blocked
         new_bits = bits | (1 << e.index)
         for k in range(start, len(succ)):
             key = (new_bits, succ[k])
@@ -190,13 +194,14 @@ def check_operations(
                     continue
                 cache.add(key)
             stack.append((e, before, succ, k))
+            chain.append((e.op.id, chain[-1] if chain else None))
             state = succ[k]
             bits = new_bits
             if e.match is not None:
                 remaining -= 1
             _lift(e)
-            if len(stack) > len(best):
-                best = [f[0].op.id for f in stack]
+            if len(stack) > best_len:
+                best, best_len = chain[-1], len(stack)
                 blocked = set()
             return True
         return False
@@ -218,17 +223,18 @@ def check_operations(
             if succ and choose(entry, state, succ, 0):
                 entry = head.next
                 continue
-            if not succ and len(stack) == len(best):
+            if not succ and len(stack) == best_len:
                 blocked.add(entry.op.id)
             entry = entry.next
             continue
         # A return whose call is not linearized: the prefix so far cannot be extended.
-        if len(stack) == len(best):
+        if len(stack) == best_len:
             blocked.add(entry.op.id)
         while True:
             if not stack:
                 return result("illegal", "no order of the operations admits every answer")
             e, before, succ, k = stack.pop()
+            chain.pop()
             state = before
             bits &= ~(1 << e.index)
             if e.match is not None:
@@ -239,6 +245,14 @@ def check_operations(
                 break
             entry = e.next
             break
+
+
+def _unchain(cell: Any) -> list[int]:
+    out: list[int] = []
+    while cell is not None:
+        out.append(cell[0])
+        cell = cell[1]
+    return out[::-1]
 
 
 def partition_ops(ops: Iterable[Op]) -> dict[str, list[Op]]:

@@ -76,7 +76,9 @@ def concurrent_checks(
     return out
 
 
-def attach_concurrent(outcome: Any, config: TargetConfig, args: argparse.Namespace, out: Any = None) -> None:
+def attach_concurrent(
+    outcome: Any, config: TargetConfig, args: argparse.Namespace, out: Any = None
+) -> None:
     """The one call ``run``/``fuzz`` make when ``--clients N`` is given."""
     from conformance.commands.run import protocols_for
 
@@ -138,7 +140,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     add_target_options(p)
     p.add_argument("file", help="replays/concurrent-<protocol>.json from a report directory")
-    p.add_argument("--attempts", type=int, default=20, metavar="N", help="re-runs at most (default 20)")
+    p.add_argument(
+        "--attempts", type=int, default=20, metavar="N", help="re-runs at most (default 20)"
+    )
     p.set_defaults(func=replay_command)
 
 
@@ -163,5 +167,7 @@ def replay_command(args: argparse.Namespace) -> int:
                     f" ({len(history.events)} operations; clauses {', '.join(data.get('clauses', []))})"
                 )
                 return 1
-        print(f"replay-concurrent: {verdict} in all {args.attempts} attempt(s) (the race did not reproduce)")
+        print(
+            f"replay-concurrent: {verdict} in all {args.attempts} attempt(s) (the race did not reproduce)"
+        )
         return 0

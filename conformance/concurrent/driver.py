@@ -118,7 +118,11 @@ class MemoryClient:
         scope = request["scopeKey"]
         # Oldest first, so the newest record of a text wins (lists are newest first).
         for rec in reversed(recs):
-            if isinstance(rec, dict) and isinstance(rec.get("text"), str) and isinstance(rec.get("id"), str):
+            if (
+                isinstance(rec, dict)
+                and isinstance(rec.get("text"), str)
+                and isinstance(rec.get("id"), str)
+            ):
                 self.known[(scope, rec["text"])] = rec["id"]
 
 
@@ -156,7 +160,9 @@ class LedgerClient:
             if not isinstance(rec, dict) or not isinstance(rec.get("id"), str):
                 continue
             if rec.get("status") == "active" and isinstance(rec.get("body"), str):
-                self.known[rec["body"].split()[1] if len(rec["body"].split()) > 1 else ""] = rec["id"]
+                self.known[rec["body"].split()[1] if len(rec["body"].split()) > 1 else ""] = rec[
+                    "id"
+                ]
 
 
 @dataclass

@@ -45,7 +45,9 @@ class LedgerCall:
         return id(self)
 
 
-def parse_call(route: str, request: Any, status: int | None, answer: Any, determinate: bool) -> LedgerCall:
+def parse_call(
+    route: str, request: Any, status: int | None, answer: Any, determinate: bool
+) -> LedgerCall:
     return LedgerCall(route.removeprefix(PREFIX), dict(request), status, answer, determinate)
 
 

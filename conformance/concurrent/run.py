@@ -166,7 +166,9 @@ class ConcurrentResult:
                 }
                 for r in self.partitions
             ],
-            "indeterminate": sum(1 for e in (self.history.events if self.history else []) if not e.determinate),
+            "indeterminate": sum(
+                1 for e in (self.history.events if self.history else []) if not e.determinate
+            ),
             "counterexample": self.counterexample.to_json() if self.counterexample else None,
             "replay": self.replay_path,
             "timeline": self.timeline_path,
@@ -360,7 +362,9 @@ def load_replay(path: Path) -> dict[str, Any]:
     return data
 
 
-def replay_once(config: TargetConfig, data: dict[str, Any], run_id: str, attempt: int) -> tuple[str, History, list[PartitionResult]]:
+def replay_once(
+    config: TargetConfig, data: dict[str, Any], run_id: str, attempt: int
+) -> tuple[str, History, list[PartitionResult]]:
     """Re-run a replay file's schedule once on fresh scopes; the verdict of its history."""
     plan = plan_from_json(data["plan"])
     keys = scope_keys(data["protocol"], run_id, attempt, int(data.get("scopes", 1)))

@@ -32,6 +32,7 @@ def pool(phase: int) -> tuple[str, ...]:
     words = [WORDS[(phase + i) % len(WORDS)] for i in range(PER_PHASE)]
     return tuple(f"{w}{phase} note" for w in words)
 
+
 #: Operation mix (weights) for the memory workload.
 MIX: tuple[tuple[Kind, int], ...] = (
     ("write", 35),
@@ -64,7 +65,9 @@ class PlannedOp:
         return cls(**{**data, "texts": tuple(data.get("texts", ()))})
 
 
-def generate_plan(seed: int, clients: int, ops_per_client: int, scopes: int) -> list[list[PlannedOp]]:
+def generate_plan(
+    seed: int, clients: int, ops_per_client: int, scopes: int
+) -> list[list[PlannedOp]]:
     """The same (seed, clients, ops, scopes) always gives the same plan."""
     plan: list[list[PlannedOp]] = []
     kinds = [k for k, _ in MIX]
@@ -78,7 +81,9 @@ def generate_plan(seed: int, clients: int, ops_per_client: int, scopes: int) -> 
             texts = pool(s // PHASE)
             if kind == "write":
                 n = rng.choice((1, 1, 2, 3))
-                ops.append(PlannedOp(c, s, scope, kind, texts=tuple(rng.choice(texts) for _ in range(n))))
+                ops.append(
+                    PlannedOp(c, s, scope, kind, texts=tuple(rng.choice(texts) for _ in range(n)))
+                )
             elif kind == "supersede":
                 base = rng.choice(texts)
                 # Its own token (not the base word), so queries for the base word do not show
@@ -89,8 +94,8 @@ def generate_plan(seed: int, clients: int, ops_per_client: int, scopes: int) -> 
                 query = rng.choice(texts).split()[0]
                 ops.append(PlannedOp(c, s, scope, kind, query=query, limit=rng.choice((2, 5))))
             elif kind == "list":
-                query = rng.choice(texts).split()[0] if rng.random() < 0.9 else None
-                ops.append(PlannedOp(c, s, scope, kind, query=query, limit=50))
+                lq = rng.choice(texts).split()[0] if rng.random() < 0.9 else None
+                ops.append(PlannedOp(c, s, scope, kind, query=lq, limit=50))
             else:
                 ops.append(PlannedOp(c, s, scope, kind, target=rng.choice(texts)))
         plan.append(ops)

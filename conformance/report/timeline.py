@@ -16,6 +16,10 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 _COLORS = {
+    "/ledger/memory/save_memory_record": "#4c78a8",
+    "/ledger/memory/list_memory_records": "#b07aa1",
+    "/ledger/memory/supersede_memory_record": "#f28e2b",
+    "/ledger/memory/delete_memory_record": "#e15759",
     "/write": "#4c78a8",
     "/retrieve": "#59a14f",
     "/list": "#b07aa1",
@@ -30,19 +34,42 @@ def _short(value: Any, limit: int = 600) -> str:
 
 def _label(ev: Mapping[str, Any]) -> str:
     route = str(ev.get("route", "?"))
-    req = ev.get("request") if isinstance(ev.get("request"), dict) else {}
+    raw = ev.get("request")
+    req: dict[str, Any] = raw if isinstance(raw, dict) else {}
     ans = ev.get("answer")
+    if route.startswith("/ledger/"):
+        method = route.rsplit("/", 1)[-1].replace("_memory_record", "")
+        head = method + (f" {req['body']}" if isinstance(req.get("body"), str) else "")
+        if isinstance(req.get("recordId"), str):
+            head += f" {req['recordId'][:8]}"
+        if isinstance(ans, dict) and isinstance(ans.get("records"), list):
+            head += (
+                " → ["
+                + ", ".join(str(r.get("body")) for r in ans["records"] if isinstance(r, dict))
+                + "]"
+            )
+        elif isinstance(ans, dict) and isinstance(ans.get("error"), dict):
+            head += f" → refused {ans['error'].get('code')}"
+        elif isinstance(ans, dict) and "id" in ans:
+            head += f" → {str(ans['id'])[:8]}"
+        return head
     if route == "/write":
         texts = [r.get("text", "") for r in req.get("records", []) if isinstance(r, dict)]
         head = "write " + ", ".join(str(t) for t in texts)
         if isinstance(ans, dict) and "inserted" in ans:
-            head += f" → ins {ans.get('inserted')} dup {ans.get('deduped')} sup {ans.get('superseded')}"
+            head += (
+                f" → ins {ans.get('inserted')} dup {ans.get('deduped')} sup {ans.get('superseded')}"
+            )
         return head
     if route in ("/list", "/retrieve"):
         q = req.get("query")
         head = route[1:] + (f" {q!s}" if q is not None else "")
         if isinstance(ans, dict) and isinstance(ans.get("records"), list):
-            shown = [f"{r.get('text')}·{r.get('useCount')}" for r in ans["records"] if isinstance(r, dict)]
+            shown = [
+                f"{r.get('text')}·{r.get('useCount')}"
+                for r in ans["records"]
+                if isinstance(r, dict)
+            ]
             head += " → [" + ", ".join(shown) + "]"
         return head
     if route == "/forget":

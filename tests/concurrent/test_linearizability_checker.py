@@ -130,7 +130,12 @@ def test_memoization_never_changes_a_verdict_and_cuts_the_search() -> None:
             elif kind == "r":
                 p = ("r", None if ret is None else rng.randint(0, 2))
             else:
-                p = ("cas", rng.randint(0, 2), rng.randint(0, 2), None if ret is None else rng.random() < 0.5)
+                p = (
+                    "cas",
+                    rng.randint(0, 2),
+                    rng.randint(0, 2),
+                    None if ret is None else rng.random() < 0.5,
+                )
             ops.append(Op(i, i, call, ret, p))
         with_memo = check_operations(ops, Register())
         without = check_operations(ops, Register(), memo=False)
@@ -209,7 +214,16 @@ def mem(*ops: tuple[int, float, float | None, tuple[str, dict[str, Any]], Any]) 
     out = []
     for i, (client, call, ret, (route, body), answer) in enumerate(ops):
         det = ret is not None
-        out.append(Op(i, client, call, ret, parse_call(route, body, 200 if det else None, answer, det), SCOPE))
+        out.append(
+            Op(
+                i,
+                client,
+                call,
+                ret,
+                parse_call(route, body, 200 if det else None, answer, det),
+                SCOPE,
+            )
+        )
     return out
 
 
@@ -305,7 +319,12 @@ def test_a_forget_racing_a_supersede() -> None:
         return "/write", {
             "scopeKey": SCOPE,
             "records": [
-                {"kind": "fact", "text": "amber fixed", "sourceThreadKey": "t", "supersedes": target}
+                {
+                    "kind": "fact",
+                    "text": "amber fixed",
+                    "sourceThreadKey": "t",
+                    "supersedes": target,
+                }
             ],
         }
 
