@@ -352,3 +352,31 @@ def test_a_non_200_answer_to_a_valid_request_is_never_admitted() -> None:
     broken = [Op(0, 0, 0, 1, parse_call(*write("amber note"), 500, {"error": "x"}, True), SCOPE)]
     assert verdict(ops) == "ok"
     assert verdict(broken) == "illegal"
+
+
+@pytest.mark.clause("MEM-WRITE.1", "MEM-WRITE.3", "MEM-WRITE.7", "MEM-CAP.1")
+def test_the_checkers_pool_based_write_is_the_reference_store_write() -> None:
+    from types import MappingProxyType
+
+    from conformance.concurrent.memory_model import fast_write
+    from reference.memory.records import MemoryCandidate
+    from reference.memory.store import StoreState, store_write
+    from reference.memory.wire import write_response
+
+    rng = random.Random(11)
+    texts = ["amber note", "Amber  Note", "birch note", "cedar note", "delta"]
+    for _ in range(60):
+        state = StoreState(scopes=MappingProxyType({}))
+        recs: tuple[Any, ...] = ()
+        for step in range(8):
+            cands = []
+            for _ in range(rng.randint(0, 3)):
+                sup = None
+                if recs and rng.random() < 0.3:
+                    sup = rng.choice(recs).id
+                cands.append(MemoryCandidate("fact", rng.choice(texts), "t", None, None, None, sup))
+            cap = rng.choice([2, 3, 500])
+            state, res = store_write(state, SCOPE, cands, step, cap)
+            recs, answer = fast_write(recs, SCOPE, cands, step, cap)
+            assert answer == write_response(res)
+            assert recs == state.records(SCOPE)
