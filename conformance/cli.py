@@ -31,6 +31,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "selftest",
     "contract",
     "report",
+    "replay_concurrent",
 )
 
 

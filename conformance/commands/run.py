@@ -221,6 +221,12 @@ def ledger_lanes(ctx: RunContext, targets: list[TargetConfig], notes: list[str])
     if out:
         notes.append(f"ledger work spread over {len(out) + 1} instances of the store")
     return out
+    p.add_argument(
+        "--clients",
+        type=int,
+        metavar="N",
+        help="also run N concurrent clients and check the histories are linearizable",
+    )
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -436,6 +442,10 @@ def execute(
     run_id = getattr(args, "run_id", None)
     if run_id is not None and not re.fullmatch(r"memspec-[a-z0-9]{4,20}", run_id):
         raise UsageError(f"--run-id {run_id!r}: expected memspec-[a-z0-9]{{4,20}}")
+    if getattr(args, "clients", None) is not None:
+        from conformance.concurrent.command import check_clients
+
+        check_clients(args.clients)
     with open_target(args) as session:
         outcome = run_pipeline(
             session.config,
@@ -456,6 +466,10 @@ def execute(
             jobs=int(getattr(args, "jobs", 1) or 1),
             ledger_targets=session.ledger_extra,
         )
+        if getattr(args, "clients", None):
+            from conformance.concurrent.command import attach_concurrent
+
+            attach_concurrent(outcome, session.config, args, out)
     if expect_file and (update or prune):
         results = checked_from_report(outcome.data)
         maintain(expect_file, results, update=bool(update), prune=prune, out=out or sys.stdout)

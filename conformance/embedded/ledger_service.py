@@ -671,6 +671,16 @@ class LedgerService:
             at=now,
             source_session_id=session,
         )
+        if self.quirks("race-ledger-budget-unlocked"):
+            self._check_budget()  # outside the transaction, and others run before the insert
+            self._lock.release()
+            try:
+                time.sleep(0.002)
+            finally:
+                self._lock.acquire()
+            with self._store.write():
+                self._store.insert(row)
+                return self._fetch(row.id)
         with self._store.write():
             self._check_budget()
             self._store.insert(row)
@@ -860,6 +870,16 @@ class LedgerService:
             rationale=rationale,
             conflict_group=group,
         )
+        if self.quirks("race-ledger-budget-unlocked"):
+            self._check_budget()  # outside the transaction, and others run before the insert
+            self._lock.release()
+            try:
+                time.sleep(0.002)
+            finally:
+                self._lock.acquire()
+            with self._store.write():
+                self._store.insert(row)
+                return self._fetch(row.id)
         with self._store.write():
             self._check_budget()
             self._store.insert(row)

@@ -229,6 +229,16 @@ class MemoryStore:
                 raise RuntimeError("memory store is closed")
             yield self._conn
 
+    def _race_window(self, c: sqlite3.Connection) -> None:
+        """Race mutants only: commit, let other requests in for a moment, begin again."""
+        c.execute("COMMIT")
+        self._lock.release()
+        try:
+            time.sleep(0.002)
+        finally:
+            self._lock.acquire()
+            c.execute("BEGIN IMMEDIATE")
+
     def close(self) -> None:
         """Close the connection (WAL is checkpointed by SQLite on the last close)."""
         with self._lock:
@@ -391,7 +401,20 @@ class MemoryStore:
             ).fetchone()
             seq = last[0] if last else 0
             for i, cand in enumerate(candidates):
-                plan = plan_write(self._write_pool(c, scope_key, cand), cand)
+                if i and self.quirks("race-batch-split"):
+                    self._race_window(c)
+                    (seq,) = c.execute(
+                        "SELECT COALESCE(MAX(seq), 0) FROM records WHERE scope_key = ?",
+                        (scope_key,),
+                    ).fetchone()
+                pool = self._write_pool(c, scope_key, cand)
+                if self.quirks("race-dedup-unlocked"):
+                    self._race_window(c)
+                    (seq,) = c.execute(
+                        "SELECT COALESCE(MAX(seq), 0) FROM records WHERE scope_key = ?",
+                        (scope_key,),
+                    ).fetchone()
+                plan = plan_write(pool, cand)
                 if isinstance(plan, Dedup):
                     c.execute(
                         "UPDATE records SET use_count = use_count + 1"
@@ -459,7 +482,14 @@ class MemoryStore:
             if self.quirks("ties-newest-first"):
                 rows.sort(key=lambda r: -_seq_of(r[0]))
             ranked = rank_records([_record(r) for r in rows], query, limit, now)
-            if ranked:
+            if ranked and self.quirks("race-usage-rmw"):
+                self._race_window(c)
+                for r in ranked:
+                    c.execute(
+                        "UPDATE records SET last_used_at = ?, use_count = ? WHERE id = ?",
+                        (now, r.use_count + 1, r.id),
+                    )
+            elif ranked:
                 marks = ", ".join("?" for _ in ranked)
                 c.execute(
                     "UPDATE records SET last_used_at = ?, use_count = use_count + 1"

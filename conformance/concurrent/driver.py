@@ -1,0 +1,254 @@
+"""The concurrent driver: N client threads run a plan against one target and record a history.
+
+Each client is a thread with its own sync ``httpx`` client (a
+:class:`~conformance.targets.base.HttpTarget`), so requests, auth, bounded reads, token
+scrubbing and transport failures are exactly the sequential harness's.  Threads rather than
+asyncio: the target clients are synchronous (Hypothesis rules are), a thread spends its time
+blocked in socket I/O with the GIL released, and the number of clients is small (≤ 64) — an
+async copy of the target client would be a second implementation of its safety rules.
+
+For every operation the driver records the harness's ``time.monotonic()`` just before the
+request is sent (invocation) and just after its answer was read (completion), relative to the
+moment all clients were released together.  An operation without an HTTP answer (timeout,
+reset, refused) is *indeterminate*: it may or may not have taken effect, and its completion is
+unknown (+∞ for the checker), as Jepsen records it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from conformance.concurrent.memory_model import UNSEEN_SUFFIX
+from conformance.concurrent.workload import PlannedOp
+from conformance.driver import Exchange, TargetConfig
+from conformance.targets.base import HttpTarget
+
+#: Ids a client sends for a record it never saw: a shape the protocol accepts that names no
+#: record a run of this size creates (the model reads it as naming nothing).
+UNSEEN_SEQ = int(UNSEEN_SUFFIX[1:])
+
+
+@dataclass
+class Event:
+    """One operation of a recorded history (JSON: :meth:`to_json`)."""
+
+    id: int
+    client: int
+    seq: int
+    scope: str
+    route: str
+    request: Any
+    invoke: float
+    complete: float | None
+    status: int | None
+    answer: Any
+    error: str | None = None
+
+    @property
+    def determinate(self) -> bool:
+        return self.complete is not None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "client": self.client,
+            "seq": self.seq,
+            "scope": self.scope,
+            "route": self.route,
+            "request": self.request,
+            "invoke": round(self.invoke, 6),
+            "complete": None if self.complete is None else round(self.complete, 6),
+            "status": self.status,
+            "answer": self.answer,
+            "error": self.error,
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Event:
+        return cls(
+            d["id"], d["client"], d["seq"], d["scope"], d["route"], d["request"], d["invoke"],
+            d["complete"], d["status"], d["answer"], d.get("error"),
+        )  # fmt: skip
+
+
+@dataclass
+class MemoryClient:
+    """What one client knows: the latest target id it saw for each (scope, text)."""
+
+    scopes: Sequence[str]
+    known: dict[tuple[str, str], str] = field(default_factory=dict)
+
+    def partition(self, route: str, body: dict[str, Any]) -> str:
+        return str(body["scopeKey"])
+
+    def request(self, op: PlannedOp) -> tuple[str, dict[str, Any]]:
+        scope = self.scopes[op.scope]
+        thread = f"memspec-client-{op.client}"
+        if op.kind in ("write", "supersede"):
+            records = []
+            for text in op.texts:
+                rec: dict[str, Any] = {"kind": "fact", "text": text, "sourceThreadKey": thread}
+                if op.kind == "supersede" and op.target is not None:
+                    known = self.known.get((scope, op.target))
+                    if known is not None:
+                        rec["supersedes"] = known
+                records.append(rec)
+            return "/write", {"scopeKey": scope, "records": records}
+        if op.kind == "retrieve":
+            return "/retrieve", {"scopeKey": scope, "query": op.query or "", "limit": op.limit}
+        if op.kind == "list":
+            body: dict[str, Any] = {"scopeKey": scope, "limit": op.limit}
+            if op.query is not None:
+                body["query"] = op.query
+            return "/list", body
+        assert op.target is not None
+        rid = self.known.get((scope, op.target), f"mem:{scope}:{UNSEEN_SEQ}")
+        return "/forget", {"scopeKey": scope, "id": rid}
+
+    def learn(self, route: str, request: dict[str, Any], ex: Exchange) -> None:
+        if route not in ("/list", "/retrieve") or ex.status != 200 or not isinstance(ex.body, dict):
+            return
+        recs = ex.body.get("records")
+        if not isinstance(recs, list):
+            return
+        scope = request["scopeKey"]
+        # Oldest first, so the newest record of a text wins (lists are newest first).
+        for rec in reversed(recs):
+            if (
+                isinstance(rec, dict)
+                and isinstance(rec.get("text"), str)
+                and isinstance(rec.get("id"), str)
+            ):
+                self.known[(scope, rec["text"])] = rec["id"]
+
+
+LEDGER_SCOPE = "account:local"
+LEDGER_UNSEEN = "ffffffff-0000-4000-8000-0000ffffffff"
+
+
+@dataclass
+class LedgerClient:
+    """What one ledger client knows: the latest record id it saw for each word of a body."""
+
+    scopes: Sequence[str]  # unused: the ledger has one account scope
+    known: dict[str, str] = field(default_factory=dict)
+
+    def partition(self, route: str, body: dict[str, Any]) -> str:
+        return LEDGER_SCOPE
+
+    def request(self, op: PlannedOp) -> tuple[str, dict[str, Any]]:
+        if op.kind == "save":
+            return "/ledger/memory/save_memory_record", {"body": op.texts[0]}
+        if op.kind == "list":
+            return "/ledger/memory/list_memory_records", {"scopeKey": LEDGER_SCOPE}
+        rid = self.known.get(op.target or "", LEDGER_UNSEEN)
+        if op.kind == "supersede":
+            return "/ledger/memory/supersede_memory_record", {"recordId": rid, "body": op.texts[0]}
+        return "/ledger/memory/delete_memory_record", {"recordId": rid}
+
+    def learn(self, route: str, request: dict[str, Any], ex: Exchange) -> None:
+        if ex.status != 200 or not isinstance(ex.body, dict):
+            return
+        recs = ex.body.get("records") if "records" in ex.body else [ex.body]
+        if not isinstance(recs, list):
+            return
+        for rec in reversed(recs):
+            if not isinstance(rec, dict) or not isinstance(rec.get("id"), str):
+                continue
+            if rec.get("status") == "active" and isinstance(rec.get("body"), str):
+                self.known[rec["body"].split()[1] if len(rec["body"].split()) > 1 else ""] = rec[
+                    "id"
+                ]
+
+
+@dataclass
+class History:
+    events: list[Event]
+    scopes: list[str]
+    clients: int
+    wall_s: float
+
+    def to_json(self) -> list[dict[str, Any]]:
+        return [e.to_json() for e in sorted(self.events, key=lambda e: e.id)]
+
+
+def run_plan(
+    config: TargetConfig,
+    plan: Sequence[Sequence[PlannedOp]],
+    scopes: Sequence[str],
+    *,
+    offsets: Sequence[Sequence[float]] | None = None,
+    on_op: Callable[[Event], None] | None = None,
+    protocol: str = "memory",
+) -> History:
+    """Run every client's ops in order, all clients at once; record the history.
+
+    ``offsets`` (replay): per client, the invocation offset (s) each op waits for, so a replay
+    keeps the recorded schedule as closely as the machine allows.
+    """
+    n = len(plan)
+    barrier = threading.Barrier(n + 1)
+    results: list[list[Event]] = [[] for _ in range(n)]
+    errors: list[BaseException] = []
+    start = [0.0]
+
+    def worker(c: int) -> None:
+        target = HttpTarget(config)
+        client: MemoryClient | LedgerClient = (
+            LedgerClient(scopes) if protocol == "ledger" else MemoryClient(scopes)
+        )
+        try:
+            barrier.wait()
+            t0 = start[0]
+            for i, op in enumerate(plan[c]):
+                if offsets is not None:
+                    wait = t0 + offsets[c][i] - time.monotonic()
+                    if wait > 0:
+                        time.sleep(wait)
+                elif op.delay_ms:
+                    time.sleep(op.delay_ms / 1000)
+                route, body = client.request(op)
+                invoke = time.monotonic()
+                ex = target.request("POST", route, body)
+                done = time.monotonic()
+                indeterminate = ex.status is None
+                ev = Event(
+                    id=-1,
+                    client=c,
+                    seq=op.seq,
+                    scope=client.partition(route, body),
+                    route=route,
+                    request=body,
+                    invoke=invoke - t0,
+                    complete=None if indeterminate else done - t0,
+                    status=ex.status,
+                    answer=ex.body,
+                    error=ex.transport_error or ex.body_error,
+                )
+                results[c].append(ev)
+                client.learn(route, body, ex)
+                if on_op is not None:
+                    on_op(ev)
+        except BaseException as exc:  # pragma: no cover - surfaced below
+            errors.append(exc)
+        finally:
+            target.close()
+
+    threads = [threading.Thread(target=worker, args=(c,), daemon=True) for c in range(n)]
+    for t in threads:
+        t.start()
+    start[0] = time.monotonic()
+    barrier.wait()
+    for t in threads:
+        t.join()
+    wall = time.monotonic() - start[0]
+    if errors:
+        raise errors[0]
+    events = sorted((e for evs in results for e in evs), key=lambda e: (e.invoke, e.client))
+    for i, e in enumerate(events):
+        e.id = i
+    return History(events, list(scopes), n, wall)
