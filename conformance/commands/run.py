@@ -162,6 +162,12 @@ def add_run_options(p: argparse.ArgumentParser, *, machines: bool = True) -> Non
         "replays do not depend on N",
     )
     p.add_argument("--quiet", "-q", action="store_true", help="no live progress line")
+    p.add_argument(
+        "--clients",
+        type=int,
+        metavar="N",
+        help="also run N concurrent clients and check the histories are linearizable",
+    )
     if machines:
         p.add_argument(
             "--shard",
@@ -221,12 +227,6 @@ def ledger_lanes(ctx: RunContext, targets: list[TargetConfig], notes: list[str])
     if out:
         notes.append(f"ledger work spread over {len(out) + 1} instances of the store")
     return out
-    p.add_argument(
-        "--clients",
-        type=int,
-        metavar="N",
-        help="also run N concurrent clients and check the histories are linearizable",
-    )
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
