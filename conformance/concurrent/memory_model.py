@@ -2,12 +2,12 @@
 
 This is the one module that knows how the reference model is called; re-point it here if the
 model's judging functions move (it borrows three private helpers of ``reference.memory.wire``
-— ``_parse_records_body``, ``_content_matches``, ``_bipartite`` — for the unordered list).  It uses the model's pure functions only:
+— ``_parse_records_body`` and ``_shows`` — for the unordered list).  It uses the model's pure functions only:
 ``plan_write`` / ``mint_record`` / ``plan_eviction`` (a write, over each candidate's pool as the
 seed's store does — ``fast_write``, checked against ``store_write`` by a test),
 ``store_list`` / ``store_forget`` (``reference.memory.store``),
 ``validate_*``, ``write_response``, ``match_records`` and ``RecordsBody`` (the allowed-answers
-judge of ``reference.memory.wire``) and ``rank_allowed`` (``reference.memory.engine``).
+judge of ``reference.memory.wire``) and ``rank_allowed`` (``reference.memory.judge``).
 
 What is compared, and what is not (see docs/linearizability.md):
 
@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import functools
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any
@@ -50,8 +50,8 @@ from reference.memory.engine import (
     normalize_text,
     plan_eviction,
     plan_write,
-    rank_allowed,
 )
+from reference.memory.judge import rank_allowed
 from reference.memory.records import ACTIVE, EVICTED, SUPERSEDED, MemoryCandidate, MemoryRecord
 from reference.memory.scoring import tokenize
 from reference.memory.store import (
@@ -68,9 +68,8 @@ from reference.memory.wire import (
     RetrieveBody,
     WireError,
     WriteBody,
-    _bipartite,
-    _content_matches,
     _parse_records_body,
+    _shows,
     json_equal,
     match_records,
     validate_forget,
@@ -282,7 +281,7 @@ class MemoryModel:
         members = list(allowed)
 
         def ok(p: int, m: int) -> bool:
-            return _content_matches(members[m], wire[p], bumped=False, id_map=id_map)
+            return _shows(members[m], wire[p], bumped=False, id_map=id_map)
 
         assignment = _bipartite(range(len(wire)), members, ok)
         if assignment is None:
@@ -471,3 +470,26 @@ __all__ = [
     "sent_ids",
     "shown_records",
 ]
+
+
+def _bipartite(
+    positions: Sequence[int], members: Sequence[Any], ok: Callable[[int, int], bool]
+) -> dict[int, int] | None:
+    """A matching of every position to a distinct member with ``ok(position, member)``
+    (Kuhn's augmenting paths), or ``None`` when there is none."""
+    owner: dict[int, int] = {}  # member index -> position
+
+    def place(p: int, seen: set[int]) -> bool:
+        for m in range(len(members)):
+            if m in seen or not ok(p, m):
+                continue
+            seen.add(m)
+            if m not in owner or place(owner[m], seen):
+                owner[m] = p
+                return True
+        return False
+
+    for p in positions:
+        if not place(p, set()):
+            return None
+    return {p: m for m, p in owner.items()}
