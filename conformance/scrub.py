@@ -19,6 +19,7 @@ without blanking ordinary words).
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import threading
@@ -51,6 +52,9 @@ def _char_forms(c: str) -> str:
         )
     if c == "/":
         forms.append(r"\\/")
+    named = {"&": "amp", "<": "lt", ">": "gt", '"': "quot", "'": "apos"}.get(c)
+    if named:
+        forms.append(f"&{named};")
     forms.append(f"&#0*{cp};")
     forms.append(f"&#[xX]0*(?i:{cp:x});")
     if cp < 0x80:
@@ -117,6 +121,19 @@ def clean(value: Any, _depth: int = 0) -> Any:
     if isinstance(value, list | tuple):
         return [clean(v, _depth + 1) for v in value]
     return scrub_text(repr(value))
+
+
+_XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+
+
+def xml_safe(text: str) -> str:
+    """``text`` without the characters XML 1.0 cannot hold (a target may send any)."""
+    return _XML_INVALID.sub("\ufffd", text)
+
+
+def dumps(value: Any, **kw: Any) -> str:
+    """Strict JSON of a cleaned value, scrubbed once more as text."""
+    return scrub_text(json.dumps(clean(value), ensure_ascii=False, allow_nan=False, **kw))
 
 
 class ScrubbingStream:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import importlib
+import math
 import secrets
 import sys
 import time
@@ -33,7 +34,14 @@ from conformance.report.model import now_iso
 from conformance.report.progress import Progress
 from conformance.runner import load_corpus, run_scenario, run_scenarios
 from conformance.scenario import Scenario, ScenarioError
-from conformance.targets.base import TargetError, check_url, load_target_profile, load_token
+from conformance.targets.base import (
+    HttpTarget,
+    TargetError,
+    TokenRefused,
+    check_url,
+    load_target_profile,
+    load_token,
+)
 
 DEFAULT_REPORT_DIR = "memspec-report"
 
@@ -75,7 +83,15 @@ def add_target_options(p: argparse.ArgumentParser) -> None:
         help="declare a capability absent (repeatable)",
     )
     g.add_argument(
-        "--timeout", type=float, metavar="S", help="per-request timeout in seconds (default 10)"
+        "--timeout",
+        type=float,
+        metavar="S",
+        help="deadline in seconds for each whole request, answer included (default 10)",
+    )
+    g.add_argument(
+        "--ca-cert",
+        metavar="FILE",
+        help="PEM file of certificate authorities to trust for an https:// target",
     )
 
 
@@ -176,9 +192,14 @@ def open_target(args: argparse.Namespace) -> Iterator[TargetSession]:
         )
         if token_env and token_file:
             raise TargetError("the profile names both token_env and token_file")
-        timeout = args.timeout or (profile.timeout_s if profile else None) or 10.0
-        if timeout <= 0:
-            raise TargetError("--timeout must be positive")
+        timeout = args.timeout if args.timeout is not None else None
+        if timeout is None:
+            timeout = (profile.timeout_s if profile else None) or 10.0
+        if not math.isfinite(timeout) or timeout <= 0:
+            raise TargetError(f"--timeout must be a positive number of seconds, not {timeout}")
+        ca_file = getattr(args, "ca_cert", None)
+        if ca_file is not None and not Path(ca_file).is_file():
+            raise TargetError(f"--ca-cert {ca_file}: no such file")
         declared = frozenset(args.with_caps) | (profile.declared if profile else frozenset())
         denied = frozenset(args.without_caps) | (profile.denied if profile else frozenset())
         if declared & denied:
@@ -188,6 +209,13 @@ def open_target(args: argparse.Namespace) -> Iterator[TargetSession]:
         if url:
             url = check_url(url)
             token = load_token(token_env, token_file)
+            source = (
+                f"the token in ${token_env}"
+                if token_env
+                else (f"the token in {token_file}" if token_file else "")
+            )
+            if ca_file is not None and not url.startswith("https://"):
+                raise TargetError("--ca-cert is for an https:// target")
         elif token_env or token_file:
             raise TargetError(
                 "--token-env/--token-file need --target (the bundled store makes its own token)"
@@ -195,9 +223,22 @@ def open_target(args: argparse.Namespace) -> Iterator[TargetSession]:
     except TargetError as exc:
         raise UsageError(str(exc)) from exc
     if url:
-        yield TargetSession(
-            TargetConfig(url, token, timeout, declared=declared, denied=denied, label=url), False
+        config = TargetConfig(
+            url,
+            token,
+            timeout,
+            declared=declared,
+            denied=denied,
+            label=url,
+            ca_file=ca_file,
+            token_source=source,
         )
+        try:
+            # Fail on a bad CA file here, as a usage error, not in the middle of a run.
+            HttpTarget(config).close()
+        except TargetError as exc:
+            raise UsageError(str(exc)) from exc
+        yield TargetSession(config, False)
         return
     secret = secrets.token_urlsafe(24)
     try:
@@ -212,6 +253,7 @@ def open_target(args: argparse.Namespace) -> Iterator[TargetSession]:
             declared=declared,
             denied=denied,
             label="bundled store",
+            token_source="the bundled store's token",
         )
         yield TargetSession(config, True, handle)
     finally:
@@ -232,6 +274,7 @@ def build_drivers(
     """One driver per protocol.  ``strict`` (one protocol asked for): any failure is fatal;
     otherwise a protocol the target does not serve is left out with a note."""
     from conformance.cli import TargetUnreachable
+    from conformance.cli import TokenRefused as CliTokenRefused
 
     drivers: dict[str, Driver] = {}
     errors: list[str] = []
@@ -245,6 +288,10 @@ def build_drivers(
             continue
         try:
             drivers[protocol] = factory(ctx)
+        except TokenRefused as exc:
+            for d in drivers.values():
+                d.close()
+            raise CliTokenRefused(str(exc)) from exc
         except TargetError as exc:
             errors.append(f"{protocol}: {exc}")
             if strict:

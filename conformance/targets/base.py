@@ -63,6 +63,15 @@ class TargetError(Exception):
     """
 
 
+class TokenRefused(TargetError):
+    """The target answered 401 to the run's own token."""
+
+
+def token_refused(config: TargetConfig, where: str) -> TokenRefused:
+    source = config.token_source or "the token"
+    return TokenRefused(f"{source} was refused (401 on {where}) by {config.url}")
+
+
 def load_token(token_env: str | None = None, token_file: str | Path | None = None) -> Secret | None:
     """Read the bearer token from an environment variable or a file (first line, stripped).
 
@@ -647,7 +656,7 @@ def _no_constant(name: str) -> Any:
 
 def _json_problem(exc: ValueError) -> str:
     if isinstance(exc, json.JSONDecodeError):
-        return f"{exc.msg} at byte {exc.pos}"
+        return f"broken at character {exc.pos}"
     return _short(exc)
 
 

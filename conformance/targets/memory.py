@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from conformance.driver import Exchange, TargetConfig
-from conformance.targets.base import AUTH, Auth, HttpTarget, TargetError
+from conformance.targets.base import AUTH, Auth, HttpTarget, TargetError, token_refused
 
 DATA_ROUTES = ("/retrieve", "/write", "/list", "/forget")
 LIST = "memory.list"
@@ -63,7 +63,7 @@ class MemoryTarget(HttpTarget):
             if check.status is None:
                 raise TargetError(f"{self.url}: {check.transport_error}")
             if check.status == 401:
-                raise TargetError(f"{self.url}: the token was refused (401 on POST /retrieve)")
+                raise token_refused(self.config, "POST /retrieve")
             for route, cap in (("/list", LIST), ("/forget", FORGET)):
                 ex = self.post(route, {})
                 if ex.status is not None and ex.status != 404:
