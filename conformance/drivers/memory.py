@@ -322,6 +322,16 @@ class MemoryDriver:
                 details={"unobservable": True},
             )
         judgement = self.oracle.judge(sent, ex, now, expectation)
+        if judgement.verdict == "pass" and not _json_media_type(ex.content_type):
+            return StepOutcome(
+                index,
+                op,
+                "diverge",
+                tuple(dict.fromkeys(("MEM-WIRE.1", *step.clauses))),
+                judgement.expected,
+                ex,
+                reason=f"the answer is labelled Content-Type {ex.content_type!r}, not JSON",
+            )
         if judgement.verdict != "pass":
             return StepOutcome(
                 index,
@@ -595,6 +605,12 @@ def _not_observable(op: str, sent: SentRequest, ex: Exchange) -> str | None:
             " in front of the store waited for the rest until the deadline"
         )
     return None
+
+
+def _json_media_type(content_type: str) -> bool:
+    """Absent, ``application/json`` or a ``+json`` type (any parameters): MEM-WIRE.1."""
+    media = content_type.split(";", 1)[0].strip().lower()
+    return not media or media == "application/json" or media.endswith("+json")
 
 
 def _describe_allowed_statuses(expectation: Any) -> str:

@@ -240,6 +240,21 @@ class _Watchdog:
                 self._sock = None
 
 
+#: After this many requests in a row without an HTTP answer the target counts as gone: further
+#: requests fail at once (one in RECHECK_EVERY is still sent, to notice a target coming back),
+#: so a dead or hanging target costs a few deadlines, not one per step.
+SILENT_LIMIT = 3
+RECHECK_EVERY = 50
+
+
+def _declared(headers: list[tuple[str, str]]) -> int | None:
+    for k, v in headers:
+        if k.lower() == "content-length":
+            v = v.strip(" \t")
+            return int(v) if v.isascii() and v.isdigit() else -1
+    return None
+
+
 class _Deadline(Exception):
     pass
 
@@ -282,6 +297,8 @@ class HttpTarget:
             scrub.register(config.token.reveal())
         self._conn: socket.socket | None = None
         self._watchdog = _Watchdog()
+        self._silent = 0  # requests in a row that got no HTTP answer
+        self._held = 0
         self.requests_sent = 0
 
     # -- capabilities -----------------------------------------------------------------
@@ -437,19 +454,34 @@ class HttpTarget:
             )
         else:
             wire_body = body
+        honest = chunked or _declared(headers) in (None, len(body))
+        if self._silent >= SILENT_LIMIT and honest:
+            self._held += 1
+            if self._held % RECHECK_EVERY:
+                return self._failure(
+                    method,
+                    path,
+                    described,
+                    time.perf_counter(),
+                    f"not sent: the target gave no answer to the last {self._silent} requests",
+                    shown,
+                )
         self.requests_sent += 1
         started = time.perf_counter()
         deadline = time.monotonic() + self.config.timeout_s
         reused = keep and self._conn is not None
+        answer_ok = False
         try:
             try:
                 answer = self._roundtrip(method, head + wire_body, deadline, keep)
+                answer_ok = True
             except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
                 if not reused or self._watchdog.fired:
                     raise
                 # A kept-alive connection the target had already closed: once more, fresh.
                 self._drop()
                 answer = self._roundtrip(method, head + wire_body, deadline, keep)
+                answer_ok = True
         except (_Deadline, TimeoutError):
             self._drop()
             return self._failure(
@@ -476,6 +508,8 @@ class HttpTarget:
             )
         finally:
             self._watchdog.disarm()
+            if honest:  # a request declaring more than it sends may be held: not counted
+                self._silent = 0 if answer_ok else self._silent + 1
         parsed, excerpt, body_error = self._decode(answer)
         return Exchange(
             method=method,
