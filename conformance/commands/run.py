@@ -435,6 +435,13 @@ def run_pipeline(
                     notes.append(f"{protocol}: no state machine ({exc})")
                     continue
                 report.machine_clauses[protocol] = tuple(getattr(module, "MACHINE_CLAUSES", ()))
+                target = getattr(driver, "target", None)
+                if getattr(target, "gone", False):
+                    notes.append(
+                        f"{protocol} machine not run: the target stopped answering during the"
+                        " corpus (see the indeterminate scenarios)"
+                    )
+                    continue
                 result = run_machine(protocol, driver, profile, seed, on_step=progress.step)
                 report.machines.append(result)
                 if result.replay is not None:

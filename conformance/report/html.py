@@ -57,7 +57,7 @@ def _steps_table(steps: list[dict[str, Any]]) -> str:
         cls = f"step-{o['verdict']}" if o["verdict"] in ("diverge", "indeterminate") else ""
         rows.append(
             f"<tr class='{cls}'><td class='n'>{o['index']}</td><td>{escape(o['op'])}<br>"
-            f"<span class='muted'>{escape(o['verdict'])}</span></td>"
+            f"<span class='muted'>{escape('not reached' if (o.get('details') or {}).get('not_reached') else o['verdict'])}</span></td>"
             f"<td><pre>{escape(req)}</pre></td><td><pre>{escape(o.get('expected') or '')}</pre></td>"
             f"<td><pre>{escape(_said(ex))}</pre>"
             + (f"<p class='bad'>{escape(o.get('reason', ''))}</p>" if o.get("reason") else "")

@@ -525,6 +525,12 @@ class HttpTarget:
             reason=answer.reason,
         )
 
+    @property
+    def gone(self) -> bool:
+        """The last :data:`SILENT_LIMIT` requests got no HTTP answer: the target stopped
+        answering (further requests fail at once but for a periodic re-check)."""
+        return self._silent >= SILENT_LIMIT
+
     def _timeout_text(self) -> str:
         return f"timeout: no complete answer within {self.config.timeout_s:g}s"
 
@@ -557,7 +563,7 @@ class HttpTarget:
             sock.settimeout(max(0.001, deadline - time.monotonic()))
             try:
                 sock.sendall(wire)
-            except (BrokenPipeError, ConnectionResetError):
+            except (BrokenPipeError, ConnectionResetError, ssl.SSLEOFError):
                 # The target may answer before it has read the whole body (an early 413) and
                 # close: read whatever answer it sent.
                 pass
@@ -580,7 +586,8 @@ class HttpTarget:
                     break
             if self._watchdog.fired:
                 raise _Deadline()
-            reusable = keep and not truncated and not resp.will_close and resp.isclosed()
+            complete = resp.isclosed() or resp.length == 0
+            reusable = keep and not truncated and not resp.will_close and complete
             return _Answer(
                 resp.status,
                 bytes(buf),
