@@ -140,8 +140,10 @@ def run_scenario(
                     details={"not_reached": True},
                 )
             )
-    if result.verdict == "pass" and result.outcomes and all(
-        o.verdict == "skip" for o in result.outcomes
+    if (
+        result.verdict == "pass"
+        and result.outcomes
+        and all(o.verdict == "skip" for o in result.outcomes)
     ):
         result.verdict = "skip"
         result.reason = f"step 0 ({result.outcomes[0].op}): {result.outcomes[0].reason}"

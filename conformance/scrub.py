@@ -70,7 +70,9 @@ def _build() -> re.Pattern[str] | None:
             variants.add(token[:-1])  # covers the "wrong" probe token and any last character
     if not variants:
         return None
-    alternatives = ["".join(_char_forms(c) for c in v) for v in sorted(variants, key=len, reverse=True)]
+    alternatives = [
+        "".join(_char_forms(c) for c in v) for v in sorted(variants, key=len, reverse=True)
+    ]
     # The trailing optional character swallows the last character after ``token[:-1]``.
     return re.compile("(?:" + "|".join(alternatives) + ")")
 

@@ -466,7 +466,9 @@ class MemoryDriver:
         chunked = args.get("chunked", False)
         if not isinstance(chunked, bool):
             raise StepError("raw: chunked is true or false")
-        if chunked and any(k.lower() in ("content-length", "transfer-encoding") for k in headers_arg):
+        if chunked and any(
+            k.lower() in ("content-length", "transfer-encoding") for k in headers_arg
+        ):
             raise StepError("raw: a chunked body carries no Content-Length or Transfer-Encoding")
         headers: list[tuple[str, str]] = []
         content_length: str | None = str(len(raw))

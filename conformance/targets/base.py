@@ -494,9 +494,7 @@ class HttpTarget:
             )
         except ssl.SSLError as exc:
             self._drop()
-            return self._failure(
-                method, path, described, started, f"TLS: {_short(exc)}", shown
-            )
+            return self._failure(method, path, described, started, f"TLS: {_short(exc)}", shown)
         except (OSError, http.client.HTTPException, ValueError) as exc:
             self._drop()
             if self._watchdog.fired:
@@ -613,9 +611,7 @@ class HttpTarget:
                 pass
             self._conn = None
 
-    def _unsendable(
-        self, method: str, path: str, described: Any, shown: Any, why: str
-    ) -> Exchange:
+    def _unsendable(self, method: str, path: str, described: Any, shown: Any, why: str) -> Exchange:
         return Exchange(
             method=method,
             path=path,

@@ -40,7 +40,12 @@ def _strict(text: str) -> Any:
 
 
 def run_all(
-    base: Path, modes: list[str] | None = None, timeout_s: float = TIMEOUT_S, examples: int = 1
+    base: Path,
+    modes: list[str] | None = None,
+    timeout_s: float = TIMEOUT_S,
+    examples: int | None = 1,
+    profile: str = "quick",
+    one_process_each: bool = False,
 ) -> dict[str, dict[str, Any]]:
     """Every mode against its hostile server, all in one subprocess; results by mode."""
     store = start_bundled_store(TOKEN)
@@ -63,8 +68,9 @@ def run_all(
                         "HOSTILE_TOKEN",
                         "--spec",
                         "memory",
-                        "--examples",
-                        str(examples),
+                        "--profile",
+                        profile,
+                        *(["--examples", str(examples)] if examples else []),
                         "--timeout",
                         str(timeout_s),
                         "--report",
@@ -73,35 +79,27 @@ def run_all(
                     ],
                 }
             )
-        # Two interpreters, half the modes each (each one's peak RSS is its own).
-        halves = [plan[0::2], plan[1::2]]
+        # Two interpreters at a time (each one's peak RSS is its own): half the modes each,
+        # or (``one_process_each``, the benchmark) one interpreter per mode.
+        groups = [[p] for p in plan] if one_process_each else [plan[0::2], plan[1::2]]
         env = {**os.environ, "HOSTILE_TOKEN": TOKEN}
         env.pop("MEMSPEC_DEBUG", None)
-        procs = []
-        for i, half in enumerate(halves):
-            (base / f"plan{i}.json").write_text(json.dumps(half))
-            procs.append(
-                subprocess.Popen(
-                    [
-                        sys.executable,
-                        str(HERE / "run_modes.py"),
-                        str(base / f"plan{i}.json"),
-                        str(base / f"r{i}.json"),
-                    ],
-                    env=env,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE,
-                    text=True,
-                )
-            )
-        results = []
-        stderrs = []
-        for i, proc in enumerate(procs):
-            _, err = proc.communicate(timeout=2 * TIME_BOUND_S * len(MODES))
-            assert proc.returncode == 0, err[-2000:]
-            stderrs.append(err)
-            results += json.loads((base / f"r{i}.json").read_text())
-        plan = halves[0] + halves[1]
+        results: list[dict[str, Any]] = []
+        stderrs: list[str] = []
+        for pair in range(0, len(groups), 2):
+            procs = []
+            for i in range(pair, min(pair + 2, len(groups))):
+                (base / f"plan{i}.json").write_text(json.dumps(groups[i]))
+                cmd = [sys.executable, str(HERE / "run_modes.py")]
+                cmd += [str(base / f"plan{i}.json"), str(base / f"r{i}.json")]
+                procs.append((i, subprocess.Popen(cmd, env=env, stderr=subprocess.PIPE, text=True)))
+            for i, proc in procs:
+                limit = 2 * TIME_BOUND_S * len(groups[i]) + 60
+                _, err = proc.communicate(timeout=limit if not one_process_each else 1800)
+                assert proc.returncode == 0, err[-2000:]
+                stderrs.append(err)
+                results += json.loads((base / f"r{i}.json").read_text())
+        plan = [p for g in groups for p in g]
     finally:
         for srv in servers:
             srv.stop()
