@@ -232,11 +232,11 @@ class _Watchdog:
                 if remaining > 0:
                     self._cond.wait(remaining)
                     continue
+                self.fired = True  # before the shutdown wakes the reader, which looks at it
                 try:  # the plain socket's shutdown, also under TLS: unblocks a pending read
                     socket.socket.shutdown(self._sock, socket.SHUT_RDWR)
                 except OSError:
                     pass
-                self.fired = True
                 self._sock = None
 
 
