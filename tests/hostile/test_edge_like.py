@@ -191,3 +191,31 @@ def test_a_timeout_is_blamed_on_its_scenario_and_later_steps_are_not_reached() -
     assert "MEM-WIRE.6" in result.failed_clauses()
     assert [o.details.get("not_reached") for o in result.outcomes[1:]] == [True, True]
     assert all("not reached" in o.reason for o in result.outcomes[1:])
+
+
+@pytest.mark.clause("MEM-WIRE.3")
+def test_a_probe_the_client_cannot_send_is_a_skip_and_the_scenario_goes_on() -> None:
+    store = start_bundled_store(TOKEN)
+    try:
+        driver = make_driver(store.url, timeout=5)
+        scenario = Scenario(
+            protocol="memory",
+            name="an_unsendable_probe",
+            clauses=["MEM-WIRE.3"],
+            steps=[
+                Step(
+                    op="raw",
+                    args={"method": "POST", "path": "/list", "headers": {"X-Note": "€ only"}},
+                ),
+                Step(op="raw", args={"method": "POST", "path": "/list", "auth": "empty"}),
+            ],
+        )
+        result = run_scenario(driver, scenario)
+        driver.close()
+    finally:
+        store.stop()
+    first, second = result.outcomes
+    assert first.verdict == "skip" and "cannot send" in first.reason
+    assert first.details.get("unobservable")
+    assert second.verdict == "pass" and second.exchange and second.exchange.status == 401
+    assert result.verdict == "pass"

@@ -157,6 +157,8 @@ def check_mode(mode: str, r: dict[str, Any]) -> list[str]:
     if "NOT CONFORMANT" not in r["stdout"]:
         problems.append("stdout does not end with the verdict")
     ET.fromstring(outputs["junit.xml"])  # well-formed XML
+    if mode == "html" and "target said:  200 (text/html) '<html>" not in r["stdout"]:
+        problems.append("the HTML answer is not shown as it came")
     return problems
 
 
