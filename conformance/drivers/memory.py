@@ -13,7 +13,13 @@ Ops (``Step.op``) and their ``args``:
     ``Content-Length`` given there is sent verbatim (``null``: no such header; ``{"zero_pad": n}``:
     the true length with leading zeros to ``n`` digits), otherwise the true length is sent.  ``auth`` is ``true`` (the bearer), ``false`` (none), ``"wrong"``
     (same length, one character off), ``"scheme"`` (``Basic <token>``) or ``"empty"``
-    (``Bearer `` and nothing).  Raw requests go over a socket when the target has ``raw_http``.
+    (``Bearer `` and nothing).  ``chunked: true`` sends the body with ``Transfer-Encoding:
+    chunked`` and no length — the form any client and any edge passes (no ``raw_http``
+    needed; neither is ``Content-Length: null``).  Raw requests go over a fresh socket when the
+    target has ``raw_http``.  A raw probe with hand-made framing whose answer came from the
+    HTTP layer in front of the store (not JSON; or held until the deadline because it
+    declared more than it sent) is skipped as *not observable through this target* and the
+    scenario goes on.
 ``pause_ms {ms}``                     wait, to space steps further apart
 
 Values in ``args`` are expanded first: ``{scope:a}`` inside any string becomes the run's key for

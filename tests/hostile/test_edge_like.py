@@ -23,7 +23,6 @@ from conformance.drivers.memory import MemoryDriver
 from conformance.runner import run_scenario
 from conformance.scenario import Scenario, Step
 
-
 TOKEN = "edge-like-token-5d1c9e"
 
 
