@@ -552,6 +552,9 @@ class LedgerDriver:
             ex = self.target.call(method, params_t)
         if op.mutating:
             self._wrote = True
+            # Space from the answer (the store stamped before answering), not from the send: a
+            # request delayed on a loaded machine must not bring two stamps within one tick.
+            self._last_real = time.monotonic()
         j = oracle.judge(
             method,
             outcome,

@@ -50,6 +50,8 @@ class MemoryTarget(HttpTarget):
         if self._caps is not None:
             return self._caps
         hz = self.healthz()
+        if hz.status is None and not hz.unsendable:
+            hz = self.healthz()  # once more: a first request may meet a cold start
         if hz.status is None:
             raise TargetError(f"{self.url}: {hz.transport_error}")
         if hz.status != 200 or not isinstance(hz.body, dict) or hz.body.get("ok") is not True:

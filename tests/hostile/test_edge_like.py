@@ -142,7 +142,7 @@ def edge_store() -> Iterator[str]:
 @pytest.mark.clause("MEM-WIRE.2", "MEM-WIRE.4", "MEM-WIRE.5", "MEM-WIRE.6")
 def test_a_store_behind_a_workerd_like_edge_is_conformant_and_the_edge_answers_are_skips() -> None:
     with edge_store() as url:
-        config = TargetConfig(url, Secret(TOKEN), 0.5, label=url)
+        config = TargetConfig(url, Secret(TOKEN), 1.0, label=url)
         outcome = run_pipeline(config, spec="memory", machines=False, quiet=True)
     data = outcome.data
     assert outcome.exit_code == 0, [(d["name"], d["reason"]) for d in data["divergences"]]
