@@ -13,8 +13,11 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
+
+from conformance.scrub import ScrubbingStream
 
 EXIT_OK = 0
 EXIT_DIVERGENCE = 1
@@ -41,6 +44,10 @@ class UsageError(Exception):
 
 class TargetUnreachable(Exception):
     """The target could not be reached at all: printed as one line, exit code 2."""
+
+
+class TokenRefused(Exception):
+    """The target refused the run's token (401): printed as one line, exit code 2."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -77,6 +84,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command.  While it runs, stdout and stderr blank every registered token (in
+    every escaped form: :mod:`conformance.scrub`), whatever a target put into a message."""
+    out, err = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = ScrubbingStream(out), ScrubbingStream(err)
+    try:
+        return _main(argv)
+    finally:
+        sys.stdout, sys.stderr = out, err
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     func = getattr(args, "func", None)
@@ -91,9 +109,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     except TargetUnreachable as exc:
         print(f"memspec {args.command}: target unreachable: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except TokenRefused as exc:
+        print(f"memspec {args.command}: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     except KeyboardInterrupt:
         print(f"memspec {args.command}: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:  # a bug of ours must still not print a traceback to a CI log
+        if os.environ.get("MEMSPEC_DEBUG"):
+            raise
+        print(
+            f"memspec {args.command}: internal error: {type(exc).__name__}: {exc}"
+            " (set MEMSPEC_DEBUG=1 for the traceback)",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
 
 
 if __name__ == "__main__":  # pragma: no cover

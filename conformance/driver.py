@@ -84,6 +84,8 @@ class TargetConfig:
     declared: frozenset[str] = frozenset()
     denied: frozenset[str] = frozenset()
     label: str = ""  # "bundled store" or the URL, for reports
+    ca_file: str | None = None  # PEM file of CAs to trust for an https target (--ca-cert)
+    token_source: str = ""  # where the token came from, for messages ("$MEMORY_TOKEN")
 
     def public(self) -> dict[str, Any]:
         """What a report may say about the target (never the token)."""
@@ -92,6 +94,7 @@ class TargetConfig:
             "label": self.label or self.url,
             "token": "set" if self.token else "none",
             "timeout_s": self.timeout_s,
+            "ca_cert": self.ca_file,
             "declared": sorted(self.declared),
             "denied": sorted(self.denied),
         }
@@ -126,7 +129,13 @@ class Exchange:
     transport_error: str | None = None
     elapsed_ms: float = 0.0
     body_error: str | None = None  # the answer had a body that is not JSON (or was too large)
-    request_headers: tuple[tuple[str, str], ...] = ()  # non-auth headers a raw request set
+    #: the request headers that matter (framing, content type, the Authorization *form* with
+    #: the token elided) — what a divergence's ``sent:`` line shows
+    request_headers: tuple[tuple[str, str], ...] = ()
+    content_type: str = ""  # the answer's Content-Type, as sent
+    reason: str = ""  # the answer's reason phrase, as sent
+    timed_out: bool = False  # no complete answer before the request's deadline
+    unsendable: bool = False  # the client could not put this request on the wire
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -145,6 +154,10 @@ class Exchange:
             out["body_error"] = self.body_error
         if self.request_headers:
             out["request_headers"] = [list(h) for h in self.request_headers]
+        if self.content_type:
+            out["content_type"] = self.content_type
+        if self.timed_out:
+            out["timed_out"] = True
         return out
 
 

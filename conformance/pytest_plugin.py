@@ -502,11 +502,15 @@ class MemspecRun:
     def save_replay(self, kind: str, name: str, scenario: Scenario, outcomes: list[Any]) -> str:
         """Write ``scenario`` with the target's answers recorded; return its path."""
         from conformance.report import with_transcript
-        from conformance.scenario import dump_scenario
+        from conformance.scrub import dumps
 
         safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_") or "replay"
         path = self.replay_dir / f"{kind}-{safe}.json"
-        dump_scenario(with_transcript(scenario, [o.to_json() for o in outcomes]), path)
+        replay = with_transcript(scenario, [o.to_json() for o in outcomes])
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # Scrubbed like every other output (the token in any escaped form, lone surrogates).
+        text = dumps(replay.model_dump(mode="json", exclude_none=True), indent=2)
+        path.write_text(text + "\n", encoding="utf-8")
         shown = _shown(path)
         self.replays.append(shown)
         return shown

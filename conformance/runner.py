@@ -12,7 +12,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -113,9 +113,19 @@ def run_scenario(
                 None,
                 reason=f"harness error: {type(exc).__name__}: {exc}",
             )
+        if outcome.verdict == "indeterminate" and outcome.exchange is not None:
+            if outcome.exchange.status is None:
+                # No answer (a timeout, a reset): blame the scenario and the step that asked,
+                # not the route the request happened to go to.
+                outcome = replace(
+                    outcome,
+                    clauses=tuple(dict.fromkeys((*scenario.clauses, *step.clauses))),
+                )
         result.outcomes.append(outcome)
         if on_step is not None:
             on_step(result, outcome)
+        if outcome.verdict == "skip" and outcome.details.get("unobservable"):
+            continue  # this probe says nothing about the store; the rest of the scenario does
         if outcome.verdict == "diverge":
             result.verdict = "fail"
             result.reason = f"step {index} ({step.op}): {outcome.reason}"
@@ -128,6 +138,29 @@ def run_scenario(
             result.verdict = "skip"
             result.reason = f"step {index} ({step.op}): {outcome.reason}"
             break
+    stopped = len(result.outcomes)
+    if result.verdict != "pass" and stopped < len(scenario.steps):
+        for index in range(stopped, len(scenario.steps)):
+            step = scenario.steps[index]
+            result.outcomes.append(
+                StepOutcome(
+                    index,
+                    step.op,
+                    "skip",
+                    tuple(step.clauses),
+                    "",
+                    None,
+                    reason=f"not reached (the scenario stopped at step {stopped - 1})",
+                    details={"not_reached": True},
+                )
+            )
+    if (
+        result.verdict == "pass"
+        and result.outcomes
+        and all(o.verdict == "skip" for o in result.outcomes)
+    ):
+        result.verdict = "skip"
+        result.reason = f"step 0 ({result.outcomes[0].op}): {result.outcomes[0].reason}"
     result.elapsed_s = time.perf_counter() - started
     return result
 

@@ -17,6 +17,7 @@ from typing import TextIO
 from conformance.commands.run import add_target_options, build_drivers, new_run_id, open_target
 from conformance.driver import RunContext, StepOutcome
 from conformance.jsonutil import short_json
+from conformance.report.console import said_line, sent_line
 from conformance.runner import run_scenario
 from conformance.scenario import ScenarioError, load_scenario
 
@@ -59,16 +60,12 @@ def print_side_by_side(o: StepOutcome, out: TextIO, width: int) -> None:
         + "\n"
     )
     if ex is not None:
-        out.write(
-            f"   sent: {ex.method} {ex.path} {short_json(ex.request_body, 400, sort_keys=True)}\n"
-        )
+        out.write(f"   sent: {sent_line(ex.to_json())}\n")
     left = _wrap(o.expected or "(nothing: the step did not run)", width)
     if ex is None:
         said = "(no request)"
-    elif ex.transport_error:
-        said = f"no answer: {ex.transport_error}"
-    elif ex.body is None:
-        said = f"{ex.status} — {ex.body_error}: {ex.raw_excerpt}"
+    elif ex.transport_error or ex.body is None:
+        said = said_line(ex.to_json())
     elif (
         isinstance(ex.body, dict)
         and set(ex.body) == {"records"}

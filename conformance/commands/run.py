@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import importlib
+import math
 import re
 import secrets
 import sys
@@ -45,7 +46,14 @@ from conformance.report.progress import Progress
 from conformance.runner import load_corpus, run_scenario, run_scenarios
 from conformance.scenario import Scenario, ScenarioError
 from conformance.shard import WHOLE, Shard, base_run_id, parse_shard, select_scenarios, shard_run_id
-from conformance.targets.base import TargetError, check_url, load_target_profile, load_token
+from conformance.targets.base import (
+    HttpTarget,
+    TargetError,
+    TokenRefused,
+    check_url,
+    load_target_profile,
+    load_token,
+)
 
 DEFAULT_REPORT_DIR = "memspec-report"
 
@@ -87,7 +95,15 @@ def add_target_options(p: argparse.ArgumentParser) -> None:
         help="declare a capability absent (repeatable)",
     )
     g.add_argument(
-        "--timeout", type=float, metavar="S", help="per-request timeout in seconds (default 10)"
+        "--timeout",
+        type=float,
+        metavar="S",
+        help="deadline in seconds for each whole request, answer included (default 10)",
+    )
+    g.add_argument(
+        "--ca-cert",
+        metavar="FILE",
+        help="PEM file of certificate authorities to trust for an https:// target",
     )
     g.add_argument(
         "--ledger-target",
@@ -286,9 +302,14 @@ def open_target(args: argparse.Namespace) -> Iterator[TargetSession]:
         )
         if token_env and token_file:
             raise TargetError("the profile names both token_env and token_file")
-        timeout = args.timeout or (profile.timeout_s if profile else None) or 10.0
-        if timeout <= 0:
-            raise TargetError("--timeout must be positive")
+        timeout = args.timeout if args.timeout is not None else None
+        if timeout is None:
+            timeout = (profile.timeout_s if profile else None) or 10.0
+        if not math.isfinite(timeout) or timeout <= 0:
+            raise TargetError(f"--timeout must be a positive number of seconds, not {timeout}")
+        ca_file = getattr(args, "ca_cert", None)
+        if ca_file is not None and not Path(ca_file).is_file():
+            raise TargetError(f"--ca-cert {ca_file}: no such file")
         declared = frozenset(args.with_caps) | (profile.declared if profile else frozenset())
         denied = frozenset(args.without_caps) | (profile.denied if profile else frozenset())
         if declared & denied:
@@ -298,6 +319,13 @@ def open_target(args: argparse.Namespace) -> Iterator[TargetSession]:
         if url:
             url = check_url(url)
             token = load_token(token_env, token_file)
+            source = (
+                f"the token in ${token_env}"
+                if token_env
+                else (f"the token in {token_file}" if token_file else "")
+            )
+            if ca_file is not None and not url.startswith("https://"):
+                raise TargetError("--ca-cert is for an https:// target")
         elif token_env or token_file:
             raise TargetError(
                 "--token-env/--token-file need --target (the bundled store makes its own token)"
@@ -314,9 +342,18 @@ def open_target(args: argparse.Namespace) -> Iterator[TargetSession]:
     if url:
 
         def remote(u: str) -> TargetConfig:
-            return TargetConfig(u, token, timeout, declared=declared, denied=denied, label=u)
+            return TargetConfig(
+                u, token, timeout, declared=declared, denied=denied, label=u,
+                ca_file=ca_file, token_source=source,
+            )  # fmt: skip
 
-        yield TargetSession(remote(url), False, ledger_extra=[remote(u) for u in extra_urls])
+        config = remote(url)
+        try:
+            # Fail on a bad CA file here, as a usage error, not in the middle of a run.
+            HttpTarget(config).close()
+        except TargetError as exc:
+            raise UsageError(str(exc)) from exc
+        yield TargetSession(config, False, ledger_extra=[remote(u) for u in extra_urls])
         return
     secret = secrets.token_urlsafe(24)
     handles: list[Any] = []
@@ -333,7 +370,7 @@ def open_target(args: argparse.Namespace) -> Iterator[TargetSession]:
         def bundled(h: Any) -> TargetConfig:
             return TargetConfig(
                 h.url, Secret(secret), timeout, declared=declared, denied=denied,
-                label="bundled store",
+                label="bundled store", token_source="the bundled store's token",
             )  # fmt: skip
 
         yield TargetSession(
@@ -358,6 +395,7 @@ def build_drivers(
     """One driver per protocol.  ``strict`` (one protocol asked for): any failure is fatal;
     otherwise a protocol the target does not serve is left out with a note."""
     from conformance.cli import TargetUnreachable
+    from conformance.cli import TokenRefused as CliTokenRefused
 
     drivers: dict[str, Driver] = {}
     errors: list[str] = []
@@ -371,6 +409,10 @@ def build_drivers(
             continue
         try:
             drivers[protocol] = factory(ctx)
+        except TokenRefused as exc:
+            for d in drivers.values():
+                d.close()
+            raise CliTokenRefused(str(exc)) from exc
         except TargetError as exc:
             errors.append(f"{protocol}: {exc}")
             if strict:
@@ -595,6 +637,12 @@ def run_pipeline(
                     done.notes.append(f"{protocol}: no state machine ({exc})")
                     return done
                 done.clauses = tuple(getattr(module, "MACHINE_CLAUSES", ()))
+                if getattr(getattr(driver, "target", None), "gone", False):
+                    done.notes.append(
+                        f"{protocol} machine not run: the target stopped answering (see the"
+                        " indeterminate scenarios)"
+                    )
+                    return done
                 name = finding_key(protocol, 0)
 
                 def is_expected(clauses: tuple[str, ...]) -> bool:

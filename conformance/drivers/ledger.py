@@ -576,6 +576,9 @@ class LedgerDriver:
             ex = self.target.call(method, params_t)
         if op.mutating:
             self._wrote = True
+            # Space from the answer (the store stamped before answering), not from the send: a
+            # request delayed on a loaded machine must not bring two stamps within one tick.
+            self._last_real = time.monotonic()
         passes: list[tuple[LedgerState, Outcome, oracle.Judgement]] = []
         for (state, ctx), alts in zip(worlds, options, strict=True):
             full_listing, packet = self._read_extras(state, method, params_m, alts[0][1])

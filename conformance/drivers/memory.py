@@ -13,7 +13,13 @@ Ops (``Step.op``) and their ``args``:
     ``Content-Length`` given there is sent verbatim (``null``: no such header; ``{"zero_pad": n}``:
     the true length with leading zeros to ``n`` digits), otherwise the true length is sent.  ``auth`` is ``true`` (the bearer), ``false`` (none), ``"wrong"``
     (same length, one character off), ``"scheme"`` (``Basic <token>``) or ``"empty"``
-    (``Bearer `` and nothing).  Raw requests go over a socket when the target has ``raw_http``.
+    (``Bearer `` and nothing).  ``chunked: true`` sends the body with ``Transfer-Encoding:
+    chunked`` and no length — the form any client and any edge passes (no ``raw_http``
+    needed; neither is ``Content-Length: null``).  Raw requests go over a fresh socket when the
+    target has ``raw_http``.  A raw probe with hand-made framing whose answer came from the
+    HTTP layer in front of the store (not JSON; or held until the deadline because it
+    declared more than it sent) is skipped as *not observable through this target* and the
+    scenario goes on.
 ``pause_ms {ms}``                     wait, to space steps further apart
 
 Values in ``args`` are expanded first: ``{scope:a}`` inside any string becomes the run's key for
@@ -84,7 +90,12 @@ def step_requires(step: Step) -> set[str]:
         need.add(CAP)
     if step.op == "raw":
         headers = step.args.get("headers") or {}
-        if any(k.lower() in ("content-length", "transfer-encoding") for k in headers):
+        # A hand-made length needs a raw socket; no length at all (``null``) and a chunked
+        # body are what any streaming client sends, and what a public edge passes.
+        if any(
+            k.lower() == "transfer-encoding" or (k.lower() == "content-length" and v is not None)
+            for k, v in headers.items()
+        ):
             need.add(RAW_HTTP)
         if step.args.get("auth", True) is not False and step.args.get("path") in ROUTES.values():
             need.add(AUTH)
@@ -323,7 +334,29 @@ class MemoryDriver:
         self._space(expectation.changes)
         ex = send()
         self._mutated(expectation.changes)
+        unobservable = _not_observable(op, sent, ex)
+        if unobservable is not None:
+            return StepOutcome(
+                index,
+                op,
+                "skip",
+                clauses,
+                _describe_allowed_statuses(expectation),
+                ex,
+                reason=f"not observable through this target: {unobservable}",
+                details={"unobservable": True},
+            )
         judgement = self.oracle.judge(sent, ex, now, expectation)
+        if judgement.verdict == "pass" and not _json_media_type(ex.content_type):
+            return StepOutcome(
+                index,
+                op,
+                "diverge",
+                tuple(dict.fromkeys(("MEM-WIRE.1", *step.clauses))),
+                judgement.expected,
+                ex,
+                reason=f"the answer is labelled Content-Type {ex.content_type!r}, not JSON",
+            )
         if judgement.verdict != "pass":
             return StepOutcome(
                 index,
@@ -455,6 +488,13 @@ class MemoryDriver:
         headers_arg = args.get("headers") or {}
         if not isinstance(headers_arg, dict):
             raise StepError("raw: headers must be an object")
+        chunked = args.get("chunked", False)
+        if not isinstance(chunked, bool):
+            raise StepError("raw: chunked is true or false")
+        if chunked and any(
+            k.lower() in ("content-length", "transfer-encoding") for k in headers_arg
+        ):
+            raise StepError("raw: a chunked body carries no Content-Length or Transfer-Encoding")
         headers: list[tuple[str, str]] = []
         content_length: str | None = str(len(raw))
         explicit_cl = False
@@ -477,11 +517,14 @@ class MemoryDriver:
             if not isinstance(v, str):
                 raise StepError(f"raw: header {k} must be a string")
             headers.append((k, v))
-        if content_length is not None and (method != "GET" or raw or explicit_cl):
+        if chunked:
+            headers.append(("Transfer-Encoding", "chunked"))
+            content_length = None
+        elif content_length is not None and (method != "GET" or raw or explicit_cl):
             headers.append(("Content-Length", content_length))
         else:
             content_length = None
-        if RAW_HTTP not in self._caps and explicit_cl:
+        if RAW_HTTP not in self._caps and explicit_cl and content_length is not None:
             raise StepError("raw: a hand-made Content-Length needs the raw_http capability")
 
         def send() -> Exchange:
@@ -493,11 +536,18 @@ class MemoryDriver:
                     body=raw,
                     auth=auth,
                     described=_describe(parsed, raw),
+                    chunked=chunked,
                 )
             else:
                 ex = self.target.request(
-                    method, path, content=raw if raw else None, headers=dict(headers), auth=auth
+                    method,
+                    path,
+                    content=raw if raw or chunked else None,
+                    headers={k: v for k, v in headers if k.lower() != "transfer-encoding"},
+                    auth=auth,
+                    chunked=chunked,
                 )
+                ex = replace(ex, request_body=_describe(parsed, raw))
             if isinstance(parsed, dict) and ex.status == 200:
                 self._note_written(parsed)
             return ex
@@ -535,6 +585,66 @@ class MemoryDriver:
                 continue
             return f"bind {name}: selector needs text or index"
         return None
+
+
+def _framing(sent: SentRequest) -> tuple[bool, int | None]:
+    """(hand-made framing, declared length): a request whose framing an HTTP layer in front of
+    the store may answer itself — a hand-made, missing or chunked length."""
+    chunked = any(k.lower() == "transfer-encoding" for k, _ in sent.extra_headers)
+    declared: int | None = None
+    cl = sent.content_length
+    if cl is not None and cl.strip().isdigit() and cl.strip().isascii():
+        declared = int(cl.strip())
+    if cl is None:
+        hand_made = chunked or sent.method == "POST"
+    else:
+        hand_made = declared != len(sent.raw)
+    return hand_made and sent.path.split("?", 1)[0] in ROUTES.values(), declared
+
+
+def _not_observable(op: str, sent: SentRequest, ex: Exchange) -> str | None:
+    """Why this answer says nothing about the store, or ``None``.
+
+    Only for probes whose framing a runtime or an edge answers itself (a hand-made, missing
+    or chunked ``Content-Length``), and only for answers no store of this protocol gives:
+    every answer of the protocol is JSON, so a non-JSON answer came from the HTTP layer in
+    front of the store (workerd's plain-text 400 on ``Content-Length: 0x8``); a request
+    declaring more bytes than it sends may be held by that layer until the deadline; and a
+    request the client cannot put on the wire was never asked.
+    """
+    if ex.unsendable:
+        return f"this client cannot send the request ({ex.transport_error})"
+    if op != "raw":
+        return None
+    hand_made, declared = _framing(sent)
+    if not hand_made:
+        return None
+    if ex.status is not None and ex.body is None:
+        kind = ex.content_type.split(";", 1)[0].strip() or "no Content-Type"
+        said = " ".join(ex.raw_excerpt.split())[:60]
+        return (
+            f"HTTP {ex.status} ({kind}) {said!r} is not JSON — the HTTP layer in front of the"
+            " store answered this framing itself"
+        )
+    if ex.timed_out and declared is not None and declared > len(sent.raw):
+        return (
+            f"the request declares {declared} bytes and sends {len(sent.raw)}; the HTTP layer"
+            " in front of the store waited for the rest until the deadline"
+        )
+    return None
+
+
+def _json_media_type(content_type: str) -> bool:
+    """Absent, ``application/json`` or a ``+json`` type (any parameters): MEM-WIRE.1."""
+    media = content_type.split(";", 1)[0].strip().lower()
+    return not media or media == "application/json" or media.endswith("+json")
+
+
+def _describe_allowed_statuses(expectation: Any) -> str:
+    statuses: set[int] = set()
+    for _w, _req, allowed in expectation.per_world:
+        statuses |= set(allowed.statuses)
+    return "HTTP " + " or ".join(str(s) for s in sorted(statuses))
 
 
 def _scope_keys_in(body: Any) -> Iterable[str]:

@@ -1035,7 +1035,8 @@ def _describe_allowed(options: Sequence[Option], w: World) -> str:
 
 def _show(r: MemoryRecord, w: World) -> str:
     tid = w.m2t.get(r.id)
-    label = f"{r.id} (target {tid})" if tid else r.id
+    # The target's id: the reader looks at the target's data, not at the model's numbering.
+    label = tid if tid else f"(a record the target has not shown yet; model {r.id})"
     used = ""
     if r.last_used_at is not None:
         # Show the target's own stamp of that event when the run has seen it.

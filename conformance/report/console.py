@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any, TextIO
+
+from conformance.scrub import clean
 
 
 def _trim(s: str, n: int) -> str:
@@ -10,10 +13,38 @@ def _trim(s: str, n: int) -> str:
     return s if len(s) <= n else s[: n - 1] + "…"
 
 
+def sent_line(ex: dict[str, Any]) -> str:
+    """``POST /write Content-Length: 0x8, Authorization: Bearer [token] {"scopeKey": …}`` —
+    the request line, the headers that matter (the token elided) and the body."""
+    hdrs = ", ".join(f"{k}: {v}" for k, v in ex.get("request_headers") or ())
+    body = ex.get("request")
+    shown = "" if body is None else " " + _trim(json.dumps(body, ensure_ascii=False), 200)
+    return f"{ex.get('method')} {ex.get('path')}" + (f" [{hdrs}]" if hdrs else "") + shown
+
+
+def said_line(ex: dict[str, Any]) -> str:
+    """The target's answer as it came: its status, and its body — JSON as JSON, anything else
+    as the bytes it sent (never a parser's message in place of the body)."""
+    if ex.get("transport_error"):
+        return f"no answer: {ex['transport_error']}"
+    status = ex.get("status")
+    ctype = ex.get("content_type") or ""
+    if ex.get("body") is not None or not ex.get("body_error"):
+        return f"{status} " + _trim(json.dumps(ex.get("body"), ensure_ascii=False), 200)
+    raw = ex.get("raw_excerpt") or ""
+    kind = f" ({ctype})" if ctype else ""
+    text = repr(raw) if raw else "(empty body)"
+    note = ex["body_error"]
+    return f"{status}{kind} {_trim(text, 200)} — {note}"
+
+
 def print_summary(
     data: dict[str, Any], out: TextIO, *, report_dir: str | None = None, verbose: bool = False
 ) -> None:
-    """Print the clause table and the divergences of a report (``RunReport.to_json()``)."""
+    """Print the clause table and the divergences of a report (``RunReport.to_json()``).
+
+    Everything printed comes from the cleaned report (the token blanked in every form)."""
+    data = clean(data)
     rows = data["clauses"]
     out.write("\n")
     if rows:
@@ -29,7 +60,7 @@ def print_summary(
             out.write(
                 f"{r['id']:<16} {r['passed']:>6} {failed:>6} {skip:>7}  {_trim(r['title'], 60)}{mark}\n"
             )
-            if r["skipped"] and not r["passed"] and not failed:
+            if r["skipped"] and not failed:
                 for reason in r["skip_reasons"][:2]:
                     out.write(f"{'':<16} {'':>6} {'':>6} {'':>7}    skipped: {_trim(reason, 70)}\n")
     s = data["summary"]
@@ -73,11 +104,8 @@ def print_summary(
                     out.write(f"      model allows: {_trim(line, 200)}\n")
                 ex = d["exchange"]
                 if ex is not None:
-                    got = (
-                        ex.get("transport_error")
-                        or f"{ex.get('status')} {_trim(str(ex.get('body')), 200)}"
-                    )
-                    out.write(f"      target said:  {got}\n")
+                    out.write(f"      sent:         {sent_line(ex)}\n")
+                    out.write(f"      target said:  {said_line(ex)}\n")
             if d["replay"]:
                 out.write(f"      replay: memspec replay {d['replay']}\n")
             if d["expected_by"]:

@@ -11,6 +11,8 @@ import json
 from html import escape
 from typing import Any
 
+from conformance.report.console import said_line
+
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,sans-serif;margin:2em;color:#1d1d1f;max-width:1400px}
 h1{font-size:1.5em;margin:0 0 .3em}h2{font-size:1.2em;margin-top:2em;border-bottom:1px solid #ddd}
@@ -41,7 +43,7 @@ def _said(ex: dict[str, Any] | None) -> str:
         return f"no answer: {ex['transport_error']}"
     body = ex.get("body")
     if body is None and ex.get("body_error"):
-        return f"{ex.get('status')} — {ex['body_error']}: {ex.get('raw_excerpt', '')}"
+        return said_line(ex)
     return f"{ex.get('status')} {_j(body)}"
 
 
@@ -52,12 +54,14 @@ def _steps_table(steps: list[dict[str, Any]]) -> str:
         req = (
             ""
             if ex is None
-            else f"{ex.get('method')} {ex.get('path')}\n{_j(ex.get('request'), 1500)}"
+            else f"{ex.get('method')} {ex.get('path')}\n"
+            + "".join(f"{k}: {v}\n" for k, v in ex.get("request_headers") or ())
+            + _j(ex.get("request"), 1500)
         )
         cls = f"step-{o['verdict']}" if o["verdict"] in ("diverge", "indeterminate") else ""
         rows.append(
             f"<tr class='{cls}'><td class='n'>{o['index']}</td><td>{escape(o['op'])}<br>"
-            f"<span class='muted'>{escape(o['verdict'])}</span></td>"
+            f"<span class='muted'>{escape('not reached' if (o.get('details') or {}).get('not_reached') else o['verdict'])}</span></td>"
             f"<td><pre>{escape(req)}</pre></td><td><pre>{escape(o.get('expected') or '')}</pre></td>"
             f"<td><pre>{escape(_said(ex))}</pre>"
             + (f"<p class='bad'>{escape(o.get('reason', ''))}</p>" if o.get("reason") else "")

@@ -10,6 +10,8 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from typing import Any
 
+from conformance.report.console import said_line, sent_line
+
 
 def _failure_text(step: dict[str, Any] | None, reason: str) -> str:
     lines = [reason]
@@ -17,10 +19,10 @@ def _failure_text(step: dict[str, Any] | None, reason: str) -> str:
         lines.append(f"clauses: {', '.join(step.get('clauses', []))}")
         lines.append("model allows:")
         lines.extend("  " + ln for ln in (step.get("expected") or "").splitlines())
-        ex = step.get("exchange") or {}
-        lines.append(
-            f"target said: {ex.get('transport_error') or ex.get('status')} {ex.get('body')!r}"
-        )
+        ex = step.get("exchange")
+        if ex:
+            lines.append(f"sent: {sent_line(ex)}")
+            lines.append(f"target said: {said_line(ex)}")
     return "\n".join(lines)
 
 

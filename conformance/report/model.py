@@ -140,6 +140,12 @@ class RunReport:
 
         for s in self.scenarios:
             add(s.scenario.all_clauses(), s.failed_clauses(), s.verdict, s.reason, s.name)
+            for o in s.outcomes:
+                # A probe this target cannot carry (an answer made by the HTTP layer in front
+                # of the store): the clause is reported skipped with the reason, per clause.
+                if o.verdict == "skip" and o.details.get("unobservable") and s.verdict != "skip":
+                    cids = dict.fromkeys((*s.scenario.clauses, *o.clauses))
+                    add(list(cids), [], "skip", f"step {o.index}: {o.reason}", s.name)
         for m in self.machines:
             clauses = list(self.machine_clauses.get(m.protocol, ()))
             if m.findings:
@@ -250,7 +256,9 @@ class RunReport:
             counts[group][s.verdict] = counts[group].get(s.verdict, 0) + 1
         for m in self.machines:
             counts["machines"][m.verdict] = counts["machines"].get(m.verdict, 0) + 1
-        steps = sum(len(s.outcomes) for s in self.scenarios) + sum(m.steps for m in self.machines)
+        steps = sum(
+            1 for s in self.scenarios for o in s.outcomes if not o.details.get("not_reached")
+        ) + sum(m.steps for m in self.machines)
         return {
             "schema": SCHEMA,
             **provenance(),  # memspec_version, spec_revision, corpus_revision

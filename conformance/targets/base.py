@@ -1,38 +1,50 @@
 """The HTTP client every protocol target is built on.
 
 A target is a store reached over HTTP — the bundled one included; nothing here imports a
-store.  The client is deliberately defensive, because the stores it talks to may be wrong:
+store.  The client is deliberately defensive, because the stores it talks to may be hostile:
 
-* sync ``httpx`` (Hypothesis rules are synchronous), a timeout on every request, redirects
-  never followed (a 3xx is an answer like any other), and the response body read in chunks
-  up to a bound (4 MiB by default) — a target that streams forever cannot exhaust memory;
-* the bearer token is a :class:`~conformance.driver.Secret`: it goes into the
-  ``Authorization`` header and nowhere else, and if a target echoes it back, the echo is
-  blanked out before the answer is stored;
+* every request is written by hand over a socket (plain, or TLS trusting the system CAs or
+  ``--ca-cert``) and read with :mod:`http.client`'s parser; one kept-alive connection per
+  target, redirects never followed (a 3xx is an answer like any other);
+* ``--timeout`` is a deadline for the *whole* request — connect, send, status line, headers
+  and body — enforced by a watchdog that shuts the socket down, so a target dripping one byte
+  a second cannot keep a request alive;
+* the answer is read up to a bound (4 MiB by default); we ask for ``Accept-Encoding:
+  identity`` and decode whatever ``Content-Encoding`` the target sends anyway with the same
+  hard bound on the decoded size (stacked gzip cannot inflate 2 kB into 1 GiB);
+* answers are parsed as strict JSON (``NaN``/``Infinity`` are not JSON) at most 64 levels
+  deep — anything else is an answer with a ``body_error``, never an exception;
+* answers are kept exactly as the target sent them: the bearer token (a
+  :class:`~conformance.driver.Secret`) is blanked where things are *shown*
+  (:mod:`conformance.report.scrub`), never before judging;
 * every transport failure (timeout, refused, reset, protocol garbage) becomes an
   :class:`~conformance.driver.Exchange` with ``transport_error`` set — never an exception;
-* :meth:`HttpTarget.raw` sends a request over a plain socket, byte for byte, for the cases an
-  HTTP library refuses to produce (no ``Content-Length``, ``Content-Length: 0x10``, a length
-  that lies).  It is the ``raw_http`` capability, available for ``http://`` targets only
-  (behind TLS and a public edge, the edge rewrites those headers anyway).
+* :meth:`HttpTarget.raw` sends a request byte for byte on a fresh connection, for the cases a
+  client would not produce (``Content-Length: 0x10``, a length that lies).  It is the
+  ``raw_http`` capability, available for ``http://`` targets only (behind TLS and a public
+  edge, the edge rewrites those headers anyway).
 """
 
 from __future__ import annotations
 
 import http.client
 import json
+import math
 import os
 import socket
+import ssl
+import threading
 import time
 import tomllib
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-import httpx
-
+from conformance import scrub
 from conformance.driver import Exchange, Secret, TargetConfig
+from conformance.scrub import MIN_TOKEN_LENGTH
 
 #: Capability of every ``http://`` target: raw socket requests with hand-made headers.
 RAW_HTTP = "raw_http"
@@ -51,6 +63,15 @@ class TargetError(Exception):
     """
 
 
+class TokenRefused(TargetError):
+    """The target answered 401 to the run's own token."""
+
+
+def token_refused(config: TargetConfig, where: str) -> TokenRefused:
+    source = config.token_source or "the token"
+    return TokenRefused(f"{source} was refused (401 on {where}) by {config.url}")
+
+
 def load_token(token_env: str | None = None, token_file: str | Path | None = None) -> Secret | None:
     """Read the bearer token from an environment variable or a file (first line, stripped).
 
@@ -63,18 +84,33 @@ def load_token(token_env: str | None = None, token_file: str | Path | None = Non
         value = os.environ.get(token_env)
         if not value:
             raise TargetError(f"environment variable {token_env} is not set or empty")
-        return Secret(value.strip())
+        return _checked_token(value.strip(), f"the token in ${token_env}")
     if token_file:
         path = Path(token_file)
         try:
             text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise TargetError(f"cannot read token file {path}: {exc.strerror or exc}") from exc
+        except (OSError, UnicodeDecodeError) as exc:
+            why = exc.strerror if isinstance(exc, OSError) else "not UTF-8"
+            raise TargetError(f"cannot read token file {path}: {why or exc}") from exc
         lines = text.strip().splitlines()
         if not lines or not lines[0].strip():
             raise TargetError(f"token file {path} is empty")
-        return Secret(lines[0].strip())
+        return _checked_token(lines[0].strip(), f"the token in {path}")
     return None
+
+
+def _checked_token(value: str, where: str) -> Secret:
+    """A token memspec can send in a header and blank in every output, registered for
+    blanking; else :class:`TargetError` (a usage error, exit 2)."""
+    if len(value) < MIN_TOKEN_LENGTH:
+        raise TargetError(
+            f"{where} is shorter than {MIN_TOKEN_LENGTH} characters: too short to keep out of"
+            " reports safely (use a longer token)"
+        )
+    if any(ord(c) < 0x21 or ord(c) > 0x7E for c in value):
+        raise TargetError(f"{where} holds whitespace, control or non-ASCII characters")
+    scrub.register(value)
+    return Secret(value)
 
 
 @dataclass(frozen=True)
@@ -125,7 +161,9 @@ def load_target_profile(path: str | Path) -> TargetProfile:
         if not isinstance(value, bool):
             raise TargetError(f"target profile {p}: capability {key!r} must be true or false")
     timeout = target.get("timeout_s")
-    if timeout is not None and (not isinstance(timeout, int | float) or timeout <= 0):
+    if timeout is not None and (
+        not isinstance(timeout, int | float) or not math.isfinite(timeout) or timeout <= 0
+    ):
         raise TargetError(f"target profile {p}: timeout_s must be a positive number")
     for key in ("url", "token_env", "token_file"):
         if key in target and not isinstance(target[key], str):
@@ -150,8 +188,95 @@ def check_url(url: str) -> str:
     return url.rstrip("/")
 
 
+class _Watchdog:
+    """Ends a request at its deadline: one thread per target shuts the socket down when the
+    whole request (connect, send, status line, headers, body) has taken longer than allowed —
+    so a target dripping one byte a second cannot hold a request open for longer."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._sock: socket.socket | None = None
+        self._deadline = 0.0
+        self._closed = False
+        self._thread: threading.Thread | None = None
+        self.fired = False
+
+    def arm(self, sock: socket.socket, deadline: float) -> None:
+        with self._cond:
+            self._sock, self._deadline, self.fired = sock, deadline, False
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="memspec-request-deadline", daemon=True
+                )
+                self._thread.start()
+            self._cond.notify()
+
+    def disarm(self) -> None:
+        with self._cond:
+            self._sock = None
+            self._cond.notify()
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._sock = None
+            self._cond.notify()
+
+    def _run(self) -> None:
+        with self._cond:
+            while not self._closed:
+                if self._sock is None:
+                    self._cond.wait()
+                    continue
+                remaining = self._deadline - time.monotonic()
+                if remaining > 0:
+                    self._cond.wait(remaining)
+                    continue
+                self.fired = True  # before the shutdown wakes the reader, which looks at it
+                try:  # the plain socket's shutdown, also under TLS: unblocks a pending read
+                    socket.socket.shutdown(self._sock, socket.SHUT_RDWR)
+                except OSError:
+                    pass
+                self._sock = None
+
+
+#: After this many requests in a row without an HTTP answer the target counts as gone: further
+#: requests fail at once (one in RECHECK_EVERY is still sent, to notice a target coming back),
+#: so a dead or hanging target costs a few deadlines, not one per step.
+SILENT_LIMIT = 3
+RECHECK_EVERY = 50
+
+
+def _declared(headers: list[tuple[str, str]]) -> int | None:
+    for k, v in headers:
+        if k.lower() == "content-length":
+            v = v.strip(" \t")
+            return int(v) if v.isascii() and v.isdigit() else -1
+    return None
+
+
+class _Deadline(Exception):
+    pass
+
+
+@dataclass
+class _Answer:
+    status: int
+    data: bytes
+    truncated: bool
+    content_type: str
+    encoding: str
+    reason: str
+
+
 class HttpTarget:
-    """One target's HTTP client.  Subclasses add the protocol's routes and probes."""
+    """One target's HTTP client.  Subclasses add the protocol's routes and probes.
+
+    Every request is written by hand (so the header values a library would refuse — ``Bearer ``,
+    a ``Content-Length`` of ``0x8`` — can be sent when the step asks for them) and read with
+    :mod:`http.client`'s response parser, over one kept-alive connection (plain or TLS) per
+    target; a raw request uses a fresh connection it closes.
+    """
 
     def __init__(self, config: TargetConfig) -> None:
         self.config = config
@@ -161,13 +286,19 @@ class HttpTarget:
         self._host = parts.hostname or ""
         self._port = parts.port or (443 if parts.scheme == "https" else 80)
         self._prefix = parts.path.rstrip("/")
-        self._client = httpx.Client(
-            base_url=self.url,
-            timeout=httpx.Timeout(config.timeout_s),
-            follow_redirects=False,
-            headers={"User-Agent": "memspec-harness"},
-            trust_env=False,
-        )
+        self._host_header = parts.netloc.rpartition("@")[2]
+        self._ssl: ssl.SSLContext | None = None
+        if self._scheme == "https":
+            try:
+                self._ssl = ssl.create_default_context(cafile=config.ca_file or None)
+            except (OSError, ssl.SSLError) as exc:
+                raise TargetError(f"cannot use CA file {config.ca_file}: {exc}") from exc
+        if config.token:
+            scrub.register(config.token.reveal())
+        self._conn: socket.socket | None = None
+        self._watchdog = _Watchdog()
+        self._silent = 0  # requests in a row that got no HTTP answer
+        self._held = 0
         self.requests_sent = 0
 
     # -- capabilities -----------------------------------------------------------------
@@ -205,27 +336,23 @@ class HttpTarget:
             return "Bearer "
         raise ValueError(f"unknown auth form {auth!r}")
 
-    def _scrub(self, data: bytes) -> bytes:
-        token = self.config.token.reveal().encode() if self.config.token else b""
-        if token and token in data:
-            data = data.replace(token, b"[token]")
-        return data
-
-    def _decode(self, data: bytes, truncated: bool) -> tuple[Any, str, str | None]:
-        """(parsed JSON or None, excerpt, body_error)."""
-        data = self._scrub(data)
-        if truncated:
+    def _decode(self, answer: _Answer) -> tuple[Any, str, str | None]:
+        """(parsed JSON or None, excerpt, body_error) — exactly what the target sent: nothing
+        is blanked here (the token is blanked where an answer is written or printed)."""
+        data, problem = _content_decode(
+            answer.data, answer.encoding, self.config.max_response_bytes
+        )
+        if problem is not None:
+            return None, _excerpt(data), problem
+        if answer.truncated:
             return (
                 None,
-                data[:200].decode("utf-8", "replace"),
-                (f"answer larger than {self.config.max_response_bytes} bytes"),
+                _excerpt(data),
+                f"answer larger than {self.config.max_response_bytes} bytes",
             )
         if not data:
             return None, "", "empty body"
-        try:
-            return json.loads(data.decode("utf-8")), "", None
-        except (UnicodeDecodeError, ValueError) as exc:
-            return None, data[:200].decode("utf-8", "replace"), f"not JSON: {exc}"
+        return parse_answer(data)
 
     def request(
         self,
@@ -236,12 +363,15 @@ class HttpTarget:
         auth: Auth = True,
         content: bytes | None = None,
         headers: dict[str, str] | None = None,
+        chunked: bool = False,
     ) -> Exchange:
-        """Send one request; ``body`` is serialized as JSON (``content`` sends bytes as is)."""
+        """Send one request; ``body`` is serialized as JSON (``content`` sends bytes as is).
+
+        ``Content-Length`` is the true length of the body; ``chunked`` sends the body with
+        ``Transfer-Encoding: chunked`` and no length (the form a streaming client sends, and
+        the one a public edge passes through).  A POST without a body carries no length.
+        """
         hdrs = dict(headers or {})
-        auth_value = self._auth_header(auth)
-        if auth_value is not None:
-            hdrs["Authorization"] = auth_value
         payload: bytes | None = content
         described: Any = None
         if body is not _NO_BODY:
@@ -252,34 +382,13 @@ class HttpTarget:
             described = body
         elif content is not None:
             described = _describe_bytes(content)
-        self.requests_sent += 1
-        started = time.perf_counter()
-        try:
-            with self._client.stream(
-                method, self._prefix + path if self._prefix else path, content=payload, headers=hdrs
-            ) as resp:
-                data, truncated = _read_bounded(resp.iter_bytes(), self.config.max_response_bytes)
-                status = resp.status_code
-        except httpx.TimeoutException:
-            return self._failure(
-                method, path, described, started, f"timeout after {self.config.timeout_s:g}s"
-            )
-        except httpx.ConnectError as exc:
-            return self._failure(method, path, described, started, f"cannot connect: {_short(exc)}")
-        except httpx.HTTPError as exc:  # reset, protocol error, decoding error, …
-            return self._failure(
-                method, path, described, started, f"{type(exc).__name__}: {_short(exc)}"
-            )
-        parsed, excerpt, body_error = self._decode(data, truncated)
-        return Exchange(
-            method=method,
-            path=path,
-            request_body=described,
-            status=status,
-            body=parsed,
-            raw_excerpt=excerpt,
-            elapsed_ms=(time.perf_counter() - started) * 1000,
-            body_error=body_error,
+        header_list = list(hdrs.items())
+        if chunked:
+            header_list.append(("Transfer-Encoding", "chunked"))
+        elif payload is not None and not any(k.lower() == "content-length" for k in hdrs):
+            header_list.append(("Content-Length", str(len(payload))))
+        return self._send(
+            method, path, header_list, payload or b"", auth, described, chunked=chunked, keep=True
         )
 
     def raw(
@@ -291,66 +400,227 @@ class HttpTarget:
         body: bytes = b"",
         auth: Auth = True,
         described: Any = None,
+        chunked: bool = False,
     ) -> Exchange:
-        """Send bytes over a socket exactly as given — the caller writes ``Content-Length``.
-
-        Only ``Host``, ``Connection: close`` and (per ``auth``) ``Authorization`` are added.
+        """Send bytes over a fresh connection exactly as given — the caller writes
+        ``Content-Length`` (``chunked``: the body goes out chunk-encoded, the caller adds
+        ``Transfer-Encoding``).  Only ``Host``, ``Connection: close`` and (per ``auth``)
+        ``Authorization`` are added.
         """
         if self._scheme != "http":
             raise TargetError("raw requests need an http:// target (capability raw_http)")
-        hdr_list = list(headers or [])
-        lines = [f"{method} {self._prefix}{path} HTTP/1.1", f"Host: {self._host}:{self._port}"]
-        auth_value = self._auth_header(auth)
-        if auth_value is not None:
-            lines.append(f"Authorization: {auth_value}")
-        lines.extend(f"{k}: {v}" for k, v in hdr_list)
-        lines.append("Connection: close")
-        wire = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
         if described is None:
             described = _describe_bytes(body)
+        return self._send(
+            method, path, list(headers or []), body, auth, described, chunked=chunked, keep=False
+        )
+
+    # -- the wire ---------------------------------------------------------------------
+
+    def _send(
+        self,
+        method: str,
+        path: str,
+        headers: list[tuple[str, str]],
+        body: bytes,
+        auth: Auth,
+        described: Any,
+        *,
+        chunked: bool,
+        keep: bool,
+    ) -> Exchange:
+        auth_value = self._auth_header(auth)
+        shown = tuple(headers) + (
+            (("Authorization", _elided_auth(auth)),) if auth_value is not None else ()
+        )
+        lines = [f"{method} {self._prefix}{path} HTTP/1.1", f"Host: {self._host_header}"]
+        if keep:
+            lines += ["User-Agent: memspec-harness", "Accept: application/json"]
+        lines.append("Accept-Encoding: identity")
+        if auth_value is not None:
+            lines.append(f"Authorization: {auth_value}")
+        lines.extend(f"{k}: {v}" for k, v in headers)
+        if not keep:
+            lines.append("Connection: close")
+        try:
+            head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+        except UnicodeEncodeError:
+            return self._unsendable(method, path, described, shown, "a header is not Latin-1")
+        if any(c in "\r\n" for line in lines for c in line):
+            return self._unsendable(method, path, described, shown, "a header holds a line break")
+        if chunked:
+            wire_body = (f"{len(body):x}\r\n".encode() + body + b"\r\n" if body else b"") + (
+                b"0\r\n\r\n"
+            )
+        else:
+            wire_body = body
+        honest = chunked or _declared(headers) in (None, len(body))
+        if self._silent >= SILENT_LIMIT and honest:
+            self._held += 1
+            if self._held % RECHECK_EVERY:
+                return self._failure(
+                    method,
+                    path,
+                    described,
+                    time.perf_counter(),
+                    f"not sent: the target gave no answer to the last {self._silent} requests",
+                    shown,
+                )
         self.requests_sent += 1
         started = time.perf_counter()
-        sock: socket.socket | None = None
+        deadline = time.monotonic() + self.config.timeout_s
+        reused = keep and self._conn is not None
+        answer_ok = False
         try:
-            sock = socket.create_connection((self._host, self._port), timeout=self.config.timeout_s)
-            sock.sendall(wire)
-            resp = http.client.HTTPResponse(sock, method=method)
-            resp.begin()
-            limit = self.config.max_response_bytes
-            data = resp.read(limit + 1)
-            truncated = len(data) > limit
-            status = resp.status
-        except TimeoutError:
+            try:
+                answer = self._roundtrip(method, head + wire_body, deadline, keep)
+                answer_ok = True
+            except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
+                if not reused or self._watchdog.fired:
+                    raise
+                # A kept-alive connection the target had already closed: once more, fresh.
+                self._drop()
+                answer = self._roundtrip(method, head + wire_body, deadline, keep)
+                answer_ok = True
+        except (_Deadline, TimeoutError):
+            self._drop()
             return self._failure(
-                method,
-                path,
-                described,
-                started,
-                f"timeout after {self.config.timeout_s:g}s",
-                hdr_list,
+                method, path, described, started, self._timeout_text(), shown, timeout=True
             )
         except ConnectionRefusedError as exc:
+            self._drop()
             return self._failure(
-                method, path, described, started, f"cannot connect: {exc}", hdr_list
+                method, path, described, started, f"cannot connect: {_short(exc)}", shown
             )
-        except (OSError, http.client.HTTPException) as exc:
+        except ssl.SSLError as exc:
+            self._drop()
+            return self._failure(method, path, described, started, f"TLS: {_short(exc)}", shown)
+        except (OSError, http.client.HTTPException, ValueError) as exc:
+            self._drop()
+            if self._watchdog.fired:
+                return self._failure(
+                    method, path, described, started, self._timeout_text(), shown, timeout=True
+                )
             return self._failure(
-                method, path, described, started, f"{type(exc).__name__}: {_short(exc)}", hdr_list
+                method, path, described, started, f"{type(exc).__name__}: {_short(exc)}", shown
             )
         finally:
-            if sock is not None:
-                sock.close()
-        parsed, excerpt, body_error = self._decode(data[:limit], truncated)
+            self._watchdog.disarm()
+            if honest:  # a request declaring more than it sends may be held: not counted
+                self._silent = 0 if answer_ok else self._silent + 1
+        parsed, excerpt, body_error = self._decode(answer)
         return Exchange(
             method=method,
             path=path,
             request_body=described,
-            status=status,
+            status=answer.status,
             body=parsed,
             raw_excerpt=excerpt,
             elapsed_ms=(time.perf_counter() - started) * 1000,
             body_error=body_error,
-            request_headers=tuple(hdr_list),
+            request_headers=shown,
+            content_type=answer.content_type,
+            reason=answer.reason,
+        )
+
+    @property
+    def gone(self) -> bool:
+        """The last :data:`SILENT_LIMIT` requests got no HTTP answer: the target stopped
+        answering (further requests fail at once but for a periodic re-check)."""
+        return self._silent >= SILENT_LIMIT
+
+    def _timeout_text(self) -> str:
+        return f"timeout: no complete answer within {self.config.timeout_s:g}s"
+
+    def _connect(self, deadline: float) -> socket.socket:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise _Deadline()
+        sock = socket.create_connection((self._host, self._port), timeout=remaining)
+        try:
+            self._watchdog.arm(sock, deadline)
+            if self._ssl is not None:
+                sock = self._ssl.wrap_socket(sock, server_hostname=self._host)
+                self._watchdog.arm(sock, deadline)
+        except BaseException:
+            sock.close()
+            raise
+        return sock
+
+    def _roundtrip(self, method: str, wire: bytes, deadline: float, keep: bool) -> _Answer:
+        if keep and self._conn is not None:
+            sock = self._conn
+            self._watchdog.arm(sock, deadline)
+        else:
+            sock = self._connect(deadline)
+            if keep:
+                self._conn = sock
+        resp: http.client.HTTPResponse | None = None
+        reusable = False
+        try:
+            sock.settimeout(max(0.001, deadline - time.monotonic()))
+            try:
+                sock.sendall(wire)
+            except (BrokenPipeError, ConnectionResetError, ssl.SSLEOFError):
+                # The target may answer before it has read the whole body (an early 413) and
+                # close: read whatever answer it sent.
+                pass
+            resp = http.client.HTTPResponse(sock, method=method)
+            resp.begin()
+            limit = self.config.max_response_bytes
+            buf = bytearray()
+            truncated = False
+            while not resp.isclosed():
+                if time.monotonic() >= deadline:
+                    raise _Deadline()
+                sock.settimeout(max(0.001, deadline - time.monotonic()))
+                chunk = resp.read1(65536)
+                if not chunk:
+                    break
+                buf += chunk
+                if len(buf) > limit:
+                    truncated = True
+                    del buf[limit:]
+                    break
+            if self._watchdog.fired:
+                raise _Deadline()
+            complete = resp.isclosed() or resp.length == 0
+            reusable = keep and not truncated and not resp.will_close and complete
+            return _Answer(
+                resp.status,
+                bytes(buf),
+                truncated,
+                resp.getheader("Content-Type") or "",
+                resp.getheader("Content-Encoding") or "",
+                resp.reason or "",
+            )
+        finally:
+            if resp is not None:
+                resp.close()
+            if not reusable:
+                if keep:
+                    self._drop()
+                else:
+                    sock.close()
+
+    def _drop(self) -> None:
+        if self._conn is not None:
+            try:
+                self._conn.close()
+            except OSError:  # pragma: no cover
+                pass
+            self._conn = None
+
+    def _unsendable(self, method: str, path: str, described: Any, shown: Any, why: str) -> Exchange:
+        return Exchange(
+            method=method,
+            path=path,
+            request_body=described,
+            status=None,
+            body=None,
+            transport_error=f"not sendable: {why}",
+            request_headers=tuple(shown),
+            unsendable=True,
         )
 
     def _failure(
@@ -360,11 +630,10 @@ class HttpTarget:
         described: Any,
         started: float,
         error: str,
-        headers: list[tuple[str, str]] | None = None,
+        headers: Any = (),
+        *,
+        timeout: bool = False,
     ) -> Exchange:
-        token = self.config.token.reveal() if self.config.token else ""
-        if token and token in error:
-            error = error.replace(token, "[token]")
         return Exchange(
             method=method,
             path=path,
@@ -374,10 +643,12 @@ class HttpTarget:
             transport_error=error,
             elapsed_ms=(time.perf_counter() - started) * 1000,
             request_headers=tuple(headers or ()),
+            timed_out=timeout,
         )
 
     def close(self) -> None:
-        self._client.close()
+        self._drop()
+        self._watchdog.close()
 
     def __enter__(self) -> HttpTarget:
         return self
@@ -386,21 +657,101 @@ class HttpTarget:
         self.close()
 
 
-def _read_bounded(chunks: Any, limit: int) -> tuple[bytes, bool]:
-    buf = bytearray()
-    for chunk in chunks:
-        buf += chunk
-        if len(buf) > limit:
-            return bytes(buf[:limit]), True
-    return bytes(buf), False
+def _elided_auth(auth: Auth) -> str:
+    return {
+        True: "Bearer [token]",
+        "wrong": "Bearer [wrong token]",
+        "scheme": "Basic [token]",
+        "empty": "Bearer (empty)",
+    }.get(auth, "?")  # type: ignore[call-overload]
+
+
+MAX_DEPTH = 64
+
+
+def parse_answer(data: bytes) -> tuple[Any, str, str | None]:
+    """(parsed JSON or None, excerpt, body_error) for an answer's bytes: strict JSON
+    (``NaN``/``Infinity`` are not JSON), at most :data:`MAX_DEPTH` levels deep."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None, _excerpt(data), "not JSON: the body is not UTF-8"
+    try:
+        parsed = json.loads(text, parse_constant=_no_constant)
+    except RecursionError:
+        return None, _excerpt(data), f"not JSON: nested deeper than {MAX_DEPTH} levels"
+    except ValueError as exc:
+        return None, _excerpt(data), f"not JSON ({_json_problem(exc)})"
+    if _too_deep(parsed):
+        return None, _excerpt(data), f"not JSON: nested deeper than {MAX_DEPTH} levels"
+    return parsed, "", None
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _json_problem(exc: ValueError) -> str:
+    if isinstance(exc, json.JSONDecodeError):
+        return f"broken at character {exc.pos}"
+    return _short(exc)
+
+
+def _too_deep(value: Any) -> bool:
+    stack = [(value, 1)]
+    while stack:
+        v, d = stack.pop()
+        if isinstance(v, dict):
+            if d > MAX_DEPTH:
+                return True
+            stack.extend((x, d + 1) for x in v.values())
+        elif isinstance(v, list):
+            if d > MAX_DEPTH:
+                return True
+            stack.extend((x, d + 1) for x in v)
+    return False
+
+
+def _excerpt(data: bytes) -> str:
+    return data[:200].decode("utf-8", "replace")
+
+
+def _content_decode(data: bytes, encoding: str, limit: int) -> tuple[bytes, str | None]:
+    """Undo ``Content-Encoding`` (we ask for ``identity``; a target may send anything) with a
+    hard limit on the decoded size, however the codings are stacked."""
+    codings = [c.strip().lower() for c in encoding.split(",") if c.strip()]
+    for coding in reversed(codings):
+        if coding == "identity":
+            continue
+        if coding in ("gzip", "x-gzip", "deflate"):
+            wbits = 47 if coding != "deflate" else 15  # gzip or zlib header (auto)
+            try:
+                d = zlib.decompressobj(wbits)
+                out = d.decompress(data, limit + 1)
+                if coding == "deflate" and not out and data:
+                    raise zlib.error("empty")
+            except zlib.error:
+                if coding != "deflate":
+                    return data, f"body not decodable as {coding}"
+                try:
+                    d = zlib.decompressobj(-15)
+                    out = d.decompress(data, limit + 1)
+                except zlib.error:
+                    return data, "body not decodable as deflate"
+            if len(out) > limit or d.unconsumed_tail:
+                return out[:200], f"answer larger than {limit} bytes once decoded ({coding})"
+            data = out
+            continue
+        return data, f"answer in an unsupported Content-Encoding ({coding})"
+    return data, None
 
 
 def _describe_bytes(data: bytes) -> Any:
     """A raw body for a report: its JSON if it is JSON, else a short description."""
     if len(data) <= 2048:
         try:
-            return json.loads(data.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError):
+            return json.loads(data.decode("utf-8"), parse_constant=_no_constant)
+        except (UnicodeDecodeError, ValueError, RecursionError):
             text = data.decode("utf-8", "replace")
             return {"raw": text[:200] + ("…" if len(text) > 200 else "")}
     return {"raw_bytes": len(data), "head": data[:80].decode("utf-8", "replace")}
@@ -408,4 +759,5 @@ def _describe_bytes(data: bytes) -> Any:
 
 def _short(exc: BaseException) -> str:
     text = str(exc) or type(exc).__name__
-    return text.splitlines()[0][:200]
+    lines = text.splitlines()
+    return (lines[0] if lines else text)[:200]

@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from conformance.driver import Exchange, TargetConfig
-from conformance.targets.base import AUTH, Auth, HttpTarget, TargetError
+from conformance.targets.base import AUTH, Auth, HttpTarget, TargetError, token_refused
 from reference.ledger.timefmt import parse_rfc3339
 from reference.ledger.wire import answer_instant, same_instant
 
@@ -74,9 +74,7 @@ class LedgerTarget(HttpTarget):
         if listing.status is None:
             raise TargetError(f"{self.url}: {listing.transport_error}")
         if listing.status == 401:
-            raise TargetError(
-                f"{self.url}: the token was refused (401 on POST /ledger/memory/list_memory_records)"
-            )
+            raise token_refused(self.config, "POST /ledger/memory/list_memory_records")
         if listing.status == 404:
             raise TargetError(
                 f"{self.url}: no ledger binding (404 on /ledger/memory/list_memory_records)"

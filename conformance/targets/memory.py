@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from conformance.driver import Exchange, TargetConfig
-from conformance.targets.base import AUTH, Auth, HttpTarget, TargetError
+from conformance.targets.base import AUTH, Auth, HttpTarget, TargetError, token_refused
 
 DATA_ROUTES = ("/retrieve", "/write", "/list", "/forget")
 LIST = "memory.list"
@@ -50,6 +50,8 @@ class MemoryTarget(HttpTarget):
         if self._caps is not None:
             return self._caps
         hz = self.healthz()
+        if hz.status is None and not hz.unsendable:
+            hz = self.healthz()  # once more: a first request may meet a cold start
         if hz.status is None:
             raise TargetError(f"{self.url}: {hz.transport_error}")
         if hz.status != 200 or not isinstance(hz.body, dict) or hz.body.get("ok") is not True:
@@ -63,7 +65,7 @@ class MemoryTarget(HttpTarget):
             if check.status is None:
                 raise TargetError(f"{self.url}: {check.transport_error}")
             if check.status == 401:
-                raise TargetError(f"{self.url}: the token was refused (401 on POST /retrieve)")
+                raise token_refused(self.config, "POST /retrieve")
             for route, cap in (("/list", LIST), ("/forget", FORGET)):
                 ex = self.post(route, {})
                 if ex.status is not None and ex.status != 404:

@@ -963,12 +963,13 @@ def worker_respond(
         return state, _only(_error(state, 404, "unknown path"), now)
     if route == HEALTH_ROUTE:
         if request.method != "GET":
-            # "non-POST is 405" read literally leaves POST /healthz to "everything else is 404";
-            # either answer is conforming for every non-GET method (MEM-WIRE.2).
+            # §15: "Everything else is 404; non-POST is 405" — a POST is not non-POST, so 404
+            # is the literal reading for POST /healthz; 405 (GET only) is read as well, for
+            # every method but GET (MEM-WIRE.2).
             return state, Allowed(
                 (
                     _error(state, 405, "/healthz is GET only"),
-                    _error(state, 404, "/healthz is GET only: 404 also allowed"),
+                    _error(state, 404, "/healthz serves GET only (404: everything else)"),
                 ),
                 now,
             )
@@ -978,6 +979,21 @@ def worker_respond(
     if not authorized(request, token):
         return state, _only(_error(state, 401, "bearer missing or wrong"), now)
     fault = content_length_fault(request.header("Content-Length"))
+    if (
+        fault == 411
+        and request.header("Content-Length") is None
+        and request.header("Transfer-Encoding") is None
+        and not request.body
+    ):
+        # A bodiless POST with no length: an edge stamps ``Content-Length: 0`` on it, so the
+        # store reads an empty body (400) — or it arrives as sent (411).  MEM-WIRE.5.
+        return state, Allowed(
+            (
+                _error(state, 411, "no Content-Length"),
+                _error(state, 400, "empty body (the edge stamped Content-Length: 0)"),
+            ),
+            now,
+        )
     if fault is not None:
         note = "Content-Length not a digit string" if fault == 411 else "body over 512 KiB"
         return state, _only(_error(state, fault, note), now)

@@ -118,7 +118,7 @@ def test_the_token_is_never_printed_or_written(
 def test_an_unreachable_target_is_exit_2_with_one_line(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("SOME_TOKEN", "x")
+    monkeypatch.setenv("SOME_TOKEN", "some-token-x")
     code, out, err = _run(
         [
             "run",

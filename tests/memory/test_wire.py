@@ -134,8 +134,25 @@ def test_wrong_method_is_405_before_auth(path: str, method: str) -> None:
     ok = method == ("GET" if path == "/healthz" else "POST")
     assume(not ok)
     _, a = respond(WireRequest(method, path, (), b"not json"), token=None)
-    # a non-GET /healthz may also be 404 ("everything else is 404", read literally)
+    # Any method but GET on /healthz: 404 ("everything else is 404"; POST is not "non-POST")
+    # or 405 — both readings of §15 are accepted.
     assert statuses(a) == ({404, 405} if path == "/healthz" else {405})
+
+
+@pytest.mark.clause("MEM-WIRE.5")
+def test_a_bodiless_post_without_a_length_may_be_411_or_400() -> None:
+    """An edge stamps ``Content-Length: 0`` on a bodiless POST (§16: 411 "unreachable from the
+    public edge"), so the store reads an empty body: 400 is accepted next to 411.  A body sent
+    chunked without a length reaches the store as such: 411 only."""
+    auth = (("Authorization", f"Bearer {TOKEN}"),)
+    for route in ROUTES:
+        _, a = respond(WireRequest("POST", route, auth, b""))
+        assert statuses(a) == {411, 400}
+        chunked = auth + (("Transfer-Encoding", "chunked"),)
+        _, a = respond(WireRequest("POST", route, chunked, b'{"x":1}'))
+        assert statuses(a) == {411}
+        _, a = respond(WireRequest("POST", route, chunked, b""))
+        assert statuses(a) == {411}
 
 
 # --------------------------------------------------------------------------- MEM-WIRE.3
@@ -279,7 +296,8 @@ def test_length_not_a_digit_string_is_411_whatever_the_body(
         (("Content-Length", length),) if length is not None else ()
     )
     _, a = respond(WireRequest("POST", route, headers, body))
-    assert statuses(a) == {411}
+    # Only a bodiless POST with no length at all may also be 400 (an edge stamps a zero).
+    assert statuses(a) == ({411, 400} if length is None and not body else {411})
     assert a.admits(411, {"error": "length required"})
 
 
