@@ -38,16 +38,12 @@ scale-check: $(STAMP)
 clauses: $(STAMP)
 	$(BIN)/memspec clauses
 
-## make variants: every allowed memory variant, whole corpus + the ci machine profile (slow)
+## make variants: every allowed variant (both protocols), whole corpus + the ci machine profile (slow)
 variants: $(STAMP)
-	MEMSPEC_VARIANTS_PROFILE=ci $(BIN)/python -m pytest -q -p no:randomly tests/embedded/test_memory_variants.py
+	MEMSPEC_VARIANTS_PROFILE=ci $(BIN)/python -m pytest -q -n 2 tests/embedded/test_memory_variants.py tests/harness/test_ledger_variants.py
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks
-
-## make variants: every allowed ledger variant against the whole corpus and the ci profile
-variants: $(STAMP)
-	MEMSPEC_VARIANT_PROFILE=ci $(BIN)/python -m pytest -q -n 2 tests/harness/test_ledger_variants.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis memspec-report

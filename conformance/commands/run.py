@@ -626,7 +626,10 @@ def run_pipeline(
                 """The transport probes (one step each, reported apart from the machine),
                 then the machine on the protocol's lanes, then each finding confirmed."""
                 done = _Explored(protocol)
-                done.probes = run_probes(protocol, driver, on_step=lambda _r, o: progress.step(o))
+                if shard.index == 1:  # the probes belong to one shard only
+                    done.probes = run_probes(
+                        protocol, driver, on_step=lambda _r, o: progress.step(o)
+                    )
                 for r in done.probes:
                     if r.verdict in ("fail", "indeterminate"):
                         steps = [o.to_json() for o in r.outcomes]

@@ -438,15 +438,9 @@ def _close_hunt(
     return finding
 
 
-#: Batches explored side by side in one round.  Batches of a round are independent (each sets
-#: aside only what earlier rounds found), so a round's results do not depend on how many lanes
-#: ran it: the number is fixed, never derived from ``--jobs``.
-ROUND = 4
-
-
 @dataclass
 class _BatchRun:
-    """What one batch of a round found, before the round is merged in batch order."""
+    """What one batch found, before it is merged (in batch order) into the exploration."""
 
     batch_no: int
     session: MachineSession
@@ -463,8 +457,8 @@ def _explore_batch(
     run_settings: settings,
     profile: Profile,
 ) -> _BatchRun:
-    """One batch in a session of its own, setting aside what ``main`` had found when the round
-    began; a divergence it meets is shrunk and minimized on its own ``driver``."""
+    """One batch in a session of its own, setting aside what ``main`` has found so far; a new
+    divergence it meets is shrunk and minimized on its own ``driver``."""
     session = MachineSession(
         driver,
         main.protocol,
@@ -516,7 +510,7 @@ def _merge_batch(main: MachineSession, run: _BatchRun) -> None:
 
 
 def _run_round(
-    batch_nos: list[int],
+    batches: list[tuple[int, int]],
     drivers: list[Driver],
     main: MachineSession,
     cls: type[DifferentialMachine],
@@ -524,14 +518,13 @@ def _run_round(
     run_settings: settings,
     profile: Profile,
 ) -> list[_BatchRun]:
-    """Explore the batches of one round, at most one per driver at a time, in batch order."""
-
-    def size(b: int) -> int:
-        return min(BATCH, profile.max_examples - b * BATCH)
-
+    """Explore ``batches`` (batch number, examples) side by side, one per driver, setting aside
+    what ``main`` holds; the runs come back in batch order."""
+    sizes = dict(batches)
+    batch_nos = [b for b, _ in batches]
     if len(drivers) == 1 or len(batch_nos) == 1:
         return [
-            _explore_batch(b, drivers[0], main, cls, seed, size(b), run_settings, profile)
+            _explore_batch(b, drivers[0], main, cls, seed, sizes[b], run_settings, profile)
             for b in batch_nos
         ]
     results: dict[int, _BatchRun] = {}
@@ -544,7 +537,7 @@ def _run_round(
                 if not pending:
                     return
                 b = pending.pop(0)
-            run = _explore_batch(b, d, main, cls, seed, size(b), run_settings, profile)
+            run = _explore_batch(b, d, main, cls, seed, sizes[b], run_settings, profile)
             with lock:
                 results[b] = run
 
@@ -575,8 +568,8 @@ def run_machine(
     ``is_expected(clauses)``: an ``--expect`` entry names a divergence with these clauses (it
     is set aside, never shrunk).  ``shard`` (K, N): run only the batches ``b`` with
     ``b % N == K - 1`` (:mod:`conformance.shard`).  ``lanes``: more drivers of the same
-    protocol (each with its own scopes or its own instance) that explore batches of a round
-    side by side with ``driver``; the result is the same with or without them.
+    protocol (each with its own scopes or its own instance) that explore the next batches side
+    by side with ``driver``; the result is the same with or without them.
     """
     cls = machine or machine_class(protocol)
     seed = pick_seed(profile, seed)
@@ -614,27 +607,44 @@ def run_machine(
     # derived from the run's seed.  A batch never looks at the clock, so a batch is exactly
     # reproducible.  The plan (batch b: its seed and min(BATCH, max_examples - b * BATCH)
     # examples) is fixed up front, so that N shards, each taking every N-th batch, run exactly
-    # the batches of one run.  Batches go in rounds of ROUND, side by side on the lanes; a
-    # batch that meets a divergence ends there and shrinks it; the round is merged in batch
-    # order, and later rounds set aside what it found.  The time budget (quick/deep only) is
-    # checked between rounds.
-    plan = [b for b in range(-(-profile.max_examples // BATCH)) if b % shard[1] == shard[0] - 1]
-    for r in range(0, len(plan), ROUND):
-        if r and profile.fixed_seed is None and time.monotonic() - started > profile.budget_s:
+    # the batches of one run.  A batch that meets a new divergence ends there and shrinks it;
+    # later batches set it aside, and batches past the plan make up the runs it left.  The time budget (quick/deep only) is checked between
+    # windows of batches.
+    plan = [
+        (b, min(BATCH, profile.max_examples - b * BATCH))
+        for b in range(-(-profile.max_examples // BATCH))
+        if b % shard[1] == shard[0] - 1
+    ]
+    owed = sum(n for _, n in plan)  # runs of exploration this shard owes
+    i = 0
+    while i < len(plan) or (plan and session.explored < owed):
+        if i >= len(plan):
+            # Batches that ended at a divergence left runs unexplored: make them up with
+            # batches past the plan, in this shard's own numbering.
+            plan.append((plan[-1][0] + shard[1], min(BATCH, owed - session.explored)))
+        if i and profile.fixed_seed is None and time.monotonic() - started > profile.budget_s:
             break
-        batch_nos = plan[r : r + ROUND]
-        runs = _run_round(batch_nos, drivers, session, cls, seed, run_settings, profile)
+        # Speculation: the next batches run side by side, each setting aside what is found so
+        # far.  They are taken in batch order; once one finds something new, the later ones
+        # ran with too little set aside, so they are dropped and run again -- the result is
+        # exactly that of one batch after the other, whatever the number of lanes.
+        window = plan[i : i + len(drivers)]
+        runs = _run_round(window, drivers, session, cls, seed, run_settings, profile)
         before = session.examples
+        stop = False
         for run in runs:
             _merge_batch(session, run)
+            i += 1
             error = error or run.error
-        if (
-            session.indeterminate is not None
-            or error is not None
-            or session.harness_error is not None
-            or len(session.findings) >= max_findings
-            or session.examples == before  # nothing could run at all
-        ):
+            stop = (
+                session.indeterminate is not None
+                or error is not None
+                or session.harness_error is not None
+                or len(session.findings) >= max_findings
+            )
+            if stop or run.session.findings:
+                break
+        if stop or session.examples == before:  # stopped, or nothing could run at all
             break
     elapsed = time.monotonic() - started
     result = MachineResult(

@@ -317,9 +317,10 @@ def merge_reports(shards: list[tuple[Path, dict[str, Any]]]) -> dict[str, Any]:
                 " one store instance, whose single account scope each shard resets — give every"
                 " ledger shard a fresh store"
             )
-    counts: dict[str, dict[str, int]] = {"scenarios": {}, "machines": {}}
+    counts: dict[str, dict[str, int]] = {"scenarios": {}, "probes": {}, "machines": {}}
     for s in scenarios:
-        counts["scenarios"][s["verdict"]] = counts["scenarios"].get(s["verdict"], 0) + 1
+        group = "probes" if s.get("kind") == "probe" else "scenarios"
+        counts[group][s["verdict"]] = counts[group].get(s["verdict"], 0) + 1
     for m in machines:
         counts["machines"][m["verdict"]] = counts["machines"].get(m["verdict"], 0) + 1
     options = {k: v for k, v in first["options"].items() if k != "shard"}

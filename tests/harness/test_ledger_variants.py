@@ -4,7 +4,7 @@ Each variant (``conformance/embedded/catalogue/ledger_variants.py``) makes one o
 ``specs/ledger.md`` allows; the bundled store runs with it and the whole ledger corpus plus the
 ledger state machine judge it through the harness API (``run_pipeline``), as ``memspec run``
 does.  The default test run uses a short exploration (``quick`` profile, a few examples, fixed
-seed) to stay fast; ``make variants`` sets ``MEMSPEC_VARIANT_PROFILE=ci`` and runs the ci
+seed) to stay fast; ``make variants`` sets ``MEMSPEC_VARIANTS_PROFILE=ci`` and runs the ci
 profile in full for every variant.
 """
 
@@ -23,7 +23,7 @@ from conformance.driver import Secret, TargetConfig
 from conformance.embedded import catalogue
 from conformance.runner import CORPUS_DIR, load_corpus
 
-PROFILE = os.environ.get("MEMSPEC_VARIANT_PROFILE", "quick")
+PROFILE = os.environ.get("MEMSPEC_VARIANTS_PROFILE", "quick")
 FULL = PROFILE != "quick"
 EXAMPLES = None if FULL else 2
 SEED = 20_261_201
