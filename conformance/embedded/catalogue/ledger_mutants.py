@@ -218,7 +218,7 @@ ENTRIES: tuple[Entry, ...] = (
     ),
     _m(
         "led-packet-cuts-entry",
-        ("LED-PACKET.4",),
+        ("LED-PACKET.4", "LED-PACKET.5"),  # a cut line no longer carries the record's body
         "the line that would cross 4000 characters is cut to fit instead of dropped whole",
     ),
     _m(
