@@ -13,6 +13,11 @@ mutant     one realistic mistake of the catalogue              killed: NOT CONFO
                                                                clauses
 =========  ==================================================  =============================
 
+A divergence *names* the clauses of its step; a failed corpus scenario also names the clauses
+it declares (the rule it was written to check).  A kill named only that way is marked
+``blame: scenario`` in ``--json`` (and listed as "blamed elsewhere"): the harness caught the
+mistake but reported the divergent step under other clauses.
+
 Variants and mutants run against their own protocol only.  The rows run in parallel over the
 cores (``--jobs``; each in a worker process that starts its own bundled store with
 ``start_bundled_store(token, quirks={name})``).  For each row the matrix shows the verdict,
@@ -93,6 +98,7 @@ class Options:
     seed: int | None = None
     examples: int | None = None
     machines_only: bool = False
+    corpus_only: bool = False
     report: str | None = None
     timeout: float = 10.0
 
@@ -115,6 +121,9 @@ class Row:
     replay_steps: int | None = None
     duration_s: float = 0.0
     detail: str = ""
+    #: how a kill named the clause: "step" (the divergent step's own clauses) or "scenario"
+    #: (only the clauses the failed corpus scenario declares -- the step was blamed elsewhere)
+    blame: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -201,7 +210,7 @@ def run_cell(cell: Cell, options: Options) -> Row:
                 seed=options.seed,
                 max_examples=options.examples,
                 corpus=not options.machines_only,
-                machines=True,
+                machines=not options.corpus_only,
                 report_dir=Path(options.report) / cell.name if options.report else None,
                 quiet=True,
                 out=sink,
@@ -230,11 +239,13 @@ def judge(
 ) -> Row:
     """The verdict of one row from its run report."""
     corpus_named: set[str] = set()
+    scenario_named: set[str] = set()  # what the failed scenarios were written to check
     machine_named: set[str] = set()
     replay: int | None = None
     for s in data.get("scenarios", []):
         if s.get("verdict") == "fail":
             corpus_named.update(s.get("failed_clauses") or s.get("clauses") or ())
+            scenario_named.update(s.get("clauses") or ())
     for m in data.get("machines", []):
         if m.get("verdict") == "fail":
             machine_named.update(m.get("failed_clauses") or m.get("clauses") or ())
@@ -266,9 +277,14 @@ def judge(
             detail=detail,
         )
     wanted = set(cell.clauses)
-    by_corpus, by_machine = bool(corpus_named & wanted), bool(machine_named & wanted)
+    by_step = bool((corpus_named | machine_named) & wanted)
+    by_corpus = bool((corpus_named | scenario_named) & wanted)
+    by_machine = bool(machine_named & wanted)
     killed = exit_code == 1 and (by_corpus or by_machine)
-    hit = next((c for c in cell.clauses if c in corpus_named | machine_named), "")
+    named_all = corpus_named | machine_named | scenario_named
+    hit = next((c for c in cell.clauses if c in corpus_named | machine_named), "") or next(
+        (c for c in cell.clauses if c in named_all), ""
+    )
     detail = ""
     if not killed:
         detail = (
@@ -292,6 +308,7 @@ def judge(
         replay=replay if by_machine else None,
         duration=duration,
         detail=detail,
+        blame=("step" if by_step else "scenario") if killed else "",
     )
 
 
@@ -308,6 +325,7 @@ def _row(
     replay: int | None = None,
     duration: float = 0.0,
     detail: str = "",
+    blame: str = "",
 ) -> Row:
     return Row(
         name=cell.name,
@@ -324,6 +342,7 @@ def _row(
         replay_steps=replay,
         duration_s=round(duration, 3),
         detail=detail,
+        blame=blame,
     )
 
 
@@ -394,6 +413,7 @@ def summarize(rows: Sequence[Row]) -> dict[str, Any]:
         ),
         "by_protocol": by_protocol,
         "survivors": [r.name for r in mutants if not r.ok],
+        "blamed_elsewhere": [r.name for r in killed if r.blame == "scenario"],
         "variants": len(variants),
         "variants_conformant": sum(1 for r in variants if r.ok),
         "false_alarms": [r.name for r in variants if not r.ok],
@@ -451,9 +471,7 @@ def print_matrix(rows: Sequence[Row], summary: dict[str, Any], out: TextIO, mode
             f" median shrunk replay {summary['median_replay_steps'] or '-'} step(s)\n"
         )
     if summary["variants"]:
-        out.write(
-            f"variants: {summary['variants_conformant']}/{summary['variants']} conformant\n"
-        )
+        out.write(f"variants: {summary['variants_conformant']}/{summary['variants']} conformant\n")
     if summary["unaltered"] is not None:
         out.write(f"unaltered store: {summary['unaltered']}\n")
     out.write("selftest passed\n" if summary["ok"] else "selftest FAILED\n")
@@ -486,10 +504,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--jobs", "-j", type=int, metavar="N", help="rows run at once (default: the CPU count)"
     )
-    p.add_argument(
+    only = p.add_mutually_exclusive_group()
+    only.add_argument(
         "--machines-only",
         action="store_true",
         help="leave the corpus out: the kill rate of the state machines alone (exploration power)",
+    )
+    only.add_argument(
+        "--corpus-only",
+        action="store_true",
+        help="leave the state machines out (the fast subset the test suite runs)",
     )
     p.add_argument(
         "--profile", choices=list(PROFILES), default="ci", help="exploration profile (default ci)"
@@ -529,15 +553,23 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         seed=args.seed,
         examples=args.examples,
         machines_only=args.machines_only,
+        corpus_only=args.corpus_only,
         report=args.report,
     )
-    mode = "by the machines alone" if args.machines_only else "by corpus + machines"
+    mode = (
+        "by the machines alone"
+        if args.machines_only
+        else "by the corpus alone"
+        if args.corpus_only
+        else "by corpus + machines"
+    )
     progress = sys.stderr if not args.quiet else None
     started = time.monotonic()
     if progress is not None:
         progress.write(
             f"memspec selftest: {len(cells)} row(s), profile {args.profile}, {jobs} job(s)"
-            f"{', machines only' if args.machines_only else ''}\n"
+            f"{', machines only' if args.machines_only else ''}"
+            f"{', corpus only' if args.corpus_only else ''}\n"
         )
         progress.flush()
 
