@@ -129,6 +129,21 @@ class Row:
         return asdict(self)
 
 
+#: The fast subset the default test suite runs (``tests/harness/test_selftest.py``, corpus
+#: only): the unaltered store and mutants of both protocols across store, HTTP shell and wire.
+#: The full matrix (every variant and mutant, corpus + machines, profile ci) is
+#: ``make selftest``.
+FAST_SUBSET = (
+    UNALTERED,
+    "mem-substring-match",
+    "mem-evict-most-recently-used",
+    "mem-content-length-hex",
+    "led-supersede-leaves-gap",
+    "led-credential-on-merge",
+    "led-sweep-strict-boundary",
+)
+
+
 def catalogue_cells() -> list[Cell]:
     """Every row of a full selftest: the unaltered store, then variants, then mutants."""
     catalogue = importlib.import_module("conformance.embedded.catalogue")
@@ -372,7 +387,8 @@ def run_cells(
         # exploration, a killed mutant usually stops early.
         order = sorted(cells, key=lambda c: ("store", "variant", "mutant").index(c.kind))
         ctx = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=min(jobs, total), mp_context=ctx) as pool:
+        pool = ProcessPoolExecutor(max_workers=min(jobs, total), mp_context=ctx)
+        try:
             pending: dict[Future[Row], Cell] = {
                 pool.submit(run_cell, cell, options): cell for cell in order
             }
@@ -384,6 +400,13 @@ def run_cells(
                         done(fut.result())
                     except Exception as exc:  # a worker that died
                         done(_row(cell, "error", False, 2, detail=f"worker failed: {exc}"))
+        except BaseException:
+            # Interrupted: no worker may outlive the command (each runs a store and a run).
+            pool.shutdown(wait=False, cancel_futures=True)
+            for proc in list(getattr(pool, "_processes", {}).values()):
+                proc.terminate()
+            raise
+        pool.shutdown()
     return [rows[c.name] for c in cells]
 
 
