@@ -383,12 +383,6 @@ class MemoryStore:
                 "SELECT seq FROM records WHERE scope_key = ? ORDER BY seq DESC LIMIT 1",
                 (scope_key,),
             ).fetchone()
-            if self.quirks("mem-ids-reused-after-forget"):  # mutant: next id after the live max
-                last = c.execute(
-                    "SELECT seq FROM records WHERE scope_key = ? AND status = 'active'"
-                    " ORDER BY seq DESC LIMIT 1",
-                    (scope_key,),
-                ).fetchone()
             seq = last[0] if last else 0
             self._batch_start_seq = seq
             before = 0
@@ -594,7 +588,11 @@ class MemoryStore:
             if self.quirks("mem-forget-any-scope"):  # mutant: the id alone names the record
                 owner = c.execute("SELECT scope_key FROM records WHERE id = ?", (record_id,))
                 scope_key = next((r[0] for r in owner), scope_key)
-            return self._soft_delete(c, scope_key, record_id, "forgotten")
+            gone = self._soft_delete(c, scope_key, record_id, "forgotten")
+            if gone and self.quirks("mem-ids-reused-after-forget"):
+                # mutant: forget deletes the row, so the next id (highest seq + 1) reuses it
+                c.execute("DELETE FROM records WHERE id = ?", (record_id,))
+            return gone
 
     # ------------------------------------------------------------------ introspection
 

@@ -89,7 +89,7 @@ ENTRIES: tuple[Entry, ...] = (
     _m(
         "mem-ids-reused-after-forget",
         ("MEM-STORE.9",),
-        "the next id follows the highest *active* id, so a forgotten newest id is minted again",
+        "forget deletes the row, so the next id (highest seq + 1) mints a forgotten newest id again",
     ),
     # ---- writing (MEM-WRITE)
     _m(
