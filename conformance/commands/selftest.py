@@ -130,7 +130,8 @@ class Row:
 
 
 #: The fast subset the default test suite runs (``tests/harness/test_selftest.py``, corpus
-#: only): the unaltered store and mutants of both protocols across store, HTTP shell and wire.
+#: only, plus the first allowed variant of each protocol): the unaltered store and mutants of
+#: both protocols across store, HTTP shell and wire.
 #: The full matrix (every variant and mutant, corpus + machines, profile ci) is
 #: ``make selftest``.
 FAST_SUBSET = (
