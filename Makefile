@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: run test lint typecheck clauses bench variants clean scale-check
+.PHONY: run test lint typecheck clauses bench variants selftest clean scale-check
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "memspec needs Python 3.11+ (set PYTHON=...)")'
@@ -44,6 +44,13 @@ variants: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks
+
+## make selftest: the whole catalogue (unaltered store, every allowed variant, every mutant),
+## corpus + machines at profile ci, in parallel over the cores (the test suite runs only the
+## fast subset; see conformance/commands/selftest.py).  Exit 1 if a mutant survives or a
+## variant fails.  SELFTEST_ARGS="--machines-only" measures the machines alone.
+selftest: $(STAMP)
+	$(BIN)/memspec selftest --profile ci $(SELFTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis memspec-report

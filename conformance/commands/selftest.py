@@ -1,39 +1,635 @@
-"""``memspec selftest``: the harness checks itself.
+"""``memspec selftest``: the harness checks itself against the catalogue of altered stores.
 
-1. It runs the corpus and the memory state machine against the bundled store, which must come
-   out conformant (the model and a second, independent implementation agree).
-2. It puts the bundled store behind a *fault injector* — a small loopback HTTP proxy that
-   forwards every request unchanged and corrupts one kind of answer — and runs again.  Each
-   broken variant must be caught (a divergence naming the clause the fault breaks).
+One matrix, three kinds of rows, each a full ``memspec run`` (corpus + state machines, profile
+``ci`` by default) against a freshly started bundled store:
 
-The faults live at the HTTP level, so the harness sees them exactly as it would see a broken
-deployed store; nothing in the bundled store is modified.
+=========  ==================================================  =============================
+kind       the store                                           must be
+=========  ==================================================  =============================
+store      the unaltered bundled store (both protocols)        CONFORMANT
+variant    one *other allowed choice* of the catalogue         CONFORMANT (no false alarm)
+mutant     one realistic mistake of the catalogue              killed: NOT CONFORMANT, and a
+                                                               divergence names one of its
+                                                               clauses
+=========  ==================================================  =============================
 
-==================  ==========================================================  ==============
-fault               what the proxy does                                         must be caught
-==================  ==========================================================  ==============
-retrieve-reversed   reverses the records of every ``/retrieve`` answer          MEM-SCORE.*
-forget-lies         answers ``forgotten: true`` to every ``/forget``            MEM-STORE.8
-list-oldest-first   reverses the records of every ``/list`` answer              MEM-STORE.7
-==================  ==========================================================  ==============
+A divergence *names* the clauses of its step; a failed corpus scenario also names the clauses
+it declares (the rule it was written to check).  A kill named only that way is marked
+``blame: scenario`` in ``--json`` (and listed as "blamed elsewhere"): the harness caught the
+mistake but reported the divergent step under other clauses.
+
+Variants and mutants run against their own protocol only.  The rows run in parallel over the
+cores (``--jobs``; each in a worker process that starts its own bundled store with
+``start_bundled_store(token, quirks={name})``).  For each row the matrix shows the verdict,
+what killed a mutant (the hand-written **corpus**, the state **machine**, or **both**), the
+time from the start of the run to its first divergent step, and the length of the machine's
+shrunk replay.
+
+``--machines-only`` measures *exploration power*: the same matrix with the corpus left out
+(what ``memspec fuzz`` alone would find).  ``--json`` prints the matrix as one JSON document for
+trend tracking.  Exit status: 0 when the unaltered store and every variant are conformant and
+every mutant is killed; 1 otherwise; 2 for a usage mistake.
+
+The catalogue itself lives in ``conformance/embedded/catalogue/``; this module reaches it (and
+the bundled store) only through ``conformance.commands.run``, like every other command.
+
+``FaultProxy`` / ``FAULTS`` (an HTTP proxy that corrupts one kind of answer of an otherwise
+correct store) stay importable for tests that need a broken store outside the catalogue.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import http.client
+import importlib
+import io
 import json
+import multiprocessing
+import os
+import platform
 import re
 import secrets
+import statistics
 import sys
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import asdict, dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, TextIO
 
-from conformance.commands.run import run_pipeline, start_bundled_store
+from conformance.commands import run as run_cmd
 from conformance.driver import Secret, TargetConfig
+from conformance.machines.profiles import PROFILES
+
+SCHEMA = "memspec-selftest/1"
+UNALTERED = "unaltered"
+KINDS = ("store", "variant", "mutant")
+
+
+# --------------------------------------------------------------------------- the matrix rows
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One row to run: the unaltered store, a variant or a mutant."""
+
+    name: str
+    kind: str  # store | variant | mutant
+    protocol: str  # all | memory | ledger
+    clauses: tuple[str, ...] = ()
+    summary: str = ""
+
+    @property
+    def quirks(self) -> frozenset[str]:
+        return frozenset() if self.kind == "store" else frozenset({self.name})
+
+    @property
+    def spec(self) -> str:
+        return self.protocol
+
+
+@dataclass(frozen=True)
+class Options:
+    profile: str = "ci"
+    seed: int | None = None
+    examples: int | None = None
+    machines_only: bool = False
+    corpus_only: bool = False
+    report: str | None = None
+    timeout: float = 10.0
+
+
+@dataclass
+class Row:
+    """The outcome of one cell (one line of the matrix, one object of ``--json``)."""
+
+    name: str
+    kind: str
+    protocol: str
+    clauses: list[str]
+    verdict: str  # conformant | not conformant | killed | survived | error
+    ok: bool
+    exit_code: int
+    clause: str = ""  # the entry's clause a divergence named (mutants), or its first clause
+    killed_by: str = ""  # corpus | machine | both | "" (mutants only)
+    named: list[str] = field(default_factory=list)  # every clause a divergence named
+    first_divergence_s: float | None = None
+    replay_steps: int | None = None
+    duration_s: float = 0.0
+    detail: str = ""
+    #: how a kill named the clause: "step" (the divergent step's own clauses) or "scenario"
+    #: (only the clauses the failed corpus scenario declares -- the step was blamed elsewhere)
+    blame: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+#: The fast subset the default test suite runs (``tests/harness/test_selftest.py``, corpus
+#: only, plus the first allowed variant of each protocol): the unaltered store and mutants of
+#: both protocols across store, HTTP shell and wire.
+#: The full matrix (every variant and mutant, corpus + machines, profile ci) is
+#: ``make selftest``.
+FAST_SUBSET = (
+    UNALTERED,
+    "mem-substring-match",
+    "mem-evict-most-recently-used",
+    "mem-content-length-hex",
+    "led-supersede-leaves-gap",
+    "led-credential-on-merge",
+    "led-sweep-strict-boundary",
+)
+
+
+def catalogue_cells() -> list[Cell]:
+    """Every row of a full selftest: the unaltered store, then variants, then mutants."""
+    catalogue = importlib.import_module("conformance.embedded.catalogue")
+    cells = [Cell(UNALTERED, "store", "all", (), "the bundled store as shipped")]
+    for entry in [*catalogue.variants(), *catalogue.mutants(race=False)]:
+        cells.append(Cell(entry.name, entry.kind, entry.protocol, entry.clauses, entry.summary))
+    return cells
+
+
+def select_cells(
+    cells: Sequence[Cell],
+    only: Sequence[str] = (),
+    kinds: Sequence[str] = (),
+    protocols: Sequence[str] = (),
+) -> list[Cell]:
+    """The rows ``--only``/``--kind``/``--protocol`` keep; an unknown name is a usage error."""
+    from conformance.cli import UsageError
+
+    by_name = {c.name: c for c in cells}
+    unknown = [n for n in only if n not in by_name]
+    if unknown:
+        raise UsageError(
+            f"--only: not in the catalogue: {', '.join(unknown)} (see memspec selftest --list)"
+        )
+    chosen = [by_name[n] for n in dict.fromkeys(only)] if only else list(cells)
+    if kinds:
+        chosen = [c for c in chosen if c.kind in kinds]
+    if protocols:
+        chosen = [c for c in chosen if c.protocol in protocols or c.protocol == "all"]
+    return chosen
+
+
+# --------------------------------------------------------------------------- one cell
+
+
+class _FirstDivergence:
+    """Records when the first divergent step of a run was seen (a Progress that watches)."""
+
+    def __init__(self) -> None:
+        self.at: float | None = None
+
+    @contextlib.contextmanager
+    def watching(self) -> Iterator[None]:
+        base = run_cmd.Progress
+        holder = self
+
+        class Watching(base):  # type: ignore[valid-type, misc]
+            def step(self, outcome: Any) -> None:
+                if holder.at is None and getattr(outcome, "verdict", "") == "diverge":
+                    holder.at = time.monotonic()
+                super().step(outcome)
+
+        run_cmd.Progress = Watching  # type: ignore[misc]
+        try:
+            yield
+        finally:
+            run_cmd.Progress = base  # type: ignore[misc]
+
+
+def run_cell(cell: Cell, options: Options) -> Row:
+    """Start a bundled store with the cell's quirks, run ``memspec run`` against it, judge."""
+    token = secrets.token_urlsafe(24)
+    started = time.monotonic()
+    watch = _FirstDivergence()
+    sink = io.StringIO()
+    try:
+        handle = run_cmd.start_bundled_store(token, quirks=cell.quirks)
+    except Exception as exc:  # a quirk that breaks the start is a broken catalogue entry
+        return _row(cell, "error", False, 2, detail=f"the store did not start: {exc}")
+    try:
+        config = TargetConfig(
+            handle.url, Secret(token), options.timeout, label=f"bundled store ({cell.name})"
+        )
+        with watch.watching(), contextlib.redirect_stderr(sink):
+            outcome = run_cmd.run_pipeline(
+                config,
+                spec=cell.spec,
+                profile_name=options.profile,
+                seed=options.seed,
+                max_examples=options.examples,
+                corpus=not options.machines_only,
+                machines=not options.corpus_only,
+                report_dir=Path(options.report) / cell.name if options.report else None,
+                quiet=True,
+                out=sink,
+            )
+    except Exception as exc:
+        return _row(
+            cell,
+            "error",
+            False,
+            2,
+            duration=time.monotonic() - started,
+            detail=f"{type(exc).__name__}: {exc}",
+        )
+    finally:
+        handle.stop()
+    first = None if watch.at is None else watch.at - started
+    return judge(cell, outcome.exit_code, outcome.data, time.monotonic() - started, first)
+
+
+def judge(
+    cell: Cell,
+    exit_code: int,
+    data: dict[str, Any],
+    duration: float,
+    first_divergence_s: float | None,
+) -> Row:
+    """The verdict of one row from its run report."""
+    corpus_named: set[str] = set()
+    scenario_named: set[str] = set()  # what the failed scenarios were written to check
+    machine_named: set[str] = set()
+    replay: int | None = None
+    for s in data.get("scenarios", []):
+        if s.get("verdict") == "fail":
+            corpus_named.update(s.get("failed_clauses") or s.get("clauses") or ())
+            scenario_named.update(s.get("clauses") or ())
+    for m in data.get("machines", []):
+        if m.get("verdict") == "fail":
+            machine_named.update(m.get("failed_clauses") or m.get("clauses") or ())
+            steps = (m.get("details") or {}).get("replay_steps")
+            if isinstance(steps, list) and (replay is None or len(steps) < replay):
+                replay = len(steps)
+    named = sorted(corpus_named | machine_named)
+    indeterminate = (data.get("summary") or {}).get("indeterminate", 0)
+    if cell.kind != "mutant":
+        ok = exit_code == 0
+        detail = ""
+        if not ok:
+            divs = data.get("divergences") or []
+            first = divs[0] if divs else {}
+            detail = (
+                f"{len(divs)} divergence(s), {indeterminate} indeterminate; first: "
+                f"{first.get('where', '')} {first.get('reason', '')}".strip()
+            )[:300]
+        return _row(
+            cell,
+            "conformant" if ok else "not conformant",
+            ok,
+            exit_code,
+            clause=cell.clauses[0] if cell.clauses else "",
+            named=named,
+            first=first_divergence_s,
+            replay=replay,
+            duration=duration,
+            detail=detail,
+        )
+    wanted = set(cell.clauses)
+    by_step = bool((corpus_named | machine_named) & wanted)
+    by_corpus = bool((corpus_named | scenario_named) & wanted)
+    by_machine = bool(machine_named & wanted)
+    killed = exit_code == 1 and (by_corpus or by_machine)
+    named_all = corpus_named | machine_named | scenario_named
+    hit = next((c for c in cell.clauses if c in corpus_named | machine_named), "") or next(
+        (c for c in cell.clauses if c in named_all), ""
+    )
+    detail = ""
+    if not killed:
+        detail = (
+            f"divergences named only {', '.join(named)}"
+            if named
+            else f"no divergence (exit {exit_code}, {indeterminate} indeterminate)"
+        )
+    return _row(
+        cell,
+        "killed" if killed else "survived",
+        killed,
+        exit_code,
+        clause=hit or cell.clauses[0],
+        killed_by=(
+            ("both" if by_corpus and by_machine else "corpus" if by_corpus else "machine")
+            if killed
+            else ""
+        ),
+        named=named,
+        first=first_divergence_s,
+        replay=replay if by_machine else None,
+        duration=duration,
+        detail=detail,
+        blame=("step" if by_step else "scenario") if killed else "",
+    )
+
+
+def _row(
+    cell: Cell,
+    verdict: str,
+    ok: bool,
+    exit_code: int,
+    *,
+    clause: str = "",
+    killed_by: str = "",
+    named: list[str] | None = None,
+    first: float | None = None,
+    replay: int | None = None,
+    duration: float = 0.0,
+    detail: str = "",
+    blame: str = "",
+) -> Row:
+    return Row(
+        name=cell.name,
+        kind=cell.kind,
+        protocol=cell.protocol,
+        clauses=list(cell.clauses),
+        verdict=verdict,
+        ok=ok,
+        exit_code=exit_code,
+        clause=clause,
+        killed_by=killed_by,
+        named=named or [],
+        first_divergence_s=None if first is None else round(first, 3),
+        replay_steps=replay,
+        duration_s=round(duration, 3),
+        detail=detail,
+        blame=blame,
+    )
+
+
+# --------------------------------------------------------------------------- many cells
+
+
+def run_cells(
+    cells: Sequence[Cell],
+    options: Options,
+    jobs: int,
+    on_done: Callable[[Row, int, int], None] | None = None,
+) -> list[Row]:
+    """Run every cell, ``jobs`` at a time (1: in this process); rows in the cells' order."""
+    rows: dict[str, Row] = {}
+    total = len(cells)
+
+    def done(row: Row) -> None:
+        rows[row.name] = row
+        if on_done is not None:
+            on_done(row, len(rows), total)
+
+    if jobs <= 1 or total <= 1:
+        for cell in cells:
+            done(run_cell(cell, options))
+    else:
+        # Longest first: the unaltered store and the variants run to the end of their
+        # exploration, a killed mutant usually stops early.
+        order = sorted(cells, key=lambda c: ("store", "variant", "mutant").index(c.kind))
+        ctx = multiprocessing.get_context("spawn")
+        pool = ProcessPoolExecutor(max_workers=min(jobs, total), mp_context=ctx)
+        try:
+            pending: dict[Future[Row], Cell] = {
+                pool.submit(run_cell, cell, options): cell for cell in order
+            }
+            while pending:
+                finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for fut in finished:
+                    cell = pending.pop(fut)
+                    try:
+                        done(fut.result())
+                    except Exception as exc:  # a worker that died
+                        done(_row(cell, "error", False, 2, detail=f"worker failed: {exc}"))
+        except BaseException:
+            # Interrupted: no worker may outlive the command (each runs a store and a run).
+            pool.shutdown(wait=False, cancel_futures=True)
+            for proc in list(getattr(pool, "_processes", {}).values()):
+                proc.terminate()
+            raise
+        pool.shutdown()
+    return [rows[c.name] for c in cells]
+
+
+def summarize(rows: Sequence[Row]) -> dict[str, Any]:
+    mutants = [r for r in rows if r.kind == "mutant"]
+    killed = [r for r in mutants if r.ok]
+    variants = [r for r in rows if r.kind == "variant"]
+    store = [r for r in rows if r.kind == "store"]
+    firsts = [r.first_divergence_s for r in killed if r.first_divergence_s is not None]
+    replays = [r.replay_steps for r in killed if r.replay_steps is not None]
+    by_protocol: dict[str, dict[str, int]] = {}
+    for r in mutants:
+        p = by_protocol.setdefault(r.protocol, {"mutants": 0, "killed": 0})
+        p["mutants"] += 1
+        p["killed"] += int(r.ok)
+    return {
+        "mutants": len(mutants),
+        "killed": len(killed),
+        "kill_rate": round(len(killed) / len(mutants), 4) if mutants else None,
+        "killed_by": {
+            k: sum(1 for r in killed if r.killed_by == k) for k in ("corpus", "machine", "both")
+        },
+        "machine_kill_rate": (
+            round(sum(1 for r in killed if r.killed_by in ("machine", "both")) / len(mutants), 4)
+            if mutants
+            else None
+        ),
+        "by_protocol": by_protocol,
+        "survivors": [r.name for r in mutants if not r.ok],
+        "blamed_elsewhere": [r.name for r in killed if r.blame == "scenario"],
+        "variants": len(variants),
+        "variants_conformant": sum(1 for r in variants if r.ok),
+        "false_alarms": [r.name for r in variants if not r.ok],
+        "unaltered": (store[0].verdict if store else None),
+        "median_first_divergence_s": round(statistics.median(firsts), 3) if firsts else None,
+        "median_replay_steps": statistics.median(replays) if replays else None,
+        "ok": all(r.ok for r in rows),
+    }
+
+
+# --------------------------------------------------------------------------- output
+
+
+def _fmt_s(v: float | None) -> str:
+    return "-" if v is None else f"{v:.1f}s"
+
+
+def print_matrix(rows: Sequence[Row], summary: dict[str, Any], out: TextIO, mode: str) -> None:
+    headers = ("name", "kind", "clause", "verdict", "killed by", "1st div", "replay", "time")
+    table = [
+        (
+            r.name,
+            r.kind if r.kind == "store" else f"{r.kind}/{r.protocol[:3]}",
+            r.clause or "-",
+            r.verdict if r.ok else r.verdict.upper(),
+            r.killed_by or "-",
+            _fmt_s(r.first_divergence_s),
+            "-" if r.replay_steps is None else str(r.replay_steps),
+            _fmt_s(r.duration_s),
+        )
+        for r in rows
+    ]
+    widths = [max(len(h), *(len(t[i]) for t in table)) for i, h in enumerate(headers)]
+    line = "  ".join(f"{{:<{w}}}" for w in widths)
+    out.write(line.format(*headers).rstrip() + "\n")
+    out.write(line.format(*("-" * w for w in widths)).rstrip() + "\n")
+    for t in table:
+        out.write(line.format(*t).rstrip() + "\n")
+    bad = [r for r in rows if not r.ok and r.detail]
+    if bad:
+        out.write("\n")
+        for r in bad:
+            out.write(f"{r.name}: {r.detail}\n")
+    out.write("\n")
+    if summary["mutants"]:
+        kb = summary["killed_by"]
+        out.write(
+            f"mutants: {summary['killed']}/{summary['mutants']} killed"
+            f" ({100 * summary['kill_rate']:.1f} %) {mode}; by corpus only {kb['corpus']},"
+            f" machine only {kb['machine']}, both {kb['both']};"
+            f" machine kill rate {100 * summary['machine_kill_rate']:.1f} %\n"
+        )
+        out.write(
+            f"median time to first divergence {_fmt_s(summary['median_first_divergence_s'])},"
+            f" median shrunk replay {summary['median_replay_steps'] or '-'} step(s)\n"
+        )
+    if summary["variants"]:
+        out.write(f"variants: {summary['variants_conformant']}/{summary['variants']} conformant\n")
+    if summary["unaltered"] is not None:
+        out.write(f"unaltered store: {summary['unaltered']}\n")
+    out.write("selftest passed\n" if summary["ok"] else "selftest FAILED\n")
+
+
+# --------------------------------------------------------------------------- the command
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "selftest",
+        help="check the harness: the bundled store and its allowed variants pass, mutants are killed",
+        description=(
+            "Run memspec (corpus + state machines) against the unaltered bundled store, every"
+            " allowed variant (each must be conformant) and every mutant of the catalogue (each"
+            " must be killed by a divergence naming one of its clauses), in parallel, and print"
+            " the matrix."
+        ),
+    )
+    p.add_argument(
+        "--only", nargs="+", action="extend", default=[], metavar="NAME", help="run these rows"
+    )
+    p.add_argument(
+        "--kind", action="append", choices=KINDS, default=[], help="run rows of this kind"
+    )
+    p.add_argument(
+        "--protocol", action="append", choices=["memory", "ledger"], default=[],
+        help="run variants and mutants of this protocol (and the unaltered store)",
+    )  # fmt: skip
+    p.add_argument(
+        "--jobs", "-j", type=int, metavar="N", help="rows run at once (default: the CPU count)"
+    )
+    only = p.add_mutually_exclusive_group()
+    only.add_argument(
+        "--machines-only",
+        action="store_true",
+        help="leave the corpus out: the kill rate of the state machines alone (exploration power)",
+    )
+    only.add_argument(
+        "--corpus-only",
+        action="store_true",
+        help="leave the state machines out (the fast subset the test suite runs)",
+    )
+    p.add_argument(
+        "--profile", choices=list(PROFILES), default="ci", help="exploration profile (default ci)"
+    )
+    p.add_argument("--seed", type=int, help="state-machine seed")
+    p.add_argument("--examples", type=int, metavar="N", help="state-machine runs per row")
+    p.add_argument("--report", metavar="DIR", help="write each row's run report to DIR/<name>/")
+    p.add_argument("--json", action="store_true", help="print the matrix as one JSON document")
+    p.add_argument("--list", action="store_true", help="list the rows and exit")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress lines")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    from conformance.cli import UsageError
+
+    out = out or sys.stdout
+    cells = select_cells(
+        catalogue_cells(),
+        only=args.only,
+        kinds=args.kind,
+        protocols=args.protocol,
+    )
+    if args.list:
+        for c in cells:
+            out.write(f"{c.name:<40} {c.kind:<8} {c.protocol:<7} {','.join(c.clauses)}\n")
+        return 0
+    if not cells:
+        raise UsageError("no row selected")
+    if args.examples is not None and args.examples < 1:
+        raise UsageError("--examples must be at least 1")
+    jobs = args.jobs if args.jobs is not None else (os.cpu_count() or 1)
+    if jobs < 1:
+        raise UsageError("--jobs must be at least 1")
+    options = Options(
+        profile=args.profile,
+        seed=args.seed,
+        examples=args.examples,
+        machines_only=args.machines_only,
+        corpus_only=args.corpus_only,
+        report=args.report,
+    )
+    mode = (
+        "by the machines alone"
+        if args.machines_only
+        else "by the corpus alone"
+        if args.corpus_only
+        else "by corpus + machines"
+    )
+    progress = sys.stderr if not args.quiet else None
+    started = time.monotonic()
+    if progress is not None:
+        progress.write(
+            f"memspec selftest: {len(cells)} row(s), profile {args.profile}, {jobs} job(s)"
+            f"{', machines only' if args.machines_only else ''}"
+            f"{', corpus only' if args.corpus_only else ''}\n"
+        )
+        progress.flush()
+
+    def on_done(row: Row, n: int, total: int) -> None:
+        if progress is None:
+            return
+        extra = f" by {row.killed_by}" if row.killed_by else ""
+        progress.write(
+            f"  [{n}/{total}] {row.kind} {row.name}: {row.verdict}{extra}"
+            f" ({row.duration_s:.1f}s; {time.monotonic() - started:.0f}s elapsed)\n"
+        )
+        progress.flush()
+
+    rows = run_cells(cells, options, jobs, on_done)
+    summary = summarize(rows)
+    if args.json:
+        doc = {
+            "schema": SCHEMA,
+            "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "machine": {
+                "cpus": os.cpu_count(),
+                "platform": platform.platform(),
+                "python": platform.python_version(),
+            },
+            "options": {**asdict(options), "jobs": jobs, "mode": mode},
+            "duration_s": round(time.monotonic() - started, 1),
+            "summary": summary,
+            "rows": [r.to_json() for r in rows],
+        }
+        out.write(json.dumps(doc, indent=2) + "\n")
+    else:
+        print_matrix(rows, summary, out, mode)
+    return 0 if summary["ok"] else 1
+
+
+# --------------------------------------------------------------------------- fault proxy
 
 Fault = Callable[[str, int, Any], Any]
 _DIGITS = re.compile(r"[0-9]+")
@@ -146,83 +742,3 @@ class FaultProxy:
         self.server.shutdown()
         self.server.server_close()
         self.thread.join(timeout=5)
-
-
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser(
-        "selftest",
-        help="check the harness: the bundled store passes, deliberately broken variants are caught",
-        description="Run the memory corpus and state machine against the bundled store (must pass)"
-        " and against the bundled store behind fault injectors (each must be caught).",
-    )
-    p.add_argument(
-        "--fault", action="append", choices=sorted(FAULTS), help="fault(s) to inject (default: all)"
-    )
-    p.add_argument("--seed", type=int, help="state-machine seed")
-    p.add_argument("--examples", type=int, metavar="N", help="state-machine runs per variant")
-    p.add_argument(
-        "--report", metavar="DIR", default="memspec-selftest", help="reports go to DIR/<variant>/"
-    )
-    p.add_argument("--quiet", "-q", action="store_true")
-    p.set_defaults(func=run)
-
-
-def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
-    out = out or sys.stdout
-    faults = args.fault or sorted(FAULTS)
-    token = secrets.token_urlsafe(24)
-    handle = start_bundled_store(token)
-    lines: list[str] = []
-    ok = True
-    try:
-        config = TargetConfig(handle.url, Secret(token), 10.0, label="bundled store")
-        out.write("== the bundled store (must be conformant)\n")
-        clean = run_pipeline(
-            config,
-            spec="memory",
-            seed=args.seed,
-            max_examples=args.examples,
-            report_dir=Path(args.report) / "clean",
-            quiet=args.quiet,
-            out=out,
-        )
-        good = clean.exit_code == 0
-        ok &= good
-        lines.append(
-            f"{'ok ' if good else 'BAD'} bundled store: {'conformant' if good else 'NOT conformant'}"
-        )
-        for name in faults:
-            fault, wanted = FAULTS[name]
-            proxy = FaultProxy(handle.url, fault)
-            try:
-                out.write(f"\n== broken variant {name} (must be caught)\n")
-                cfg = TargetConfig(
-                    proxy.url, Secret(token), 10.0, label=f"bundled store + fault {name}"
-                )
-                res = run_pipeline(
-                    cfg,
-                    spec="memory",
-                    seed=args.seed,
-                    max_examples=args.examples,
-                    report_dir=Path(args.report) / name,
-                    quiet=args.quiet,
-                    out=out,
-                )
-            finally:
-                proxy.stop()
-            named = sorted({c for d in res.data["divergences"] for c in d["clauses"]})
-            caught = res.exit_code == 1 and any(c.startswith(w) for c in named for w in wanted)
-            ok &= caught
-            lines.append(
-                f"{'ok ' if caught else 'BAD'} {name}: "
-                + (
-                    f"caught, naming {', '.join(named[:6])}"
-                    if caught
-                    else f"NOT caught (clauses named: {named or 'none'})"
-                )
-            )
-    finally:
-        handle.stop()
-    out.write("\nselftest:\n" + "\n".join("  " + ln for ln in lines) + "\n")
-    out.write("selftest passed\n" if ok else "selftest FAILED\n")
-    return 0 if ok else 1

@@ -33,6 +33,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -597,8 +598,15 @@ class LedgerService:
     def _check_budget(self) -> None:
         """Refuse growth while held >= maxRecords, with the exact message (LED-BUDGET.2)."""
         held = self._store.held(SCOPE_KEY)
+        if self.quirks("led-budget-counts-only-active"):  # mutant: proposals are not counted
+            held = len(self._store.by_status(SCOPE_KEY, "active"))
         budget = self._store.settings(SCOPE_KEY).max_records
-        if held >= budget:
+        if held >= budget and self.quirks("led-budget-evicts-oldest"):
+            oldest = self._store.by_status(SCOPE_KEY, "active")[-1:]  # mutant: make room
+            for row in oldest:
+                self._tombstone(row, self.now())
+            held -= len(oldest)
+        if held >= budget + (1 if self.quirks("led-budget-off-by-one") else 0):
             raise refused(budget_message(SCOPE_KEY, held, budget))
 
     def _is_credential(self, body: str) -> bool:
@@ -624,7 +632,13 @@ class LedgerService:
         """Close an active record at ``at`` as deleted and forget its body (LED-FORGET.1,
         LED-FORGET.3, LED-INT.4)."""
         self._store.update(
-            row.id, {"status": "deleted", "valid_to": at, "updated_at": at, "body": ""}
+            row.id,
+            {
+                "status": "deleted",
+                "valid_to": row.valid_from if self.quirks("led-tombstone-empty-interval") else at,
+                "updated_at": at,
+                "body": row.body if self.quirks("led-tombstone-body-in-history") else "",
+            },
         )
 
     def _replace(self, old: Row, at: int, *, body: str, kind: str, provenance: str) -> Row:
@@ -637,12 +651,17 @@ class LedgerService:
             status="active",
             at=at,
             supersedes=old.id,
-            conflict_group=old.conflict_group,
+            conflict_group=None
+            if self.quirks("led-replacement-drops-group")
+            else old.conflict_group,
             source_session_id=(
                 old.source_session_id if self.quirks("ledger-successor-keeps-session") else None
             ),
         )
-        self._supersede_row(old, new.id, at)  # first: the group's one active slot frees up
+        if self.quirks("led-supersede-leaves-gap"):  # mutant: the successor opens 1 ms late
+            new = replace(new, valid_from=at + 1, created_at=at + 1, updated_at=at + 1)
+        closing = at + 1 if self.quirks("led-supersede-overlaps") else at  # mutant: 1 ms overlap
+        self._supersede_row(old, new.id, closing)  # first: the group's one active slot frees up
         self._store.insert(new)
         return new
 
@@ -659,7 +678,12 @@ class LedgerService:
         if "scopeKey" in p:
             raise invalid("'scopeKey' cannot be sent on save: the server chooses the scope")
         check_names(p, ("body",), ("kind", "sessionId"))
+        if self.quirks("led-body-length-before-trim") and isinstance(p.get("body"), str):
+            if len(p["body"]) > MAX_BODY_CHARS:  # mutant: the untrimmed length is judged
+                raise invalid(f"'body' must be at most {MAX_BODY_CHARS} characters")
         body = get_body(p)
+        if self.quirks("led-body-stored-untrimmed"):  # mutant: validated trimmed, stored raw
+            body = p["body"]
         kind = get_kind(p, "preference")
         session = get_text(p, "sessionId", MAX_SESSION_CHARS)
         self._check_credential(body)
@@ -697,7 +721,11 @@ class LedgerService:
             raise invalid("'status' must be a string")
         if status not in ("active", "proposed"):
             raise invalid("'status' must be 'active' or 'proposed'")
-        rows = self._store.by_status(scope, status, LIST_LIMIT)
+        rows = self._store.by_status(
+            scope, status, LIST_LIMIT + 1 if self.quirks("led-list-51") else LIST_LIMIT
+        )
+        if self.quirks("led-list-oldest-first"):  # mutant: oldest update first
+            rows = sorted(rows, key=lambda r: (r.updated_at, r.seq))
         return {"scopeKey": scope, "records": [record_to_wire(r) for r in rows]}
 
     def _delete(self, p: dict[str, Any], now: int) -> dict[str, Any]:
@@ -722,9 +750,18 @@ class LedgerService:
         with self._store.write():
             old = self._existing(record_id)
             self._require_status(old, "active", "edited")
-            self._check_credential(body)
+            if not self.quirks("led-credential-on-edit"):  # mutant: the edit path forgets it
+                self._check_credential(body)
+            if self.quirks("led-replacement-refused-at-budget"):  # mutant: an edit is growth
+                self._check_budget()
             new = self._replace(
-                old, now, body=body, kind=kind or old.kind, provenance="user_explicit"
+                old,
+                now,
+                body=body,
+                kind=kind or old.kind,
+                provenance=old.provenance
+                if self.quirks("led-edit-keeps-provenance")
+                else "user_explicit",
             )
             return self._fetch(new.id)
 
@@ -735,11 +772,21 @@ class LedgerService:
         with self._store.write():
             row = self._existing(record_id)
             self._require_status(row, "proposed", "approved")
-            if row.conflict_group is not None:
+            if self.quirks("led-approve-refused-at-budget"):  # mutant: approval counted as growth
+                self._check_budget()
+            if row.conflict_group is not None and not self.quirks("led-approve-keeps-rival"):
                 for loser in self._store.active_in_group(SCOPE_KEY, row.conflict_group):
                     self._supersede_row(loser, row.id, now)
             self._store.update(
-                row.id, {"status": "active", "valid_from": now, "valid_to": None, "updated_at": now}
+                row.id,
+                {
+                    "status": "active",
+                    "valid_from": row.valid_from
+                    if self.quirks("led-approve-keeps-valid-from")
+                    else now,
+                    "valid_to": None,
+                    "updated_at": now,
+                },
             )
             return self._fetch(record_id)
 
@@ -751,6 +798,10 @@ class LedgerService:
             row = self._existing(record_id)
             self._require_status(row, "proposed", "rejected")
             self._store.update(row.id, {"status": "rejected", "updated_at": now})
+            if self.quirks(
+                "led-reject-closes-at-now"
+            ):  # mutant: the interval runs to the rejection
+                self._store.update(row.id, {"valid_to": now})
             return self._fetch(record_id)
 
     def _list_as_of(self, p: dict[str, Any], now: int) -> dict[str, Any]:
@@ -762,6 +813,14 @@ class LedgerService:
         at = parse_time(p["at"], "at")
         hide = () if self.quirks("ledger-history-shows-tombstones") else ("deleted",)
         rows = self._store.as_of(scope, at, exclude_statuses=hide)
+        if self.quirks("led-asof-includes-valid-to"):  # mutant: [validFrom, validTo] closed
+            rows += [r for r in self._store.as_of(scope, at - 1, ("deleted",)) if r.valid_to == at]
+        if self.quirks("led-tombstone-body-in-history"):  # mutant: tombstones with their body
+            rows += [r for r in self._store.as_of(scope, at, ()) if r.status == "deleted"]
+            return {
+                "scopeKey": scope,
+                "records": [{**record_to_wire(r), "body": r.body} for r in rows],
+            }
         return {"scopeKey": scope, "records": [record_to_wire(r) for r in rows]}
 
     def _get_settings(self, p: dict[str, Any], now: int) -> dict[str, Any]:
@@ -792,6 +851,8 @@ class LedgerService:
         debounce = get_int(p, "debounceSeconds", 30, 86_400)
         with self._store.write():
             old = self._store.settings(SCOPE_KEY)
+            if self.quirks("led-settings-omitted-reset"):  # mutant: omitted means default
+                old = replace(old, max_records=200, allow_removal=False, debounce_seconds=600)
             new = Settings(
                 mode=mode,
                 harness=None if "harness" in clear else old.harness if harness is None else harness,
@@ -834,10 +895,18 @@ class LedgerService:
         at = parse_time(p["at"], "at")
         with self._store.write():
             expired: list[str] = []
-            for row in self._store.due_for_expiry(SCOPE_KEY, at):
+            strict = self.quirks("led-sweep-strict-boundary")  # mutant: "<" where "<=" is due
+            for row in self._store.due_for_expiry(SCOPE_KEY, at - 1 if strict else at):
                 assert row.expires_at is not None
                 self._store.update(
-                    row.id, {"status": "expired", "valid_to": row.expires_at, "updated_at": at}
+                    row.id,
+                    {
+                        "status": "deleted" if self.quirks("led-expiry-deletes") else "expired",
+                        "valid_to": at
+                        if self.quirks("led-sweep-closes-at-sweep")
+                        else row.expires_at,
+                        "updated_at": at,
+                    },
                 )
                 expired.append(row.id)
         return {"expired": expired}
@@ -858,7 +927,8 @@ class LedgerService:
         )
         if group is not None and self.quirks("ledger-groups-casefolded"):
             group = group.strip().casefold() or group
-        self._check_credential(body)
+        if not self.quirks("led-credential-on-propose"):  # mutant: proposals skip the detector
+            self._check_credential(body)
         row = fresh_row(
             body=body,
             kind=kind,
@@ -911,7 +981,7 @@ class LedgerService:
     def _t_packet(self, p: dict[str, Any], now: int) -> dict[str, Any]:
         """LED-PACKET.1-.5."""
         check_names(p, ())
-        lines = build_packet(self._store.by_status(SCOPE_KEY, "active"))
+        lines = build_packet(self._store.by_status(SCOPE_KEY, "active"), self.quirks)
         return {"lines": lines, "text": "\n".join(lines)}
 
 
@@ -957,13 +1027,16 @@ class _Consolidation:
         counts = {"applied": 0, "invalid": 0, "refused": 0, "declined": 0}
         quirks = self.service.quirks
         for index, element in enumerate(operations):
-            if index >= MAX_OPERATIONS:  # LED-GATE.6: never looked at
+            extra = 1 if quirks("led-21st-element-applied") else 0  # mutant
+            if index >= MAX_OPERATIONS + extra:  # LED-GATE.6: never looked at
                 if quirks("ledger-past-20-uncounted"):
                     continue
                 counts["refused" if quirks("ledger-past-20-refused") else "invalid"] += 1
                 continue
             try:
                 self.apply(element)
+                if self.service.quirks("led-one-instant-per-element"):  # mutant: clock per element
+                    self.at += 1
             except _Verdict as verdict:
                 outcome = verdict.outcome
                 if outcome == "invalid" and not verdict.must and quirks("ledger-shape-refused"):
@@ -981,7 +1054,13 @@ class _Consolidation:
         if not isinstance(operation, str):
             raise _Verdict("invalid", "operation missing or not a string")
         if operation not in _OPERATION_FIELDS:
+            if self.service.quirks("led-unknown-operation-invalid"):  # mutant: shape, not gate
+                raise _Verdict("invalid", "outside the vocabulary")
             raise _Verdict("refused", "outside the vocabulary")
+        if self.store.settings(SCOPE_KEY).mode == "off" and self.service.quirks(
+            "led-gate-reads-mode"
+        ):  # mutant: consolidation off refuses everything
+            raise _Verdict("refused", "consolidation is off")
         fields = _OPERATION_FIELDS[operation]
         for name in element:
             if name not in ("operation", "targets", *fields):
@@ -1005,19 +1084,31 @@ class _Consolidation:
             row = self.store.get(target)
             if row is None or row.scope_key != SCOPE_KEY:
                 raise _Verdict("refused", "target not in the scope")
-            if row.status != "active":
+            if row.status != "active" and not (
+                operation == "expire" and self.service.quirks("led-expire-dead-target")
+            ):  # mutant above: expire takes any target that exists
                 raise _Verdict("refused", "target not active")
             rows.append(row)
-        if operation == "retire" and not self.store.settings(SCOPE_KEY).allow_removal:
+        removal = self.store.settings(SCOPE_KEY).allow_removal
+        if (
+            operation == "retire"
+            and not removal
+            and not self.service.quirks("led-retire-ignores-removal")
+        ):
             raise _Verdict("refused", "removal not allowed")
-        if body and self.service._is_credential(body):
+        skip = (operation == "merge" and self.service.quirks("led-credential-on-merge")) or (
+            operation == "correct" and self.service.quirks("led-credential-on-correct")
+        )  # mutants: one consolidation path forgets the credential detector
+        if body and not skip and self.service._is_credential(body):
             raise _Verdict("refused", "credential-shaped body")
         if operation == "expire" and self.at + after_days * DAY_MS > MAX_INSTANT_MS:
             # Not in the spec: an expiry past 9999-12-31 has no RFC 3339 form to answer with.
             raise _Verdict("refused", "expiry beyond the representable range")
 
-        if operation == "keep":
+        if operation == "keep" and not self.service.quirks("led-keep-counted-applied"):
             raise _Verdict("declined", "keep")
+        if operation == "keep":
+            return
         if operation == "merge":
             self._merge(rows, body)
         elif operation == "correct":
@@ -1025,8 +1116,11 @@ class _Consolidation:
                 rows[0], self.at, body=body, kind=rows[0].kind, provenance="model_consolidation"
             )
         elif operation == "expire":
+            start = (
+                rows[0].created_at if self.service.quirks("led-expire-from-created") else self.at
+            )
             self.store.update(
-                rows[0].id, {"expires_at": self.at + after_days * DAY_MS, "updated_at": self.at}
+                rows[0].id, {"expires_at": start + after_days * DAY_MS, "updated_at": self.at}
             )
         elif operation == "group":
             self._group(rows, subject)
@@ -1090,7 +1184,8 @@ class _Consolidation:
         members = {r.id: r for r in rows}
         for existing in self.store.active_in_group(SCOPE_KEY, subject):
             members.setdefault(existing.id, existing)
-        survivor = max(members.values(), key=lambda r: (r.updated_at, r.seq))
+        pick = min if self.service.quirks("led-group-keeps-oldest") else max
+        survivor = pick(members.values(), key=lambda r: (r.updated_at, r.seq))
         for loser in members.values():
             if loser.id != survivor.id:
                 self.store.update(
@@ -1118,7 +1213,7 @@ def packet_line(row: Row) -> str:
     return f"[{row.id[:8]}] {row.kind} ({row.provenance}): {_LINE_BREAKS.sub(' ', row.body)}"
 
 
-def build_packet(active: list[Row]) -> list[str]:
+def build_packet(active: list[Row], quirks: Quirks = NO_QUIRKS) -> list[str]:
     """The packet lines (LED-PACKET.1-.5): active records only; explicit pins first, then
     higher confidence (none last), then newest update, then written later; one member per
     conflict group; a line that would push the text past 4000 characters is dropped whole."""
@@ -1126,6 +1221,10 @@ def build_packet(active: list[Row]) -> list[str]:
     def order(row: Row) -> tuple[int, int, int, int]:
         explicit = 0 if row.provenance == "user_explicit" else 1
         confidence = row.confidence_bps if row.confidence_bps is not None else -1
+        if quirks("led-packet-oldest-first"):  # mutant: oldest update first
+            return (explicit, -confidence, row.updated_at, row.seq)
+        if quirks("led-packet-unscored-first") and row.confidence_bps is None:
+            confidence = 10_001  # mutant: no confidence sorts before every confidence
         return (explicit, -confidence, -row.updated_at, -row.seq)
 
     lines: list[str] = []
@@ -1137,8 +1236,13 @@ def build_packet(active: list[Row]) -> list[str]:
         if row.conflict_group is not None and row.conflict_group in groups:
             continue
         line = packet_line(row)
-        added = len(line) + (1 if lines else 0)
-        if length + added > PACKET_MAX_CHARS:
+        if quirks("led-packet-keeps-carriage-returns"):  # mutant: only \n is collapsed
+            line = f"[{row.id[:8]}] {row.kind} ({row.provenance}): " + re.sub(r"\n+", " ", row.body)
+        added = len(line) + (1 if lines and not quirks("led-packet-uncounted-newlines") else 0)
+        if length + added > PACKET_MAX_CHARS and quirks("led-packet-cuts-entry"):
+            line = line[: PACKET_MAX_CHARS - length - (1 if lines else 0)]  # mutant: cut, not drop
+            added = len(line) + (1 if lines else 0)
+        if length + added > PACKET_MAX_CHARS or not line:
             continue
         length += added
         lines.append(line)

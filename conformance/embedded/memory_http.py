@@ -258,6 +258,9 @@ def candidates(body: Mapping[str, Any]) -> list[MemoryCandidate]:
 # --------------------------------------------------------------------------- serialization
 
 
+_OPTIONAL = ("sourceRunId", "lastUsedAt", "confidence", "supersedes")
+
+
 def record_json(r: MemoryRecord) -> dict[str, Any]:
     """A record on the wire: camelCase, optional fields absent (never null)."""
     out: dict[str, Any] = {
@@ -288,19 +291,32 @@ def record_json(r: MemoryRecord) -> dict[str, Any]:
 
 def _retrieve(store: MemoryStore, body: Mapping[str, Any]) -> Reply:
     key = scope_key(body)
+    raw_q = body.get("query")
+    if store.quirks("mem-query-4001-accepted") and isinstance(raw_q, str):
+        body = {**body, "query": ""} if js_length(raw_q) <= MAX_QUERY + 1 else body
+    if store.quirks("mem-query-length-in-code-points") and isinstance(raw_q, str):
+        body = {**body, "query": ""} if len(raw_q) <= MAX_QUERY else body
     q = query(body, required=True)
-    n = limit(body)
+    n = 51 if store.quirks("mem-limit-51-accepted") and body.get("limit") == 51 else limit(body)
     assert q is not None
-    found = store.retrieve(key, q, n)
-    return Reply(
-        200, {"records": [record_json(r) for r in found]}, {"scopeKey": key, "records": len(found)}
-    )
+    found = store.retrieve(key, raw_q if isinstance(raw_q, str) else q, n)
+    records = [record_json(r) for r in found]
+    if store.quirks("mem-optional-fields-null"):  # mutant: unset optionals sent as null
+        records = [{**dict.fromkeys(_OPTIONAL), **r} for r in records]
+    return Reply(200, {"records": records}, {"scopeKey": key, "records": len(found)})
 
 
 def _write(store: MemoryStore, body: Mapping[str, Any]) -> Reply:
     key = scope_key(body)
+    recs = body.get("records")
+    if store.quirks("mem-batch-half-applied") and isinstance(recs, list) and len(recs) > 1:
+        try:  # mutant: the last candidate is validated after the others were written
+            candidate(recs[-1], len(recs) - 1)
+        except BadRequest:
+            store.write(key, candidates({**body, "records": recs[:-1]}), cap(body))
+            raise
     cands = candidates(body)
-    c = cap(body)
+    c = 10001 if store.quirks("mem-cap-10001-accepted") and body.get("cap") == 10001 else cap(body)
     counts = store.write(key, cands, c)
     result = {
         "ok": True,
@@ -322,9 +338,12 @@ def _list(store: MemoryStore, body: Mapping[str, Any]) -> Reply:
     n = limit(body)
     q = query(body, required=False)
     found = store.list(key, n, q)
+    records = [record_json(r) for r in found]
+    if store.quirks("mem-optional-fields-null"):  # mutant: unset optionals sent as null
+        records = [{**dict.fromkeys(_OPTIONAL), **r} for r in records]
     return Reply(
         200,
-        {"records": [record_json(r) for r in found]},
+        {"records": records},
         {"scopeKey": key, "records": len(found), "filtered": q is not None},
     )
 

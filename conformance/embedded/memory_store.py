@@ -39,7 +39,9 @@ from conformance.embedded.catalogue import Quirks
 from reference.memory.engine import (
     DEFAULT_SCOPE_CAP,
     Dedup,
+    Insert,
     candidate_cap,
+    eviction_key,
     fts_match_tokens,
     mint_record,
     normalize_text,
@@ -48,7 +50,7 @@ from reference.memory.engine import (
     rank_records,
 )
 from reference.memory.records import MemoryCandidate, MemoryRecord
-from reference.memory.scoring import keyword_match, tokenize
+from reference.memory.scoring import collapse_whitespace, keyword_match, tokenize
 
 SCHEMA: tuple[str, ...] = (
     """
@@ -351,6 +353,12 @@ class MemoryStore:
             " RETURNING rid",
             (to, record_id, scope_key),
         ).fetchall()
+        if not row and to == "forgotten" and self.quirks("mem-forget-dead-record"):
+            # mutant: a record already dead is "forgotten" again (and answered true)
+            row = c.execute(
+                "UPDATE records SET status = ? WHERE id = ? AND scope_key = ? RETURNING rid",
+                (to, record_id, scope_key),
+            ).fetchall()
         if not row:
             return False
         c.execute("DELETE FROM records_fts WHERE rowid = ?", (row[0][0],))
@@ -371,15 +379,35 @@ class MemoryStore:
             " WHERE scope_key = ? AND status = 'active' AND norm = ?",
             (scope_key, normalize_text(cand.text)),
         ).fetchall()
+        if self.quirks("mem-dedup-case-sensitive"):  # mutant: the dedup key keeps the case
+            rows = [r for r in rows if collapse_whitespace(r[4]) == collapse_whitespace(cand.text)]
+        if self.quirks("mem-dedup-whitespace-sensitive"):  # mutant: no whitespace collapse
+            rows = [r for r in rows if r[4].strip().lower() == cand.text.strip().lower()]
+        if self.quirks("mem-batch-planned-against-old-state"):  # mutant: own batch invisible
+            rows = [r for r in rows if r[0] <= self._batch_start_seq]
+        if self.quirks("mem-superseded-still-dedup-target"):  # mutant: dead rows still match
+            rows += c.execute(
+                f"SELECT seq, {_COLUMNS} FROM records"
+                " WHERE scope_key = ? AND status = 'superseded' AND norm = ?",
+                (scope_key, normalize_text(cand.text)),
+            ).fetchall()
+            rows = [(*r[:13], "active") for r in rows]
         if cand.supersedes:  # plan_write's own truthiness: "" is no supersede
             target = c.execute(
                 f"SELECT seq, {_COLUMNS} FROM records"
                 " WHERE id = ? AND scope_key = ? AND status = 'active'",
                 (cand.supersedes, scope_key),
             ).fetchone()
+            if target is None and self.quirks("mem-supersede-across-scopes"):
+                target = c.execute(  # mutant: the target is looked up in every scope
+                    f"SELECT seq, {_COLUMNS} FROM records WHERE id = ? AND status = 'active'",
+                    (cand.supersedes,),
+                ).fetchone()
             if target is not None and all(target[0] != r[0] for r in rows):
                 rows.append(target)
         rows.sort(key=lambda r: r[0])
+        if self.quirks("mem-dedup-latest-wins"):  # mutant: the newest duplicate is bumped
+            rows.reverse()
         return [_record(r[1:]) for r in rows]
 
     # ------------------------------------------------------------------ operations
@@ -400,6 +428,13 @@ class MemoryStore:
                 (scope_key,),
             ).fetchone()
             seq = last[0] if last else 0
+            self._batch_start_seq = seq
+            before = 0
+            if self.quirks("mem-cap-checked-before-batch"):
+                (before,) = c.execute(
+                    "SELECT COUNT(*) FROM records WHERE scope_key = ? AND status = 'active'",
+                    (scope_key,),
+                ).fetchone()
             for i, cand in enumerate(candidates):
                 if i and self.quirks("race-batch-split"):
                     self._race_window(c)
@@ -415,22 +450,43 @@ class MemoryStore:
                         (scope_key,),
                     ).fetchone()
                 plan = plan_write(pool, cand)
+                if cand.supersedes and self.quirks("mem-collision-guard-missing"):
+                    # mutant: a correction restating another record dedups against it
+                    loose = plan_write(pool, replace(cand, supersedes=None))
+                    plan = loose if isinstance(loose, Dedup) else plan
+                if (
+                    plan == Insert(None)
+                    and cand.supersedes
+                    and self.quirks("mem-unresolved-supersede-dedups")
+                ):  # mutant: an unresolved supersede falls back to plain dedup
+                    pool = self._write_pool(c, scope_key, replace(cand, supersedes=None))
+                    plan = plan_write(pool, replace(cand, supersedes=None))
                 if isinstance(plan, Dedup):
                     c.execute(
                         "UPDATE records SET use_count = use_count + 1"
                         " WHERE id = ? AND scope_key = ? AND status = 'active'",
                         (plan.target_id, scope_key),
                     )
+                    if self.quirks("mem-dedup-sets-last-used"):  # mutant: dedup is a "use"
+                        c.execute(
+                            "UPDATE records SET last_used_at = ? WHERE id = ?",
+                            (now, plan.target_id),
+                        )
                     deduped += 1
                 else:
                     if plan.supersede_id is not None:
-                        if self._soft_delete(c, scope_key, plan.supersede_id, "superseded"):
+                        owner = scope_key
+                        if self.quirks("mem-supersede-across-scopes"):
+                            owner = plan.supersede_id[4:].rsplit(":", 1)[0]
+                        if self._soft_delete(c, owner, plan.supersede_id, "superseded"):
                             superseded += 1
                     seq += 1
                     if self.quirks("keywords-as-given") and cand.keywords is None:
                         cand = replace(cand, keywords=())
                     if self.quirks("unresolved-supersedes-dropped") and plan.supersede_id is None:
                         cand = replace(cand, supersedes=None)
+                    if self.quirks("mem-batch-stamps-each-record"):  # mutant: clock per insert
+                        now = self.now() + i
                     rec = mint_record(cand, scope_key, self._mint_id(scope_key, seq), now)
                     if self.quirks("last-used-at-on-mint"):
                         rec = replace(rec, last_used_at=rec.created_at)
@@ -447,6 +503,14 @@ class MemoryStore:
             ).fetchone()
             if not candidates and self.quirks("empty-batch-is-a-no-op"):
                 return WriteCounts(0, 0, 0, 0)
+            if self.quirks("mem-eviction-counts-superseded"):  # mutant: dead rows fill the cap
+                (dead,) = c.execute(
+                    "SELECT COUNT(*) FROM records WHERE scope_key = ? AND status = 'superseded'",
+                    (scope_key,),
+                ).fetchone()
+                active, cap = active + dead, max(cap - dead, 0)
+            if self.quirks("mem-cap-checked-before-batch"):  # mutant: judged on the old count
+                active = before
             if active > cap:
                 newest_first = self.quirks("evict-newest-of-a-tie-first")
                 rows = c.execute(
@@ -455,7 +519,22 @@ class MemoryStore:
                     f" ORDER BY seq {'DESC' if newest_first else 'ASC'}",
                     (scope_key,),
                 ).fetchall()
-                for rid in plan_eviction([_record(r) for r in rows], cap):
+                victims = plan_eviction([_record(r) for r in rows], cap)
+                live = [_record(r) for r in rows]
+                if self.quirks("mem-evict-most-recently-used"):
+                    victims = [r.id for r in sorted(live, key=eviction_key)[::-1][: len(victims)]]
+                if self.quirks("mem-evict-by-creation-only"):  # mutant: FIFO, not LRU
+                    victims = [r.id for r in sorted(live, key=lambda r: r.created_at)][
+                        : len(victims)
+                    ]
+                if self.quirks("mem-evict-ties-newer-first"):  # mutant: ties by newer createdAt
+                    victims = [
+                        r.id
+                        for r in sorted(live, key=lambda r: (eviction_key(r)[0], -r.created_at))
+                    ][: len(victims)]
+                if self.quirks("mem-evicted-not-counted"):  # mutant: the answer says 0
+                    evicted -= len(victims)
+                for rid in victims:
                     if self._soft_delete(c, scope_key, rid, "evicted"):
                         evicted += 1
         return WriteCounts(inserted, deduped, superseded, evicted)
@@ -467,6 +546,10 @@ class MemoryStore:
         ``useCount + 1``), like the model's ``store_retrieve``.
         """
         tokens = self._match_tokens(query)
+        if self.quirks("mem-prefilter-keeps-shortest-tokens"):  # mutant: the 24 shortest
+            tokens = sorted(dict.fromkeys(tokenize(query)), key=len)[:24]
+        if self.quirks("mem-distinct-query-tokens"):  # mutant: repeats in the query count once
+            query = " ".join(dict.fromkeys(tokenize(query)))
         if not tokens or limit <= 0:
             return []
         with self._tx() as c:
@@ -477,24 +560,49 @@ class MemoryStore:
                 " ON r.rid = records_fts.rowid"
                 " WHERE records_fts MATCH ? AND r.scope_key = ? AND r.status = 'active'"
                 " ORDER BY bm25(records_fts) LIMIT ?",
-                (match_expression(tokens), scope_key, self._candidate_cap(limit)),
+                (
+                    match_expression(tokens),
+                    scope_key,
+                    limit
+                    if self.quirks("mem-prefilter-cut-at-limit")
+                    else self._candidate_cap(limit),
+                ),
             ).fetchall()
             if self.quirks("ties-newest-first"):
                 rows.sort(key=lambda r: -_seq_of(r[0]))
-            ranked = rank_records([_record(r) for r in rows], query, limit, now)
-            if ranked and self.quirks("race-usage-rmw"):
+            pool = [_record(r) for r in rows]
+            if self.quirks("mem-substring-match"):  # mutant: a query token hits inside a word
+                rows = c.execute(
+                    f"SELECT {_COLUMNS} FROM records WHERE scope_key = ? AND status = 'active'",
+                    (scope_key,),
+                ).fetchall()
+                pool = [
+                    replace(r, keywords=(*r.keywords, *(t for t in tokens if t in r.text.lower())))
+                    for r in map(_record, rows)
+                ]
+            if self.quirks("mem-recency-from-created"):  # mutant: last use is not looked at
+                pool = [replace(r, last_used_at=None) for r in pool]
+            cut = limit + 1 if self.quirks("mem-retrieve-limit-off-by-one") else limit
+            by_id = {r.id: r for r in map(_record, rows)}
+            ranked = [by_id[r.id] for r in rank_records(pool, query, cut, now)]
+            bumped = ranked
+            if self.quirks("mem-usage-bumps-every-candidate"):  # mutant: the whole pool
+                bumped = list(by_id.values())
+            if self.quirks("mem-usage-not-bumped"):  # mutant: retrieve forgets the bump
+                bumped = []
+            if bumped and self.quirks("race-usage-rmw"):
                 self._race_window(c)
-                for r in ranked:
+                for r in bumped:
                     c.execute(
                         "UPDATE records SET last_used_at = ?, use_count = ? WHERE id = ?",
                         (now, r.use_count + 1, r.id),
                     )
-            elif ranked:
-                marks = ", ".join("?" for _ in ranked)
+            elif bumped:
+                marks = ", ".join("?" for _ in bumped)
                 c.execute(
                     "UPDATE records SET last_used_at = ?, use_count = use_count + 1"
                     f" WHERE id IN ({marks}) AND +scope_key = ?",
-                    (now, *(r.id for r in ranked), scope_key),
+                    (now, *(r.id for r in bumped), scope_key),
                 )
         if self.quirks("retrieve-shows-usage-before-bump"):
             return ranked
@@ -507,11 +615,34 @@ class MemoryStore:
 
     def list(self, scope_key: str, limit: int, query: str | None = None) -> list[MemoryRecord]:
         """Active records newest first; with a query, only whole-token hits; no usage bump."""
+        if self.quirks("mem-list-bumps-usage"):  # mutant: a list is counted as a use
+            with self._tx() as c:
+                c.execute(
+                    "UPDATE records SET last_used_at = ?, use_count = use_count + 1 WHERE id IN"
+                    " (SELECT id FROM records WHERE scope_key = ? AND status = 'active'"
+                    " ORDER BY seq DESC LIMIT ?)",
+                    (self.now(), scope_key, limit),
+                )
         with self._read() as c:
+            if query is not None and self.quirks("mem-list-substring-filter"):
+                rows = c.execute(  # mutant: LIKE '%token%' instead of whole tokens
+                    f"SELECT {_COLUMNS} FROM records WHERE scope_key = ? AND status = 'active'"
+                    " ORDER BY seq DESC",
+                    (scope_key,),
+                ).fetchall()
+                hit = [r for r in rows if any(t in r[3].lower() for t in tokenize(query))]
+                return [_record(r) for r in hit[:limit]]
+            if (
+                query is not None
+                and not tokenize(query)
+                and self.quirks("mem-list-blank-query-lists-all")
+            ):
+                query = None  # mutant: a query without tokens is treated as no filter
             if query is None:
                 rows = c.execute(
                     f"SELECT {_COLUMNS} FROM records WHERE scope_key = ? AND status = 'active'"
-                    " ORDER BY seq DESC LIMIT ?",
+                    f" ORDER BY seq {'ASC' if self.quirks('mem-list-oldest-first') else 'DESC'}"
+                    " LIMIT ?",
                     (scope_key, limit),
                 ).fetchall()
                 return [_record(r) for r in rows]
@@ -539,7 +670,14 @@ class MemoryStore:
     def forget(self, scope_key: str, record_id: str) -> bool:
         """Soft-delete one active record of the scope (status ``forgotten``) and its FTS row."""
         with self._tx() as c:
-            return self._soft_delete(c, scope_key, record_id, "forgotten")
+            if self.quirks("mem-forget-any-scope"):  # mutant: the id alone names the record
+                owner = c.execute("SELECT scope_key FROM records WHERE id = ?", (record_id,))
+                scope_key = next((r[0] for r in owner), scope_key)
+            gone = self._soft_delete(c, scope_key, record_id, "forgotten")
+            if gone and self.quirks("mem-ids-reused-after-forget"):
+                # mutant: forget deletes the row, so the next id (highest seq + 1) reuses it
+                c.execute("DELETE FROM records WHERE id = ?", (record_id,))
+            return gone
 
     # ------------------------------------------------------------------ introspection
 

@@ -363,10 +363,14 @@ class _Handler(BaseHTTPRequestHandler):
         if self.headers.get("Transfer-Encoding") is not None or len(values) != 1:
             return None, 411
         raw = values[0].strip(_OWS)
+        if self.server.quirks("mem-content-length-hex") and raw[:2].lower() == "0x":
+            raw = str(int(raw, 16)) if re.fullmatch(r"0[xX][0-9a-fA-F]{1,6}", raw) else raw
         if not _DIGITS.fullmatch(raw):
             return None, 411
         if len(raw.lstrip("0")) > 7 or int(raw) > MAX_BODY:
             return None, 413
+        if self.server.quirks("mem-413-at-the-limit") and int(raw) == MAX_BODY:
+            return None, 413  # mutant: ">=" where the fence is ">"
         return int(raw), 0
 
     def _drain_unread_body(self) -> bool:
@@ -415,6 +419,8 @@ class _Handler(BaseHTTPRequestHandler):
         # The whole field value (OWS trimmed, as Fetch's Headers do) must be exactly
         # "Bearer <token>"; compared in constant time over the raw bytes.
         presented = values[0].strip(_OWS).encode("latin-1", "replace")
+        if self.server.quirks("mem-auth-prefix-compare"):  # mutant: a prefix of the bearer passes
+            return presented.startswith(b"Bearer") and (b"Bearer " + token).startswith(presented)
         return hmac.compare_digest(presented, b"Bearer " + token)
 
     def _dispatch(self) -> None:
@@ -442,6 +448,10 @@ class _Handler(BaseHTTPRequestHandler):
         if kind == "health" and self.command == "POST" and self.server.quirks("post-healthz-404"):
             self._early(404, {"error": "not found"})
             return
+        if kind == "memory" and self.server.quirks("mem-auth-before-method"):
+            if not self._authorized():  # mutant: the bearer is checked before the method
+                self._early(401, _error(ledger, -32600, "unauthorized"))
+                return
         if self.command != allowed:
             self._early(405, _error(ledger, -32600, "method not allowed"), allow=allowed)
             return
@@ -455,6 +465,12 @@ class _Handler(BaseHTTPRequestHandler):
                 },
             )
             return
+        if kind == "memory" and self.server.quirks("mem-length-before-auth"):
+            _, early = self._declared_length()  # mutant: the length fence before the bearer
+            if early:
+                self.close_connection = True
+                self._early(early, _error(ledger, -32600, "length required"))
+                return
         if not self._authorized():
             self._early(401, _error(ledger, -32600, "unauthorized"))
             return
