@@ -15,7 +15,6 @@ OUTSIDE = re.compile(r"CLARIFICATIONS", re.IGNORECASE)
 
 
 @pytest.mark.clause()
-@pytest.mark.xfail(strict=True, reason="citation pass pending merge")
 def test_specs_cite_no_document_outside_the_repository() -> None:
     hits = [
         f"{path.name}:{n}"
