@@ -40,7 +40,8 @@ clauses: $(STAMP)
 
 ## make variants: every allowed variant (both protocols), whole corpus + the ci machine profile (slow)
 variants: $(STAMP)
-	MEMSPEC_VARIANTS_PROFILE=ci $(BIN)/python -m pytest -q -n 2 tests/embedded/test_memory_variants.py tests/harness/test_ledger_variants.py
+	MEMSPEC_VARIANTS_PROFILE=ci $(BIN)/python -m pytest -q -n 2 tests/embedded/test_memory_variants.py \
+	  tests/harness/test_ledger_variants.py tests/harness/test_contract.py
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks

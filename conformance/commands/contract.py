@@ -1129,3 +1129,58 @@ def run(args: argparse.Namespace) -> int:
             quiet=bool(args.quiet),
         )
     return int(data["exit_code"])
+
+
+# --------------------------------------------------------------------------- the run report
+
+#: The clauses the contract checks, per protocol: a protocol it checked with no finding passes
+#: them in the ``memspec run`` report (size fence, auth, routing, validation, answer shapes).
+CONTRACT_CLAUSES: dict[str, tuple[str, ...]] = {
+    "memory": (
+        "MEM-WIRE.1", "MEM-WIRE.3", "MEM-WIRE.4", "MEM-WIRE.5", "MEM-WIRE.6", "MEM-WIRE.8",
+        "MEM-WIRE.11", "MEM-WIRE.12", "MEM-WIRE.13", "MEM-WIRE.14", "MEM-WIRE.15",
+        "MEM-WIRE.16",
+    ),
+    "ledger": ("LED-WIRE.1", "LED-WIRE.2", "LED-WIRE.4", "LED-WIRE.6"),
+}  # fmt: skip
+
+
+def as_results(data: dict[str, Any]) -> list[Any]:
+    """A contract report as ``memspec run`` results of kind ``contract``: one failing result
+    per finding (its clause, the finding's title and detail, and the ``curl`` line that
+    reproduces it, token elided), and one passing result per checked protocol without one."""
+    from conformance.driver import StepOutcome
+    from conformance.runner import ScenarioResult
+    from conformance.scenario import Scenario
+
+    out: list[Any] = []
+    for protocol in data.get("options", {}).get("protocols", []):
+        found = [f for f in data.get("findings", []) if f.get("protocol") == protocol]
+        if not found:
+            scenario = Scenario(
+                protocol=protocol,
+                name=f"contract-{protocol}",
+                clauses=list(CONTRACT_CLAUSES[protocol]),
+                steps=[{"op": "contract", "args": {}}],
+                origin="memspec contract",
+            )  # type: ignore[arg-type]
+            result = ScenarioResult(scenario, "pass", kind="contract")
+            result.details["requests"] = data.get("requests")
+            out.append(result)
+            continue
+        for n, f in enumerate(found, 1):
+            scenario = Scenario(
+                protocol=protocol,
+                name=f"contract-{protocol}-{n:03d}-{_slug(f['check'])}",
+                clauses=[f["clause"]],
+                steps=[{"op": "contract", "args": {"route": f["route"], "check": f["check"]}}],
+                origin="memspec contract",
+            )  # type: ignore[arg-type]
+            reason = f"{f['title']}: {f['detail']} — reproduce: {f['curl']}"
+            outcome = StepOutcome(0, "contract", "diverge", (f["clause"],), "", None, reason=reason)
+            result = ScenarioResult(
+                scenario, "fail", [outcome], reason=reason, kind="contract", path=f.get("replay")
+            )
+            result.details["curl"] = f["curl"]  # the token is elided in every curl line
+            out.append(result)
+    return out

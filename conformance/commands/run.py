@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import importlib
+import io
 import math
 import re
 import secrets
@@ -256,6 +257,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     add_target_options(p)
     add_run_options(p)
+    p.add_argument(
+        "--contract",
+        metavar="PROFILE",
+        choices=("quick", "ci", "deep"),
+        help="also fuzz the OpenAPI contract (as `memspec contract --profile PROFILE`); its "
+        "findings join the report under their clauses, each with a curl line",
+    )
     p.set_defaults(func=run)
 
 
@@ -507,6 +515,7 @@ def execute(
             run_id=run_id,
             jobs=int(getattr(args, "jobs", 1) or 1),
             ledger_targets=session.ledger_extra,
+            contract=getattr(args, "contract", None),
         )
         if getattr(args, "clients", None):
             from conformance.concurrent.command import attach_concurrent
@@ -538,6 +547,7 @@ def run_pipeline(
     run_id: str | None = None,
     jobs: int = 1,
     ledger_targets: list[TargetConfig] | None = None,
+    contract: str | None = None,
 ) -> RunOutcome:
     """Drivers, corpus, machines, report — against one already reachable target."""
     from conformance.cli import UsageError
@@ -699,6 +709,20 @@ def run_pipeline(
                 if done.result is not None:
                     report.machine_clauses[done.protocol] = done.clauses
                     report.machines.append(done.result)
+        if contract is not None and shard.index == 1:
+            progress.set_phase("contract")
+            from conformance.commands.contract import as_results, run_contract
+
+            contract_data = run_contract(
+                config,
+                spec=spec,
+                profile=contract,
+                seed=seed,
+                report_dir=report_dir / "contract" if report_dir is not None else None,
+                out=io.StringIO(),
+                quiet=True,
+            )
+            report.scenarios.extend(as_results(contract_data))
         for protocol, driver in drivers.items():
             report.scopes_written[protocol] = driver.scopes_written()
     finally:

@@ -71,6 +71,8 @@ def print_summary(
     out.write(f"\nscenarios: {counts(s['scenarios'])}\n")
     if s.get("probes"):
         out.write(f"transport probes: {counts(s['probes'])}\n")
+    if s.get("contract"):
+        out.write(f"contract (OpenAPI fuzzing): {counts(s['contract'])}\n")
     for m in data["machines"]:
         out.write(
             f"{m['name']}: {m['verdict']} — {m['examples']} runs, {m['steps']} steps,"

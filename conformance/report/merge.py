@@ -317,9 +317,14 @@ def merge_reports(shards: list[tuple[Path, dict[str, Any]]]) -> dict[str, Any]:
                 " one store instance, whose single account scope each shard resets — give every"
                 " ledger shard a fresh store"
             )
-    counts: dict[str, dict[str, int]] = {"scenarios": {}, "probes": {}, "machines": {}}
+    counts: dict[str, dict[str, int]] = {
+        "scenarios": {},
+        "probes": {},
+        "contract": {},
+        "machines": {},
+    }
     for s in scenarios:
-        group = "probes" if s.get("kind") == "probe" else "scenarios"
+        group = {"probe": "probes", "contract": "contract"}.get(s.get("kind"), "scenarios")
         counts[group][s["verdict"]] = counts[group].get(s["verdict"], 0) + 1
     for m in machines:
         counts["machines"][m["verdict"]] = counts["machines"].get(m["verdict"], 0) + 1

@@ -19,7 +19,8 @@ Schema ``memspec-report/1`` (``report.json``)::
     divergences   [{source, name, protocol, clauses, step, op, reason, expected, exchange,
                     replay, expected_by}]
     expectations  {file, entries, stale: [{entry, status}]}
-    summary       {scenarios: {verdict: n}, probes: {verdict: n}, machines: {verdict: n},
+    summary       {scenarios: {verdict: n}, probes: {verdict: n}, contract: {verdict: n},
+                  machines: {verdict: n},
                    divergences, unexpected,
                    indeterminate, steps}
 
@@ -250,9 +251,14 @@ class RunReport:
             machines[-1]["divergences"] = found
             if not m.findings and m.failure is not None:
                 divergences.append(_divergence("machine", name, m.protocol, m.failure, replay, exp))
-        counts: dict[str, dict[str, int]] = {"scenarios": {}, "probes": {}, "machines": {}}
+        counts: dict[str, dict[str, int]] = {
+            "scenarios": {},
+            "probes": {},
+            "contract": {},
+            "machines": {},
+        }
         for s in self.scenarios:
-            group = "probes" if s.kind == "probe" else "scenarios"
+            group = {"probe": "probes", "contract": "contract"}.get(s.kind, "scenarios")
             counts[group][s.verdict] = counts[group].get(s.verdict, 0) + 1
         for m in self.machines:
             counts["machines"][m.verdict] = counts["machines"].get(m.verdict, 0) + 1

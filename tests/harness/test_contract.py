@@ -248,3 +248,89 @@ def test_the_scrubber_removes_the_token_in_every_escaping() -> None:
         assert TOKEN not in cleaned and TOKEN.lower() not in cleaned.lower()
         assert "$MEMSPEC_TOKEN" in cleaned, text
     assert scrub.deep({"a": [f"Bearer {TOKEN}"]}) == {"a": ["Bearer $MEMSPEC_TOKEN"]}
+
+
+# --------------------------------------------------------------------------- joined into run
+
+
+@pytest.mark.clause("MEM-WIRE.3", "MEM-WIRE.5", "MEM-WIRE.6")
+def test_contract_findings_join_the_run_report_with_curl_lines(
+    tmp_path: Path, broken_url: str
+) -> None:
+    """``memspec run --contract``: each finding is a failing result of kind ``contract`` under
+    its clause, in the clause table and the divergences, its reason carrying the curl line
+    (token elided); the run's verdict is NOT CONFORMANT."""
+    from conformance.commands.run import run_pipeline
+    from conformance.driver import TargetConfig
+
+    config = TargetConfig(broken_url, Secret(TOKEN), 10.0, label="broken")
+    outcome = run_pipeline(
+        config, spec="memory", corpus=False, machines=False, contract="quick",
+        report_dir=tmp_path / "r", quiet=True,
+    )  # fmt: skip
+    data = _strict(tmp_path / "r" / "report.json")
+    assert outcome.exit_code == 1 and data["exit_code"] == 1
+    found = [s for s in data["scenarios"] if s["kind"] == "contract"]
+    assert found and all(s["verdict"] == "fail" for s in found)
+    failed = {r["id"] for r in data["clauses"] if r["failed"]}
+    assert {"MEM-WIRE.3", "MEM-WIRE.5"} <= failed, failed
+    assert all("— reproduce: " in s["reason"] and "curl -sS" in s["reason"] for s in found)
+    assert any("$MEMSPEC_TOKEN" in s["reason"] for s in found)  # the token, elided
+    assert data["summary"]["contract"].get("fail") == len(found)
+    text = "".join(
+        p.read_text(errors="replace") for p in (tmp_path / "r").rglob("*") if p.is_file()
+    )
+    assert TOKEN not in text and json.dumps(TOKEN)[1:-1] not in text
+
+
+@pytest.mark.clause("MEM-WIRE.3", "MEM-WIRE.5", "LED-WIRE.1", "LED-WIRE.2")
+def test_the_bundled_store_passes_the_contract_inside_a_run(tmp_path: Path) -> None:
+    from conformance.commands.run import run_pipeline, start_bundled_store
+    from conformance.driver import TargetConfig
+
+    handle = start_bundled_store(TOKEN)
+    try:
+        config = TargetConfig(handle.url, Secret(TOKEN), 10.0, label="bundled store")
+        outcome = run_pipeline(
+            config, spec="all", corpus=False, machines=False, contract="quick",
+            report_dir=tmp_path / "r", quiet=True,
+        )  # fmt: skip
+    finally:
+        handle.stop()
+    data = outcome.data
+    assert outcome.exit_code == 0, [
+        s["reason"] for s in data["scenarios"] if s["verdict"] != "pass"
+    ]
+    assert data["summary"]["contract"] == {"pass": 2}
+    assert {r["id"] for r in data["clauses"] if r["passed"]} >= {"MEM-WIRE.5", "LED-WIRE.2"}
+
+
+def _variant_names() -> list[str]:
+    from conformance.embedded.catalogue import variants
+
+    return [v.name for v in variants()]
+
+
+@pytest.mark.clause("MEM-WIRE.3", "MEM-WIRE.5", "LED-WIRE.1", "LED-WIRE.2")
+@pytest.mark.parametrize("name", _variant_names())
+def test_every_allowed_variant_has_no_contract_finding(name: str, tmp_path: Path) -> None:
+    """An allowed variant makes another allowed choice: the contract finds nothing in it.
+    Slow over the whole catalogue, so it runs with ``make variants`` (as CI's nightly would)."""
+    import os
+
+    if not os.environ.get("MEMSPEC_VARIANTS_PROFILE"):
+        pytest.skip("the whole catalogue: run with `make variants`")
+    from conformance.commands.contract import run_contract
+    from conformance.commands.run import start_bundled_store
+    from conformance.driver import TargetConfig
+    from conformance.embedded.catalogue import ENTRIES
+
+    handle = start_bundled_store(TOKEN, frozenset({name}))
+    try:
+        config = TargetConfig(handle.url, Secret(TOKEN), 10.0, label=name)
+        data = run_contract(
+            config, spec=ENTRIES[name].protocol, profile="quick", report_dir=tmp_path, quiet=True
+        )
+    finally:
+        handle.stop()
+    assert data["findings"] == [], [(f["clause"], f["title"]) for f in data["findings"]]
