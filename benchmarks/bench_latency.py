@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     jobs = args.jobs if args.jobs is not None else 0
     rows = []
     for d in delays:
-        row = run_once(d, args.profile, min(jobs or 4, 4), args.spec, extra)
+        row = run_once(d, args.profile, jobs or 4, args.spec, extra)
         rows.append(row)
         print(
             f"   one-way {d:>3} ms: {row['wall_s']:7.1f} s  {row['verdict']}"
