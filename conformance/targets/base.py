@@ -16,7 +16,7 @@ store.  The client is deliberately defensive, because the stores it talks to may
   deep — anything else is an answer with a ``body_error``, never an exception;
 * answers are kept exactly as the target sent them: the bearer token (a
   :class:`~conformance.driver.Secret`) is blanked where things are *shown*
-  (:mod:`conformance.report.scrub`), never before judging;
+  (:mod:`conformance.scrub`), never before judging;
 * every transport failure (timeout, refused, reset, protocol garbage) becomes an
   :class:`~conformance.driver.Exchange` with ``transport_error`` set — never an exception;
 * :meth:`HttpTarget.raw` sends a request byte for byte on a fresh connection, for the cases a

@@ -1,8 +1,8 @@
 """The ledger binding target: ``POST /ledger/<method>`` and the ``/ledger/_test/*`` controls.
 
-Built on :class:`~conformance.targets.base.HttpTarget` (sync httpx, a timeout on every request,
-bounded answers, no redirects, the bearer token a :class:`~conformance.driver.Secret` that
-never reaches an exchange, a report or a log).
+Built on :class:`~conformance.targets.base.HttpTarget` (memspec's own HTTP/1.1 client: a
+deadline on every whole request, bounded answers, no redirects, the bearer token a
+:class:`~conformance.driver.Secret` that never reaches an exchange, a report or a log).
 
 Capabilities a ledger target can have (probed; a declaration in the target profile wins):
 
