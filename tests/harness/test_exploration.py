@@ -8,13 +8,9 @@ three independent ways — the "done when" of the trustworthy-verdicts issue.
 
 from __future__ import annotations
 
-import http.client
 import json
-import re
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -22,77 +18,12 @@ import pytest
 from memory_harness_kit import TOKEN, bundled_store, forget_only_claims, make_driver
 
 from conformance.cli import main
+from conformance.commands.selftest import Fault, FaultProxy
 from conformance.machines import run_machine
 from conformance.machines.probes import LEDGER_PROBES, MEMORY_PROBES, run_probes
 from conformance.machines.profiles import Profile
 from conformance.runner import run_scenario
 from conformance.scenario import load_scenario
-
-Fault = Callable[[str, int, Any], Any]
-
-# --------------------------------------------------------------------------- a fault proxy
-
-
-class FaultProxy:
-    """A loopback proxy in front of ``upstream``: requests go through unchanged, JSON answers
-    pass through ``fault(route, status, body)`` (a minimal copy of selftest's proxy)."""
-
-    def __init__(self, upstream: str, fault: Fault) -> None:
-        m = re.fullmatch(r"http://127\.0\.0\.1:(\d+)", upstream)
-        assert m is not None, upstream
-        port = int(m.group(1))
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-            disable_nagle_algorithm = True
-
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
-                pass
-
-            def _forward(self) -> None:
-                length = self.headers.get("Content-Length", "")
-                readable = length.isdigit() and int(length) <= 512 * 1024
-                body = self.rfile.read(int(length)) if readable else b""
-                if not readable:
-                    self.close_connection = True
-                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-                try:
-                    conn.putrequest(self.command, self.path, skip_accept_encoding=True)
-                    for k, v in self.headers.items():
-                        if k.lower() not in ("connection", "host", "transfer-encoding"):
-                            conn.putheader(k, v)
-                    conn.putheader("Connection", "close")
-                    conn.endheaders()
-                    if body:
-                        conn.send(body)
-                    resp = conn.getresponse()
-                    status, data = resp.status, resp.read()
-                finally:
-                    conn.close()
-                try:
-                    parsed = json.loads(data)
-                    route = self.path.split("?", 1)[0]
-                    data = json.dumps(fault(route, status, parsed)).encode()
-                except ValueError:
-                    pass
-                self.send_response_only(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            do_GET = do_POST = do_PUT = _forward
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(timeout=5)
 
 
 @contextmanager
