@@ -31,7 +31,7 @@ from typing import Any
 from conformance.report.expect import Expectation, match
 from conformance.report.html import report_html
 from conformance.report.junit import junit_xml
-from conformance.report.model import SCHEMA, spec_clauses
+from conformance.report.model import SCHEMA, Tally, clause_table
 from conformance.shard import Shard
 
 MARKER = "shard.json"
@@ -182,51 +182,37 @@ def _merge_machines(
 
 
 def clause_rows(scenarios: list[dict[str, Any]], machines: list[dict[str, Any]]) -> list[Any]:
-    """The clause table from report JSON (the same as ``RunReport.clause_rows``)."""
-    known = spec_clauses()
-    rows: dict[str, dict[str, Any]] = {}
+    """The clause table from report JSON, counted as ``RunReport.clause_rows`` counts it
+    (:func:`conformance.report.model.clause_table`): per-step skips of probes the target could
+    not carry, and one failure per distinct divergence of a machine."""
+    items: list[Tally] = []
 
-    def row(cid: str) -> dict[str, Any]:
-        if cid not in rows:
-            c = known.get(cid)
-            rows[cid] = {
-                "id": cid,
-                "title": c.title if c else "",
-                "level": c.level if c else "",
-                "passed": 0,
-                "failed": 0,
-                "skipped": 0,
-                "indeterminate": 0,
-                "skip_reasons": [],
-                "expected": [],
-            }
-        return rows[cid]
+    def expected(r: dict[str, Any]) -> str | None:
+        return (r.get("expected_by") or {}).get("reason")
 
-    for r in [*scenarios, *machines]:
-        verdict, clauses, failed = r["verdict"], r["clauses"], r["failed_clauses"]
-        if verdict == "pass":
-            for cid in clauses:
-                row(cid)["passed"] += 1
-        elif verdict == "skip":
-            for cid in clauses:
-                x = row(cid)
-                x["skipped"] += 1
-                if r["reason"] and r["reason"] not in x["skip_reasons"]:
-                    x["skip_reasons"].append(r["reason"])
+    for r in scenarios:
+        items.append(
+            Tally(r["clauses"], r["failed_clauses"], r["verdict"], r["reason"], expected(r))
+        )
+        for o in r.get("steps") or []:
+            if (
+                o.get("verdict") == "skip"
+                and (o.get("details") or {}).get("unobservable")
+                and r["verdict"] != "skip"
+            ):
+                declared = r.get("declared_clauses", r["clauses"])
+                cids = list(dict.fromkeys((*declared, *o.get("clauses", []))))
+                items.append(Tally(cids, [], "skip", f"step {o['index']}: {o.get('reason', '')}"))
+    for m in machines:
+        found = m.get("divergences") or []
+        if found:
+            for f in found:
+                items.append(Tally(m["clauses"], f["clauses"], "fail", f["reason"], expected(f)))
         else:
-            key = "failed" if verdict == "fail" else "indeterminate"
-            exp = r.get("expected_by")
-            for cid in failed or clauses:
-                x = row(cid)
-                x[key] += 1
-                if exp and exp["reason"] not in x["expected"]:
-                    x["expected"].append(exp["reason"])
-
-    def sort_key(cid: str) -> tuple[str, int]:
-        area, _, n = cid.rpartition(".")
-        return (area, int(n) if n.isdigit() else 0)
-
-    return sorted(rows.values(), key=lambda x: sort_key(x["id"]))
+            items.append(
+                Tally(m["clauses"], m["failed_clauses"], m["verdict"], m["reason"], expected(m))
+            )
+    return clause_table(items)
 
 
 def _stale(

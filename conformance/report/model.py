@@ -55,6 +55,61 @@ def spec_clauses() -> dict[str, Clause]:
         return {}
 
 
+@dataclass(frozen=True)
+class Tally:
+    """One result as the clause table counts it: the clauses it speaks for, those it failed,
+    its verdict and reason, and the reason of the ``--expect`` entry that accepts it."""
+
+    clauses: list[str]
+    failed: list[str]
+    verdict: str
+    reason: str
+    expected: str | None = None
+
+
+def clause_table(items: list[Tally]) -> list[dict[str, Any]]:
+    """The clause table: per clause, how many results passed, failed, were skipped (with the
+    reasons) or indeterminate, and the reasons of the expectations that accepted a failure.
+    One function for a run's report and for the merge of shard reports."""
+    known = spec_clauses()
+    rows: dict[str, dict[str, Any]] = {}
+
+    def row(cid: str) -> dict[str, Any]:
+        if cid not in rows:
+            c = known.get(cid)
+            rows[cid] = {
+                "id": cid,
+                "title": c.title if c else "",
+                "level": c.level if c else "",
+                "passed": 0,
+                "failed": 0,
+                "skipped": 0,
+                "indeterminate": 0,
+                "skip_reasons": [],
+                "expected": [],
+            }
+        return rows[cid]
+
+    for t in items:
+        if t.verdict == "pass":
+            for cid in t.clauses:
+                row(cid)["passed"] += 1
+        elif t.verdict == "skip":
+            for cid in t.clauses:
+                r = row(cid)
+                r["skipped"] += 1
+                if t.reason and t.reason not in r["skip_reasons"]:
+                    r["skip_reasons"].append(t.reason)
+        else:
+            key = "failed" if t.verdict == "fail" else "indeterminate"
+            for cid in t.failed or t.clauses:
+                r = row(cid)
+                r[key] += 1
+                if t.expected is not None and t.expected not in r["expected"]:
+                    r["expected"].append(t.expected)
+    return sorted(rows.values(), key=lambda r: _clause_sort_key(r["id"]))
+
+
 @dataclass
 class RunReport:
     run_id: str
@@ -99,45 +154,13 @@ class RunReport:
         return 1 if self.unexpected() else 0
 
     def clause_rows(self) -> list[dict[str, Any]]:
-        known = spec_clauses()
-        rows: dict[str, dict[str, Any]] = {}
-
-        def row(cid: str) -> dict[str, Any]:
-            if cid not in rows:
-                c = known.get(cid)
-                rows[cid] = {
-                    "id": cid,
-                    "title": c.title if c else "",
-                    "level": c.level if c else "",
-                    "passed": 0,
-                    "failed": 0,
-                    "skipped": 0,
-                    "indeterminate": 0,
-                    "skip_reasons": [],
-                    "expected": [],
-                }
-            return rows[cid]
+        items: list[Tally] = []
 
         def add(
             clauses: list[str], failed: list[str], verdict: str, reason: str, name: str
         ) -> None:
-            if verdict == "pass":
-                for cid in clauses:
-                    row(cid)["passed"] += 1
-            elif verdict == "skip":
-                for cid in clauses:
-                    r = row(cid)
-                    r["skipped"] += 1
-                    if reason and reason not in r["skip_reasons"]:
-                        r["skip_reasons"].append(reason)
-            else:
-                key = "failed" if verdict == "fail" else "indeterminate"
-                exp = self.expected_by(name, failed)
-                for cid in failed or clauses:
-                    r = row(cid)
-                    r[key] += 1
-                    if exp is not None and exp.reason not in r["expected"]:
-                        r["expected"].append(exp.reason)
+            exp = self.expected_by(name, failed) if verdict in ("fail", "indeterminate") else None
+            items.append(Tally(clauses, failed, verdict, reason, exp.reason if exp else None))
 
         for s in self.scenarios:
             add(s.scenario.all_clauses(), s.failed_clauses(), s.verdict, s.reason, s.name)
@@ -154,7 +177,7 @@ class RunReport:
                     add(clauses, list(f.clauses), "fail", f.reason, machine_name(m))
             else:
                 add(clauses, list(m.clauses), m.verdict, m.reason, machine_name(m))
-        return sorted(rows.values(), key=lambda r: _clause_sort_key(r["id"]))
+        return clause_table(items)
 
     def stale_expectations(self) -> list[dict[str, Any]]:
         failing = self.failing()
@@ -193,6 +216,7 @@ class RunReport:
                     "verdict": s.verdict,
                     "reason": s.reason,
                     "clauses": s.scenario.all_clauses(),
+                    "declared_clauses": list(s.scenario.clauses),
                     "failed_clauses": s.failed_clauses(),
                     "elapsed_s": round(s.elapsed_s, 4),
                     "steps": [o.to_json() for o in s.outcomes],
