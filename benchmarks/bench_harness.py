@@ -83,14 +83,14 @@ class Recorder:
 
 
 class OracleTimer:
-    """Times ``MemoryOracle.expect`` and ``judge`` (the model runs inside them)."""
+    """Times ``MemoryOracle.allowed`` and ``judge`` (the model runs inside them)."""
 
     def __init__(self) -> None:
         self.seconds = 0.0
         self._saved: dict[str, Any] = {}
 
     def __enter__(self) -> OracleTimer:
-        for name in ("expect", "judge"):
+        for name in ("allowed", "judge"):
             original = MemoryOracle.__dict__.get(name)
             if original is None:
                 continue

@@ -330,10 +330,10 @@ class MemoryDriver:
         # The model answers first (at model time ``now``): the allowed answers say whether this
         # step may change a scope — only then is it a mutating step, spaced on that scope.
         now = self._clock()
-        expectation = self.oracle.expect(sent, now)
-        self._space(expectation.changes)
+        allowed = self.oracle.allowed(sent, now)
+        self._space(allowed.changes)
         ex = send()
-        self._mutated(expectation.changes)
+        self._mutated(allowed.changes)
         unobservable = _not_observable(op, sent, ex)
         if unobservable is not None:
             return StepOutcome(
@@ -341,12 +341,12 @@ class MemoryDriver:
                 op,
                 "skip",
                 clauses,
-                _describe_allowed_statuses(expectation),
+                _describe_allowed_statuses(allowed),
                 ex,
                 reason=f"not observable through this target: {unobservable}",
                 details={"unobservable": True},
             )
-        judgement = self.oracle.judge(sent, ex, now, expectation)
+        judgement = self.oracle.judge(sent, ex, now, allowed)
         if judgement.verdict == "pass" and not _json_media_type(ex.content_type):
             return StepOutcome(
                 index,
@@ -640,9 +640,9 @@ def _json_media_type(content_type: str) -> bool:
     return not media or media == "application/json" or media.endswith("+json")
 
 
-def _describe_allowed_statuses(expectation: Any) -> str:
+def _describe_allowed_statuses(answers: Any) -> str:
     statuses: set[int] = set()
-    for _w, _req, allowed in expectation.per_world:
+    for _w, _req, allowed in answers.per_world:
         statuses |= set(allowed.statuses)
     return "HTTP " + " or ".join(str(s) for s in sorted(statuses))
 

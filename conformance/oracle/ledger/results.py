@@ -1,0 +1,347 @@
+"""A whole result against the model's, one comparer per kind of result.
+
+Records (a single record, a listing with its 50 cut and unordered ties, a history read whose
+tombstones may be left out), a sweep's expired ids as a set, a packet's lines through the id
+bijection with equal ranks unordered, and exact results (settings, a consolidation batch's
+counts, the clock) where only the fields the spec names are judged (LED-WIRE.6).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from conformance.oracle.ledger.clauses import LIST_LIMIT, method_clauses, uniq
+from conformance.oracle.ledger.correspondences import Context
+from conformance.oracle.ledger.records import ABSENT, Diff, compare_record, pair_records
+from reference.ledger.outcome import Ok
+from reference.ledger.timefmt import parse_rfc3339
+from reference.ledger.wire import answer_instant, same_instant
+
+
+def compare_result(
+    method: str,
+    outcome: Ok,
+    body: Any,
+    ctx: Context,
+    full_listing: Sequence[dict[str, Any]] | None,
+    packet: Sequence[tuple[str, tuple[Any, ...]]] | None,
+) -> list[Diff]:
+    """The differences between the target's result and the model's, by the method's kind of result.
+    """
+    want = outcome.result
+    if method in (
+        "memory/save_memory_record",
+        "memory/delete_memory_record",
+        "memory/supersede_memory_record",
+        "memory/approve_memory_record",
+        "memory/reject_memory_record",
+        "_test/propose",
+        "_test/set_expiry",
+    ):
+        assert isinstance(want, dict)
+        return compare_record(want, body, ctx, "record")
+    if method == "memory/list_memory_records":
+        assert isinstance(want, dict)
+        return _compare_listing(want, body, ctx, full_listing)
+    if method == "memory/list_memory_records_as_of":
+        assert isinstance(want, dict)
+        return _compare_as_of(want, body, ctx, outcome.may_omit)
+    if method == "_test/sweep":
+        assert isinstance(want, dict)
+        return _compare_sweep(want, body, ctx)
+    if method == "_test/packet":
+        assert isinstance(want, dict)
+        return _compare_packet(want, body, ctx, packet)
+    if method == "_test/consolidate":
+        clauses = ("LED-GATE.9", "LED-GATE.1", "LED-GATE.6")
+        named = frozenset({"applied", "invalid", "refused", "declined"})
+        for option in outcome.one_of:
+            if not _compare_exact(option, body, clauses, named):
+                return []
+        return _compare_exact(want, body, clauses, named)
+    if method in ("memory/get_consolidation_settings", "memory/update_consolidation_settings"):
+        return _compare_exact(
+            want,
+            body,
+            ("LED-CONS.2", "LED-CONS.1", "LED-BUDGET.4"),
+            SETTINGS_FIELDS,
+            # heldRecords counts what the run did not write too when the ledger was dirty
+            outcome.extra_fields if not ctx.foreign else {},
+        )
+    if method == "_test/set_clock" and isinstance(want, dict) and isinstance(body, dict):
+        seen = answer_instant(body.get("now"))
+        m = parse_rfc3339(str(want.get("now")))
+        if seen is None or m is None or not same_instant(m, seen):
+            return [Diff("result.now", want.get("now"), body.get("now"), ("LED-WIRE.7",))]
+        return []
+    return _compare_exact(
+        want,
+        body,
+        method_clauses(method),
+        frozenset(want) if isinstance(want, dict) else frozenset(),
+    )
+
+
+#: The fields of a settings answer the spec names (LED-CONS.2); any other is not judged, except
+#: those the model declares in ``Ok.extra_fields`` (``heldRecords``).
+SETTINGS_FIELDS = frozenset(
+    {"scopeKey", "mode", "harness", "model", "maxRecords", "allowRemoval", "debounceSeconds"}
+)
+
+
+def _compare_exact(
+    want: Any,
+    got: Any,
+    clauses: tuple[str, ...],
+    named: frozenset[str] = frozenset(),
+    extra: Any = None,
+) -> list[Diff]:
+    """Compare the fields the spec names exactly; a field it does not name is allowed (and, if
+    the model declares it in ``extra``, must have the declared value) (LED-WIRE.6)."""
+    if not isinstance(got, dict) or not isinstance(want, dict):
+        return [] if json_equal(want, got) else [Diff("result", want, got, clauses)]
+    diffs = []
+    extra = extra or {}
+    for name in want.keys() | got.keys():
+        w = want.get(name, ABSENT)
+        g = got.get(name, ABSENT)
+        if w is ABSENT and name not in named:
+            if name in extra and not json_equal(extra[name], g):
+                diffs.append(Diff(f"result.{name}", extra[name], g, clauses, "if present"))
+            continue
+        if w is ABSENT or g is ABSENT or not json_equal(w, g):
+            diffs.append(Diff(f"result.{name}", w, g, clauses))
+    return diffs
+
+
+def json_equal(a: Any, b: Any) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(json_equal(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return a == b
+    return type(a) is type(b) and a == b
+
+
+def _envelope(want: dict[str, Any], got: Any, clauses: tuple[str, ...]) -> list[Diff] | list[Any]:
+    """Check ``{scopeKey, records}``; returns diffs, or [] and leaves records to the caller."""
+    if not isinstance(got, dict) or not {"scopeKey", "records"} <= set(got):
+        keys = sorted(got) if isinstance(got, dict) else type(got).__name__
+        return [Diff("result", "{scopeKey, records}", keys, ("LED-WIRE.6",) + clauses)]
+    if got["scopeKey"] != want["scopeKey"]:
+        return [Diff("result.scopeKey", want["scopeKey"], got["scopeKey"], clauses)]
+    if not isinstance(got["records"], list):
+        return [Diff("result.records", "an array", got["records"], ("LED-WIRE.6",) + clauses)]
+    return []
+
+
+def _compare_listing(
+    want: dict[str, Any],
+    got: Any,
+    ctx: Context,
+    full: Sequence[dict[str, Any]] | None,
+) -> list[Diff]:
+    """A listing: newest ``updatedAt`` first, ties unordered, any members of the tie the 50 cut
+    straddles (LED-LIST.1, LED-LIST.2)."""
+    clauses = ("LED-LIST.1", "LED-LIST.2")
+    bad = _envelope(want, got, clauses)
+    if bad:
+        return bad
+    got_recs = [
+        r for r in got["records"] if not (isinstance(r, dict) and r.get("id") in ctx.foreign)
+    ]
+    allowed = list(full) if full is not None else list(want["records"])
+    # Which records may appear: every record of the tie classes above the cut, and any members
+    # of the class the cut falls into (LED-LIST.2, ties unordered).
+    n_expected = min(LIST_LIMIT, len(allowed))
+    mandatory: list[dict[str, Any]] = []
+    optional: list[dict[str, Any]] = []
+    taken = 0
+    for cls in _tie_classes(allowed, lambda r: r["updatedAt"]):
+        if taken >= n_expected:
+            break
+        if taken + len(cls) <= n_expected:
+            mandatory.extend(cls)
+            taken += len(cls)
+        else:
+            optional.extend(cls)
+            taken = n_expected
+    diffs: list[Diff] = []
+    if len(got_recs) != n_expected:
+        diffs.append(
+            Diff(
+                "result.records.length",
+                n_expected,
+                len(got_recs),
+                ("LED-LIST.2",) if len(got_recs) > LIST_LIMIT else ("LED-LIST.1", "LED-STATUS.4"),
+            )
+        )
+    pool = mandatory + optional
+    may_skip = frozenset(str(r["id"]) for r in optional)
+    pdiffs, pairs = pair_records(pool, got_recs, ctx, "list", may_omit=may_skip)
+    # Every missing optional record is fine only as long as the length matched (checked above).
+    diffs.extend(pdiffs)
+    if diffs:
+        return diffs
+    # Order: the target's sequence must be non-increasing in the model's updatedAt.
+    model_of_target = {j: pool[i] for i, j in pairs}
+    prev: str | None = None
+    for j in range(len(got_recs)):
+        rec = model_of_target.get(j)
+        if rec is None:
+            continue
+        ts = str(rec["updatedAt"])
+        if prev is not None and ts > prev:
+            diffs.append(
+                Diff(
+                    f"list[{j}]",
+                    "newest updatedAt first",
+                    f"updatedAt {ts} after {prev}",
+                    ("LED-LIST.2",),
+                )
+            )
+            break
+        prev = ts
+    return diffs
+
+
+def _tie_classes(
+    recs: Sequence[dict[str, Any]], key: Callable[[dict[str, Any]], Any]
+) -> list[list[dict[str, Any]]]:
+    """Runs of consecutive records with equal ``key``."""
+    classes: list[list[dict[str, Any]]] = []
+    for r in recs:
+        if classes and key(classes[-1][0]) == key(r):
+            classes[-1].append(r)
+        else:
+            classes.append([r])
+    return classes
+
+
+def _compare_as_of(
+    want: dict[str, Any], got: Any, ctx: Context, may_omit: frozenset[str]
+) -> list[Diff]:
+    """A history read: the records valid at the instant as a set; tombstones may be left out
+    (LED-ASOF.1, LED-ASOF.2)."""
+    clauses = ("LED-ASOF.1",)
+    bad = _envelope(want, got, clauses)
+    if bad:
+        return bad
+    got_recs = [
+        r for r in got["records"] if not (isinstance(r, dict) and r.get("id") in ctx.foreign)
+    ]
+    diffs, _pairs = pair_records(want["records"], got_recs, ctx, "as_of", may_omit=may_omit)
+    return [
+        Diff(d.where, d.want, d.got, uniq(d.clauses + ("LED-ASOF.2",)), d.note)
+        if _about_tombstone(d)
+        else d
+        for d in diffs
+    ]
+
+
+def _about_tombstone(d: Diff) -> bool:
+    """Whether a difference is about a tombstone (a deleted record or its body)."""
+    return (
+        (isinstance(d.want, dict) and d.want.get("status") == "deleted")
+        or (isinstance(d.got, dict) and d.got.get("status") == "deleted")
+        or d.where.endswith(".body")
+    )
+
+
+def _compare_sweep(want: dict[str, Any], got: Any, ctx: Context) -> list[Diff]:
+    """A sweep's ``expired`` ids as a set, through the id bijection (LED-EXP.2)."""
+    clauses = ("LED-EXP.2",)
+    if not isinstance(got, dict) or not isinstance(got.get("expired"), list):
+        return [Diff("result", want, got, ("LED-WIRE.7",) + clauses, "{expired: [ids]}")]
+    got_ids = got["expired"]
+    want_ids = [str(x) for x in want["expired"]]
+    if len(got_ids) != len(set(map(str, got_ids))) or len(got_ids) != len(want_ids):
+        return [Diff("result.expired", want_ids, got_ids, clauses, "as a set")]
+    unknown_m = [m for m in want_ids if m not in ctx.ids.m2t]
+    expect_known = {ctx.ids.m2t[m] for m in want_ids if m in ctx.ids.m2t}
+    extra = [t for t in got_ids if t not in expect_known]
+    if len(extra) != len(unknown_m):
+        return [Diff("result.expired", want_ids, got_ids, clauses, "as a set")]
+    for t in extra:
+        if t in ctx.ids.t2m:  # a known record the model did not expire
+            return [Diff("result.expired", want_ids, got_ids, clauses, f"{t} should not expire")]
+    if len(extra) == 1:
+        problem = ctx.ids.link(unknown_m[0], extra[0])
+        if problem:
+            return [Diff("result.expired", want_ids, got_ids, ("LED-REC.3",), problem)]
+    return []
+
+
+_LINE = re.compile(r"\[([^\]]{8})\] (.*)", re.DOTALL)
+
+
+def _compare_packet(
+    want: dict[str, Any],
+    got: Any,
+    ctx: Context,
+    packet: Sequence[tuple[str, tuple[Any, ...]]] | None,
+) -> list[Diff]:
+    """Lines as ``[short id] rest``: the rest exactly, the short id through the bijection,
+    equal-rank runs unordered (LED-PACKET.3), text = lines joined (LED-PACKET.4/.5)."""
+    clauses = ("LED-PACKET.5", "LED-PACKET.3", "LED-PACKET.1", "LED-PACKET.2")
+    if not isinstance(got, dict) or not {"lines", "text"} <= set(got):
+        return [Diff("result", "{lines, text}", got, ("LED-WIRE.7",) + clauses)]
+    lines, text = got["lines"], got["text"]
+    if not isinstance(lines, list) or not all(isinstance(x, str) for x in lines):
+        return [Diff("result.lines", "an array of strings", lines, clauses)]
+    if not isinstance(text, str) or text != "\n".join(lines):
+        return [Diff("result.text", "the lines joined by \\n", text, ("LED-PACKET.4",))]
+    if len(text) > 4000:
+        return [Diff("result.text", "at most 4000 characters", len(text), ("LED-PACKET.4",))]
+    want_lines: list[str] = list(want["lines"])
+    ids = [mid for mid, _key in packet] if packet is not None else []
+    if len(lines) != len(want_lines):
+        return [Diff("result.lines", want_lines, lines, clauses, "a different number of lines")]
+    ranks: list[tuple[Any, ...]] = (
+        [key for _mid, key in packet]
+        if packet is not None
+        else [(i,) for i in range(len(want_lines))]
+    )
+    i = 0
+    diffs: list[Diff] = []
+    while i < len(want_lines):
+        k = i
+        while k < len(want_lines) and ranks[k] == ranks[i]:
+            k += 1
+        group = list(range(i, k))
+        for j in range(i, k):
+            m = _LINE.fullmatch(lines[j])
+            if m is None:
+                diffs.append(Diff(f"lines[{j}]", want_lines[j], lines[j], ("LED-PACKET.5",)))
+                continue
+            short, rest = m.group(1), m.group(2)
+            hit = None
+            for gi in group:
+                wm = _LINE.fullmatch(want_lines[gi])
+                assert wm is not None
+                if wm.group(2) != rest:
+                    continue
+                target_id = ctx.ids.m2t.get(ids[gi]) if gi < len(ids) else None
+                if target_id is not None and target_id[:8] != short:
+                    continue
+                hit = gi
+                break
+            if hit is None:
+                diffs.append(
+                    Diff(
+                        f"lines[{j}]",
+                        [want_lines[g] for g in group],
+                        lines[j],
+                        clauses,
+                        "no line of the model's rank at this position matches",
+                    )
+                )
+            else:
+                group.remove(hit)
+        i = k
+    return diffs

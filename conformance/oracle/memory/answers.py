@@ -1,0 +1,226 @@
+"""A records answer (``/retrieve``, ``/list``) against one world: shape, pairing, order.
+
+Three steps, each a function: every position has the shape of a record and an id of the scope
+(:func:`check_ids`); each position shows a model record — by the bijection when its id is known,
+else by content, trying every injective choice when several fit (:func:`candidates`,
+:func:`assignments`); and the whole sequence is one the judge allows, each record fitting in one
+usage mode (:func:`check_answer`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from conformance.jsonutil import short_json
+from conformance.oracle.memory.clauses import DEAD_CLAUSES, ROUTE_CLAUSE, Reject
+from conformance.oracle.memory.records import (
+    check_shape,
+    fit_record,
+    modes,
+    no_match_reason,
+    record_problems,
+)
+from conformance.oracle.memory.worlds import TimeProblem, World, find
+from reference.memory.judge import listing_problem, retrieval_problem
+from reference.memory.records import MemoryRecord
+from reference.memory.store import StoreState, active_records, bump_usage, parse_record_id
+
+MAX_ASSIGNMENTS = 24
+
+
+@dataclass(frozen=True)
+class View:
+    """What a records answer is judged against: route, scope, query (``None``: no filter),
+    limit."""
+
+    route: str
+    scope_key: str
+    query: str | None
+    limit: int
+
+
+def records_answer(w: World, spec: View, state: StoreState, body: Any, now: int) -> list[World]:
+    """The worlds that follow from ``w`` when the target answered ``body`` to a records request
+    (MEM-WIRE.11, MEM-WIRE.14); raise :class:`Reject` or :class:`TimeProblem` when none does."""
+    if not isinstance(body, dict) or "records" not in body or not isinstance(body["records"], list):
+        raise Reject(
+            (ROUTE_CLAUSE[spec.route],),
+            f'answer is not {{"records": [...]}}: {short_json(body, 120)}',
+        )
+    items: list[Any] = body["records"]
+    check_ids(items, spec.scope_key)
+    active = active_records(state, spec.scope_key)
+    bound = bound_positions(w, items, active, state, spec.scope_key)
+    unbound = [pos for pos in range(len(items)) if pos not in bound]
+    free = [r for r in active if r.id not in w.m2t]
+    options = candidates(w, items, unbound, free, spec.route, now, state)
+    choices = assignments(unbound, options)
+    if not choices:
+        raise Reject(
+            ("MEM-STORE.9", ROUTE_CLAUSE[spec.route]),
+            "the answer shows more new records than the model has unseen records of that content",
+        )
+    worlds: list[World] = []
+    last_reject: Reject | TimeProblem | None = None
+    for assign in choices:
+        ids = [bound.get(p) or assign[p] for p in range(len(items))]
+        try:
+            worlds.extend(check_answer(w, spec, state, items, ids, now))
+        except (Reject, TimeProblem) as exc:
+            last_reject = exc
+    if not worlds and last_reject is not None:
+        raise last_reject
+    return worlds
+
+
+def check_ids(items: list[Any], scope: str) -> None:
+    """Every position is a record with an id of the scope, no id twice (MEM-STORE.9)."""
+    seen: set[str] = set()
+    for pos, item in enumerate(items):
+        check_shape(item, pos)
+        rid = item["id"]
+        parsed = parse_record_id(rid)
+        if parsed is None or parsed[0] != scope:
+            raise Reject(
+                ("MEM-STORE.9", "MEM-WIRE.16"),
+                f"record {pos} has id {rid!r}, not of the form mem:{scope}:<n>",
+            )
+        if rid in seen:
+            raise Reject(("MEM-STORE.9", "MEM-WIRE.16"), f"id {rid!r} appears twice in one answer")
+        seen.add(rid)
+
+
+def bound_positions(
+    w: World, items: list[Any], active: list[MemoryRecord], state: StoreState, scope: str
+) -> dict[int, str]:
+    """The model record of each position whose id the run has seen; a dead or foreign one is a
+    divergence (MEM-STORE.4, MEM-SCOPE.5)."""
+    active_ids = {r.id for r in active}
+    bound: dict[int, str] = {}
+    for pos, item in enumerate(items):
+        m = w.t2m.get(item["id"])
+        if m is None:
+            continue
+        if m not in active_ids:
+            dead = find(state, m)
+            status = dead.status if dead is not None else "unknown"
+            raise Reject(
+                DEAD_CLAUSES.get(status, ("MEM-STORE.4", "MEM-RECORD.2"))
+                if dead is not None and dead.scope_key == scope
+                else ("MEM-SCOPE.5", "MEM-STORE.9"),
+                f"record {pos} ({item['id']}) is the model's {m}, which is {status} — only active"
+                " records of the scope may be returned",
+            )
+        bound[pos] = m
+    return bound
+
+
+def candidates(
+    w: World,
+    items: list[Any],
+    unbound: list[int],
+    free: list[MemoryRecord],
+    route: str,
+    now: int,
+    state: StoreState,
+) -> dict[int, list[str]]:
+    """For each position with an unseen id, the unseen model records its content fits."""
+    options: dict[int, list[str]] = {}
+    for pos in unbound:
+        item = items[pos]
+        fits = [r.id for r in free if not record_problems(w, item, r, route, now, modes(route))]
+        if not fits:
+            raise Reject(*no_match_reason(w, item, pos, free, route, now, state))
+        options[pos] = fits
+    return options
+
+
+def assignments(positions: list[int], options: dict[int, list[str]]) -> list[dict[int, str]]:
+    """Every injective choice of model id per unbound position (bounded)."""
+    if not positions:
+        return [{}]
+    if all(len(options[p]) == 1 for p in positions):
+        chosen = [options[p][0] for p in positions]
+        return (
+            [dict(zip(positions, chosen, strict=True))] if len(set(chosen)) == len(chosen) else []
+        )
+    out: list[dict[int, str]] = []
+
+    def rec(i: int, used: set[str], acc: dict[int, str]) -> None:
+        if len(out) >= MAX_ASSIGNMENTS:
+            return
+        if i == len(positions):
+            out.append(dict(acc))
+            return
+        p = positions[i]
+        for m in options[p]:
+            if m not in used:
+                acc[p] = m
+                used.add(m)
+                rec(i + 1, used, acc)
+                used.discard(m)
+                del acc[p]
+
+    rec(0, set(), {})
+    return out
+
+
+def check_answer(
+    w: World,
+    spec: View,
+    state: StoreState,
+    items: list[Any],
+    ids: list[str],
+    now: int,
+) -> list[World]:
+    """The world after the answer showing model records ``ids``: order and membership as the
+    judge allows (MEM-SCORE.5, MEM-WIRE.14), every record fitting, the bijection extended."""
+    nw = w.copy()
+    scope = spec.scope_key
+    active = active_records(state, scope)
+    if spec.route == "/retrieve":
+        assert spec.query is not None
+        problem = retrieval_problem(active, spec.query, spec.limit, now, ids)
+    else:
+        problem = listing_problem(active, spec.query, spec.limit, ids)
+    if problem is not None:
+        raise Reject(problem.clauses, problem.reason)
+    fit_answer(nw, spec.route, {r.id: r for r in active}, items, ids, now)
+    if spec.route == "/retrieve" and ids:
+        nw.state = bump_usage(state, scope, ids, now)
+    else:
+        nw.state = state
+    return [nw]
+
+
+def fit_answer(
+    nw: World,
+    route: str,
+    by_id: dict[str, MemoryRecord],
+    items: list[Any],
+    ids: list[str],
+    now: int,
+) -> None:
+    """Fit every record of the answer into ``nw`` and bind its id.  A retrieve shows usage all
+    before or all after its bump: the first record that fits decides which (MEM-WIRE.11)."""
+    chosen_mode: str | None = None
+    for pos, (item, mid) in enumerate(zip(items, ids, strict=True)):
+        rec = by_id[mid]
+        errs: list[tuple[tuple[str, ...], str]] = []
+        for mode in modes(route) if chosen_mode is None else (chosen_mode,):
+            errs = fit_record(nw, item, rec, route, now, mode)
+            if not errs:
+                chosen_mode = mode
+                break
+        if errs:
+            clauses, msg = errs[0]
+            raise Reject(clauses, f"record {pos} ({item['id']} ↔ model {mid}): {msg}")
+        if mid not in nw.m2t:
+            if item["id"] in nw.t2m:
+                raise Reject(
+                    ("MEM-STORE.9",),
+                    f"id {item['id']} was already given to the model's {nw.t2m[item['id']]};"
+                    " ids are never reused",
+                )
+            nw.bind(mid, item["id"])

@@ -1,0 +1,290 @@
+"""``MemoryOracle``: the answers the model allows in every live world, and the judgement of one.
+
+The driver asks :meth:`MemoryOracle.allowed` before it sends (which scopes an allowed answer
+changes decides the spacing), then :meth:`MemoryOracle.judge` with the target's answer, then
+:meth:`MemoryOracle.commit` to keep the worlds that agree.  One answer is tried against every
+allowed option of every world; an option of the same status either fits (giving one world or,
+for an eviction the target made invisibly, several) or is rejected with its clauses.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from conformance.driver import Exchange
+from conformance.jsonutil import short_json
+from conformance.oracle.memory.answers import View, records_answer
+from conformance.oracle.memory.clauses import Reject, exact_clauses, route_clause, status_clauses
+from conformance.oracle.memory.describe import describe_allowed
+from conformance.oracle.memory.requests import MODEL_TOKEN, SentRequest, model_request
+from conformance.oracle.memory.worlds import (
+    RecMeta,
+    TimeProblem,
+    World,
+    changed_scopes,
+    dedupe_worlds,
+    set_statuses,
+    status_of,
+)
+from reference.memory.engine import DEFAULT_SCOPE_CAP, Dedup, plan_write
+from reference.memory.judge import eviction_picks
+from reference.memory.records import ACTIVE, EVICTED
+from reference.memory.store import empty_store
+from reference.memory.wire import (
+    Allowed,
+    ErrorBody,
+    ExactBody,
+    HealthBody,
+    Option,
+    RecordsBody,
+    WireRequest,
+    WriteBody,
+    members_differ,
+    names_field,
+    validate_write,
+    worker_respond,
+)
+
+MAX_WORLDS = 64
+
+
+@dataclass
+class Judgement:
+    verdict: str  # pass | diverge | indeterminate
+    clauses: tuple[str, ...]
+    expected: str
+    reason: str = ""
+    worlds: list[World] = field(default_factory=list)
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class AllowedInWorlds:
+    """The answers the model allows to one request, per live world (see
+    :meth:`MemoryOracle.allowed`).
+
+    ``changes``: the scope keys whose records some allowed answer, in some world, changes —
+    empty for a request every conforming store must leave without effect (a 4xx, a list, a
+    retrieve nothing matches, a forget of nothing)."""
+
+    sent: SentRequest
+    now: int
+    worlds: list[World]
+    per_world: tuple[tuple[World, WireRequest, Allowed], ...]
+    changes: frozenset[str]
+
+
+class MemoryOracle:
+    """The model side of one scenario: worlds, and the judgement of every answer."""
+
+    def __init__(self, cap_default: int = DEFAULT_SCOPE_CAP) -> None:
+        self.worlds: list[World] = [World(empty_store())]
+        self.cap_default = cap_default
+
+    def allowed(self, sent: SentRequest, now: int) -> AllowedInWorlds:
+        """What the model allows as the answer to ``sent`` at model time ``now``, in every live
+        world, and which scopes an allowed answer changes.  The driver asks before it sends:
+        a request no allowed answer lets change a scope is not a mutating step and needs no
+        spacing (see the package docstring); ``judge`` then reuses the same computation."""
+        per_world = []
+        changes: set[str] = set()
+        for w in self.worlds:
+            req = model_request(w, sent)
+            _, allowed = worker_respond(w.state, req, now, MODEL_TOKEN, self.cap_default)
+            per_world.append((w, req, allowed))
+            for option in allowed.options:
+                changes |= changed_scopes(w.state, option.state)
+        return AllowedInWorlds(sent, now, self.worlds, tuple(per_world), frozenset(changes))
+
+    def judge(
+        self, sent: SentRequest, ex: Exchange, now: int, allowed: AllowedInWorlds | None = None
+    ) -> Judgement:
+        """Judge the target's answer ``ex`` to ``sent`` at model time ``now`` (``allowed``: the
+        result of :meth:`allowed` for the same request, time and worlds, if already made)."""
+        if (
+            allowed is None
+            or allowed.sent is not sent
+            or allowed.now != now
+            or allowed.worlds is not self.worlds
+        ):
+            allowed = self.allowed(sent, now)
+        first_allowed = allowed.per_world[0][2]
+        expected = describe_allowed(first_allowed.options, self.worlds[0])
+        route = sent.path.split("?", 1)[0]
+        if ex.status is None:
+            return Judgement(
+                "indeterminate",
+                (route_clause(route),),
+                expected,
+                f"no HTTP answer: {ex.transport_error}",
+            )
+        if ex.body is None:
+            return Judgement(
+                "diverge",
+                status_clauses(first_allowed.options, ex.status, route),
+                expected,
+                f"HTTP {ex.status} with {ex.body_error or 'no JSON body'}"
+                + (f": {ex.raw_excerpt[:120]!r}" if ex.raw_excerpt else ""),
+            )
+        survivors, failures = self._try_options(allowed, sent, ex, now)
+        if len(survivors) > MAX_WORLDS:
+            return Judgement(
+                "indeterminate",
+                (route_clause(route),),
+                expected,
+                f"{len(survivors)} model states remain consistent with the answers so far; the"
+                f" harness stops at {MAX_WORLDS} rather than guess (make batches smaller)",
+            )
+        if survivors:
+            return Judgement("pass", (), expected, worlds=dedupe_worlds(survivors))
+        if failures:
+            clauses, message = failures[0]
+            return Judgement("diverge", clauses, expected, message)
+        statuses = sorted(first_allowed.statuses)
+        return Judgement(
+            "diverge",
+            status_clauses(first_allowed.options, ex.status, route),
+            expected,
+            f"answered HTTP {ex.status}; the model allows only"
+            f" {' or '.join(str(s) for s in statuses)}",
+        )
+
+    def commit(self, judgement: Judgement) -> None:
+        """Keep the worlds a passing judgement left."""
+        if judgement.worlds:
+            self.worlds = judgement.worlds
+
+    def _try_options(
+        self, allowed: AllowedInWorlds, sent: SentRequest, ex: Exchange, now: int
+    ) -> tuple[list[World], list[tuple[tuple[str, ...], str]]]:
+        """The worlds every allowed option of the answer's status leaves, and why the others
+        do not fit."""
+        survivors: list[World] = []
+        failures: list[tuple[tuple[str, ...], str]] = []
+        for w, req, options in allowed.per_world:
+            for option in (o for o in options.options if o.status == ex.status):
+                try:
+                    survivors.extend(self._admit(w, option, sent, req, ex, now))
+                except Reject as rej:
+                    failures.append((rej.clauses, rej.message))
+                except TimeProblem as tp:
+                    failures.append((tp.clauses, str(tp)))
+        return survivors, failures
+
+    def _admit(
+        self, w: World, option: Option, sent: SentRequest, req: WireRequest, ex: Exchange, now: int
+    ) -> list[World]:
+        """The worlds that follow when the answer fits ``option`` of world ``w``."""
+        spec = option.body
+        route = sent.path.split("?", 1)[0]
+        if isinstance(spec, ErrorBody):
+            check_error_body(spec, ex.body)
+            return [w]
+        if isinstance(spec, HealthBody):
+            if not isinstance(ex.body, dict) or ex.body.get("ok") is not True:
+                raise Reject(
+                    ("MEM-WIRE.1",),
+                    f'/healthz answered {short_json(ex.body, 120)}, not {{"ok": true, …}}',
+                )
+            return [w]
+        if isinstance(spec, ExactBody):
+            assert isinstance(spec.value, dict)
+            diffs = members_differ(spec.value, ex.body)
+            if diffs is not None:
+                raise Reject(
+                    exact_clauses(route, spec.value, ex.body, req),
+                    "answer differs: " + "; ".join(diffs),
+                )
+            if route == "/write":
+                return after_write(w, option, sent, req)
+            nw = w.copy()
+            nw.state = option.state
+            return [nw]
+        assert isinstance(spec, RecordsBody)
+        view = View(spec.route, spec.scope_key, spec.query, spec.limit)
+        # Retrieve and list start from this world's own state (the option's state may be the
+        # model's pick after its own bump).
+        return records_answer(w, view, w.state, ex.body, now)
+
+
+def check_error_body(spec: ErrorBody, body: Any) -> None:
+    """Raise :class:`Reject` unless ``body`` is ``{"error": "<reason>"}`` and, for a 400 about
+    fields, the reason names one of them (MEM-WIRE.8)."""
+    if (
+        not isinstance(body, dict)
+        or set(body) != {"error"}
+        or not isinstance(body.get("error"), str)
+    ):
+        raise Reject(
+            ("MEM-WIRE.8",), f'error body is {short_json(body, 120)}, not {{"error": "<reason>"}}'
+        )
+    if spec.fields and not any(names_field(body["error"], f) for f in spec.fields):
+        raise Reject(
+            ("MEM-WIRE.8",),
+            f"the 400 reason {body['error']!r} names none of the offending fields"
+            f" ({', '.join(spec.fields)})",
+        )
+
+
+def after_write(w: World, option: Option, sent: SentRequest, req: WireRequest) -> list[World]:
+    """The worlds after an admitted write: meta for the new records, eviction forks
+    (MEM-CAP.2: every legal pick other than the model's own is a world of its own)."""
+    obj = json.loads(req.body.decode("utf-8", "replace").removeprefix("\ufeff"))
+    parsed = validate_write(obj)
+    assert isinstance(parsed, WriteBody), "an admitted 200 write must validate"
+    scope = parsed.scope_key
+    sent_records = sent.body.get("records", []) if isinstance(sent.body, dict) else []
+    before = w.state.records(scope)
+    after = option.state.records(scope)
+    new_records = after[len(before) :]
+    meta = dict(w.meta)
+    active = [r for r in before if r.status == ACTIVE]
+    k = 0
+    for i, cand in enumerate(parsed.candidates):
+        plan = plan_write(active, cand)
+        if isinstance(plan, Dedup):
+            continue
+        rec = new_records[k]
+        k += 1
+        sent_value = sent_records[i].get("supersedes") if i < len(sent_records) else None
+        sent_str = sent_value if isinstance(sent_value, str) else None
+        if cand.supersedes is None:
+            ptr = "none"
+        elif cand.supersedes == "":
+            ptr = "empty"
+        elif plan.supersede_id is not None:
+            ptr = "resolved"
+        else:
+            ptr = "unresolved"
+        meta[rec.id] = RecMeta(cand.keywords is not None, ptr, sent_str)
+        if plan.supersede_id is not None:
+            active = [r for r in active if r.id != plan.supersede_id]
+        active.append(replace(rec, status=ACTIVE))  # as it was before the eviction
+    base = w.copy()
+    base.state = option.state
+    base.meta = meta
+    # Eviction: the model took its pick; every other legal pick is a world of its own.
+    evicted_now = [
+        r.id for r in after if r.status == EVICTED and status_of(before, r.id) != EVICTED
+    ]
+    if not evicted_now:
+        return [base]
+    by_id = {r.id: r for r in after}
+    pre_evict = [replace(by_id[r.id], status=ACTIVE) for r in active]
+    picks = eviction_picks(pre_evict, len(evicted_now))
+    if len(picks) > MAX_WORLDS:
+        raise Reject(
+            ("MEM-CAP.2",),
+            f"{len(picks)} equally legal eviction choices; too many to follow"
+            " (use smaller batches)",
+        )
+    worlds = []
+    model_pick = frozenset(evicted_now)
+    for pick in picks:
+        nw = base.copy()
+        if pick != model_pick:
+            nw.state = set_statuses(option.state, scope, model_pick, pick)
+        worlds.append(nw)
+    return worlds
