@@ -20,28 +20,19 @@ from typing import Any
 from conformance.jsonutil import short_json
 from conformance.oracle.memory.clauses import DEAD_CLAUSES, ROUTE_CLAUSE, Reject
 from conformance.oracle.memory.worlds import RecMeta, TimeProblem, World
+from reference.jsonvalues import js_integer
 from reference.memory.judge import content_problems, usage_problems
 from reference.memory.records import ACTIVE, MemoryRecord
 from reference.memory.store import StoreState, parse_record_id
-from reference.memory.wire import js_integer
+from reference.memory.wire import RECORD_FIELDS, RECORD_FIELDS_WHEN_SET
 
 #: Differences as (clauses, reason) pairs, most telling first.
 Problems = list[tuple[tuple[str, ...], str]]
 #: A pairing (model id, target id) a record's ``supersedes`` shows, to bind once it fits.
 Pairing = tuple[str, str] | None
 
-REQUIRED_FIELDS = (
-    "id",
-    "scopeKey",
-    "kind",
-    "text",
-    "keywords",
-    "sourceThreadKey",
-    "createdAt",
-    "useCount",
-    "status",
-)
-OPTIONAL_FIELDS = ("sourceRunId", "lastUsedAt", "confidence", "supersedes")
+REQUIRED_FIELDS = RECORD_FIELDS
+OPTIONAL_FIELDS = RECORD_FIELDS_WHEN_SET
 
 ABSENT: Any = type("_Absent", (), {"__repr__": lambda self: "<absent>"})()
 

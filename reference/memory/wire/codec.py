@@ -1,0 +1,150 @@
+"""Memory records on the wire: the camelCase form and reading it back (MEM-WIRE.16).
+
+The field lists are defined here once (``RECORD_FIELDS`` always sent, ``RECORD_FIELDS_WHEN_SET``
+only when the record has a value, never ``null``), as the ledger's are in
+``reference.ledger.wire``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Final
+
+from reference.jsonvalues import is_number, js_integer
+from reference.memory.records import KINDS, STATUSES, MemoryRecord
+
+#: The fields every wire record carries (MEM-WIRE.16, MEM-RECORD.1).
+RECORD_FIELDS: Final = (
+    "id",
+    "scopeKey",
+    "kind",
+    "text",
+    "keywords",
+    "sourceThreadKey",
+    "createdAt",
+    "useCount",
+    "status",
+)
+#: The fields a wire record carries only when set; an unset one is absent, never ``null``.
+RECORD_FIELDS_WHEN_SET: Final = ("sourceRunId", "lastUsedAt", "confidence", "supersedes")
+
+
+@dataclass(frozen=True)
+class WireError:
+    """A rejected value: the field it names (``None`` for the body as a whole) and why.
+
+    ``fields`` lists every offending field found; a conforming 400 may name any of them.
+    """
+
+    field: str | None
+    reason: str
+    fields: tuple[str, ...] = ()
+
+
+def record_to_wire(record: MemoryRecord) -> dict[str, object]:
+    """The camelCase wire form; optional fields absent, never ``null`` (MEM-WIRE.16)."""
+    out: dict[str, object] = {
+        "id": record.id,
+        "scopeKey": record.scope_key,
+        "kind": record.kind,
+        "text": record.text,
+        "keywords": list(record.keywords),
+        "sourceThreadKey": record.source_thread_key,
+        "createdAt": record.created_at,
+        "useCount": record.use_count,
+        "status": record.status,
+    }
+    if record.source_run_id is not None:
+        out["sourceRunId"] = record.source_run_id
+    if record.last_used_at is not None:
+        out["lastUsedAt"] = record.last_used_at
+    if record.confidence is not None:
+        out["confidence"] = record.confidence
+    if record.supersedes is not None:
+        out["supersedes"] = record.supersedes
+    return out
+
+
+def record_from_wire(obj: object) -> MemoryRecord | WireError:
+    """Read a wire record; any shape fault is a ``WireError`` naming the field (MEM-WIRE.16).
+
+    Required: ``id`` (non-empty string), ``scopeKey``, ``kind`` (fact|summary), ``text``,
+    ``keywords`` (array of strings), ``sourceThreadKey``, ``createdAt`` (integer),
+    ``useCount`` (integer >= 0), ``status`` (one of the four).  Optional, and when present of
+    the right type (``null`` is malformed): ``sourceRunId``, ``lastUsedAt`` (integer),
+    ``confidence`` (finite number), ``supersedes``.  Unknown fields are ignored.
+    """
+    if not isinstance(obj, dict):
+        return WireError(None, "record is not an object")
+    errs: list[str] = []
+
+    def text_field(name: str, *, nonempty: bool = False) -> str:
+        """A string field (non-empty when asked); a fault is noted in ``errs``."""
+        v = obj.get(name)
+        if not isinstance(v, str) or (nonempty and not v):
+            errs.append(name)
+            return ""
+        return v
+
+    rid = text_field("id", nonempty=True)
+    scope = text_field("scopeKey")
+    kind = text_field("kind")
+    if kind not in KINDS:
+        errs.append("kind")
+    text = text_field("text")
+    thread = text_field("sourceThreadKey")
+    status = text_field("status")
+    if status not in STATUSES:
+        errs.append("status")
+    kws = obj.get("keywords")
+    if not isinstance(kws, list) or not all(isinstance(k, str) for k in kws):
+        errs.append("keywords")
+        kws = []
+    created = js_integer(obj.get("createdAt"))
+    if created is None:
+        errs.append("createdAt")
+    uses = js_integer(obj.get("useCount"))
+    if uses is None or uses < 0:
+        errs.append("useCount")
+    run_id: str | None = None
+    if "sourceRunId" in obj:
+        run_id = obj["sourceRunId"] if isinstance(obj["sourceRunId"], str) else None
+        if run_id is None:
+            errs.append("sourceRunId")
+    last_used: int | None = None
+    if "lastUsedAt" in obj:
+        last_used = js_integer(obj["lastUsedAt"])
+        if last_used is None:
+            errs.append("lastUsedAt")
+    confidence: float | None = None
+    if "confidence" in obj:
+        c = obj["confidence"]
+        if is_number(c) and math.isfinite(float(c)):
+            confidence = float(c)
+        else:
+            errs.append("confidence")
+    supersedes: str | None = None
+    if "supersedes" in obj:
+        supersedes = obj["supersedes"] if isinstance(obj["supersedes"], str) else None
+        if supersedes is None:
+            errs.append("supersedes")
+    if errs:
+        uniq = tuple(dict.fromkeys(errs))
+        return WireError(uniq[0], f"malformed record: {', '.join(uniq)}", uniq)
+    assert created is not None and uses is not None
+    return MemoryRecord(
+        id=rid,
+        scope_key=scope,
+        kind=kind,
+        text=text,
+        keywords=tuple(kws),
+        source_thread_key=thread,
+        source_run_id=run_id,
+        created_at=created,
+        last_used_at=last_used,
+        use_count=uses,
+        confidence=confidence,
+        supersedes=supersedes,
+        status=status,
+    )

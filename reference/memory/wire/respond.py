@@ -1,0 +1,218 @@
+"""``worker_respond``: what a conforming Worker may answer to one HTTP request (MEM-WIRE.1-16).
+
+The checks in their fixed order (MEM-WIRE.4): route, method, bearer, ``Content-Length``, then
+the body -- every implementation-defined reading of its bytes and its values gives an option of
+its own -- and finally the store model's answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Final
+
+from reference.jsonvalues import parse_json
+from reference.memory.engine import DEFAULT_SCOPE_CAP
+from reference.memory.store import (
+    StoreState,
+    WriteResult,
+    active_records,
+    store_forget,
+    store_retrieve,
+    store_write,
+)
+from reference.memory.wire.allowed import (
+    Allowed,
+    ErrorBody,
+    ExactBody,
+    HealthBody,
+    Option,
+    RecordsBody,
+)
+from reference.memory.wire.codec import WireError
+from reference.memory.wire.request import (
+    DATA_ROUTES,
+    HEALTH_ROUTE,
+    WireRequest,
+    authorized,
+    content_length_fault,
+)
+from reference.memory.wire.validation import (
+    LENIENT,
+    STRICT,
+    ForgetBody,
+    ListBody,
+    Policy,
+    RetrieveBody,
+    WriteBody,
+    validate_forget,
+    validate_list,
+    validate_retrieve,
+    validate_write,
+)
+
+
+def _error(state: StoreState, status: int, note: str, fields: tuple[str, ...] = ()) -> Option:
+    """An error option: ``{"error": <reason>}`` naming one of ``fields`` when given (MEM-WIRE.8)."""
+    return Option(status, ErrorBody(fields), state, note)
+
+
+def _only(option: Option, now: int) -> Allowed:
+    """The one answer a request allows."""
+    return Allowed((option,), now)
+
+
+def _process(state: StoreState, route: str, parsed: object, now: int, cap_default: int) -> Option:
+    """The 200 option of a valid body: the store model's answer and the state after (MEM-WIRE.11 to
+    MEM-WIRE.15)."""
+    if isinstance(parsed, RetrieveBody):
+        active = tuple(active_records(state, parsed.scope_key))
+        # The option's state is the model's own pick (``store_retrieve``); ``next_state`` bumps
+        # exactly the records the target returned, starting from ``before``.
+        after, _ = store_retrieve(state, parsed.scope_key, parsed.query, parsed.limit, now)
+        spec = RecordsBody(
+            "/retrieve",
+            parsed.scope_key,
+            active=active,
+            query=parsed.query,
+            limit=parsed.limit,
+            now=now,
+            before=state,
+        )
+        return Option(200, spec, after, "ranked retrieval (any order within a tie)")
+    if isinstance(parsed, WriteBody):
+        cap = parsed.cap if parsed.cap is not None else cap_default
+        after, res = store_write(state, parsed.scope_key, parsed.candidates, now, cap)
+        return Option(200, ExactBody(write_response(res)), after, "write batch")
+    if isinstance(parsed, ListBody):
+        spec = RecordsBody(
+            "/list",
+            parsed.scope_key,
+            active=tuple(active_records(state, parsed.scope_key)),
+            query=parsed.query,
+            limit=parsed.limit,
+            now=now,
+        )
+        return Option(200, spec, state, "newest first")
+    assert isinstance(parsed, ForgetBody)
+    after, forgotten = store_forget(state, parsed.scope_key, parsed.id)
+    return Option(200, ExactBody({"ok": True, "forgotten": forgotten}), after, "forget")
+
+
+def write_response(result: WriteResult) -> dict[str, object]:
+    """``{"ok": true, "inserted", "deduped", "superseded", "evicted"}`` (MEM-WIRE.13)."""
+    return {
+        "ok": True,
+        "inserted": result.inserted,
+        "deduped": result.deduped,
+        "superseded": result.superseded,
+        "evicted": result.evicted,
+    }
+
+
+_VALIDATORS: Final[dict[str, Callable[[object, Policy], object]]] = {
+    "/retrieve": validate_retrieve,
+    "/write": validate_write,
+    "/list": validate_list,
+    "/forget": validate_forget,
+}
+
+
+def _decodings(body: bytes) -> list[tuple[str | None, str]]:
+    """(text or None for "400", note) per implementation-defined way to read the bytes."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        lenient = body.decode("utf-8", errors="replace").removeprefix("\ufeff")
+        return [(None, "body is not valid UTF-8: 400"), (lenient, "decoded with U+FFFD")]
+    if text.startswith("\ufeff"):
+        return [(None, "body starts with a BOM: 400"), (text[1:], "BOM skipped")]
+    return [(text, "")]
+
+
+def worker_respond(
+    state: StoreState,
+    request: WireRequest,
+    now: int,
+    token: str | None,
+    cap_default: int = DEFAULT_SCOPE_CAP,
+) -> tuple[StoreState, Allowed]:
+    """What a conforming Memory Worker may answer, and the state after (MEM-WIRE.1-16).
+
+    Checks in order: unknown path 404; wrong method 405 (``GET /healthz``, ``POST`` data
+    routes); missing or wrong bearer, or no server token, 401; Content-Length 411/413 before
+    the body is read; body not JSON / not an object / a field rule 400 naming the field;
+    otherwise 200 with the store model's answer.  The returned state is the first option's;
+    when the target may pick among options use ``Allowed.next_state``.
+    """
+    route = request.route
+    if route != HEALTH_ROUTE and route not in DATA_ROUTES:
+        return state, _only(_error(state, 404, "unknown path"), now)
+    if route == HEALTH_ROUTE:
+        if request.method != "GET":
+            # §15: "Everything else is 404; non-POST is 405" — a POST is not non-POST, so 404
+            # is the literal reading for POST /healthz; 405 (GET only) is read as well, for
+            # every method but GET (MEM-WIRE.2).
+            return state, Allowed(
+                (
+                    _error(state, 405, "/healthz is GET only"),
+                    _error(state, 404, "/healthz serves GET only (404: everything else)"),
+                ),
+                now,
+            )
+        return state, _only(Option(200, HealthBody(), state, "health check"), now)
+    if request.method != "POST":
+        return state, _only(_error(state, 405, "data routes are POST only"), now)
+    if not authorized(request, token):
+        return state, _only(_error(state, 401, "bearer missing or wrong"), now)
+    fault = content_length_fault(request.header("Content-Length"))
+    if (
+        fault == 411
+        and request.header("Content-Length") is None
+        and request.header("Transfer-Encoding") is None
+        and not request.body
+    ):
+        # A bodiless POST with no length: an edge stamps ``Content-Length: 0`` on it, so the
+        # store reads an empty body (400) — or it arrives as sent (411).  MEM-WIRE.5.
+        return state, Allowed(
+            (
+                _error(state, 411, "no Content-Length"),
+                _error(state, 400, "empty body (the edge stamped Content-Length: 0)"),
+            ),
+            now,
+        )
+    if fault is not None:
+        note = "Content-Length not a digit string" if fault == 411 else "body over 512 KiB"
+        return state, _only(_error(state, fault, note), now)
+    options: list[Option] = []
+    for text, note in _decodings(request.body):
+        if text is None:
+            options.append(_error(state, 400, note))
+            continue
+        try:
+            obj = parse_json(text)
+        except (ValueError, RecursionError):
+            options.append(_error(state, 400, "body is not JSON"))
+            continue
+        validate = _VALIDATORS[route]
+        lenient = validate(obj, LENIENT)
+        strict = validate(obj, STRICT)
+        if isinstance(lenient, WireError):
+            assert isinstance(strict, WireError)
+            fields = strict.fields if strict.field is not None else ()
+            options.append(_error(state, 400, strict.reason, fields))
+            continue
+        options.append(_process(state, route, lenient, now, cap_default))
+        if isinstance(lenient, WriteBody) and not lenient.candidates:
+            # An empty batch may be a pure no-op even when its cap is below the active count
+            # (MEM-CAP.1): nothing evicted, nothing changed.
+            noop = write_response(WriteResult(0, 0, 0, 0))
+            options.append(Option(200, ExactBody(noop), state, "empty batch as a no-op"))
+        if isinstance(strict, WireError):
+            options.append(_error(state, 400, "implementation-defined rejection", strict.fields))
+    # Strict choices first so that the primary state is the conservative one.
+    options.sort(key=lambda o: 0 if o.status == 400 else 1)
+    deduped: list[Option] = []
+    for o in options:
+        if not any(d.status == o.status and d.body == o.body for d in deduped):
+            deduped.append(o)
+    return deduped[0].state, Allowed(tuple(deduped), now)
