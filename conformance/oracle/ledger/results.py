@@ -15,6 +15,7 @@ from typing import Any
 from conformance.oracle.ledger.clauses import LIST_LIMIT, method_clauses, uniq
 from conformance.oracle.ledger.correspondences import Context
 from conformance.oracle.ledger.records import ABSENT, Diff, compare_record, pair_records
+from reference.jsonvalues import json_equal
 from reference.ledger.outcome import Ok
 from reference.ledger.timefmt import parse_rfc3339
 from reference.ledger.wire import answer_instant, same_instant
@@ -28,8 +29,7 @@ def compare_result(
     full_listing: Sequence[dict[str, Any]] | None,
     packet: Sequence[tuple[str, tuple[Any, ...]]] | None,
 ) -> list[Diff]:
-    """The differences between the target's result and the model's, by the method's kind of result.
-    """
+    """The differences between the target's result and the model's, by the method's kind of result."""
     want = outcome.result
     if method in (
         "memory/save_memory_record",
@@ -114,18 +114,6 @@ def _compare_exact(
         if w is ABSENT or g is ABSENT or not json_equal(w, g):
             diffs.append(Diff(f"result.{name}", w, g, clauses))
     return diffs
-
-
-def json_equal(a: Any, b: Any) -> bool:
-    if isinstance(a, bool) or isinstance(b, bool):
-        return type(a) is type(b) and a == b
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(json_equal(a[k], b[k]) for k in a)
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, int | float) and isinstance(b, int | float):
-        return a == b
-    return type(a) is type(b) and a == b
 
 
 def _envelope(want: dict[str, Any], got: Any, clauses: tuple[str, ...]) -> list[Diff] | list[Any]:

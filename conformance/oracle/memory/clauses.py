@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from reference.memory.wire import ErrorBody, Option, WireRequest, json_equal
+from reference.jsonvalues import json_equal
+from reference.memory.wire import ErrorBody, Option, WireRequest
 
 ROUTE_CLAUSE = {
     "/retrieve": "MEM-WIRE.11",

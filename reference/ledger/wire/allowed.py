@@ -1,0 +1,281 @@
+"""Every answer a conforming store may give to one call: the model's own first, then each open
+point of ``specs/ledger.md`` that changes what the ledger holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Final
+
+from reference.ledger.consolidation import (
+    batch_alternatives,
+)
+from reference.ledger.outcome import (
+    Ok,
+    Outcome,
+    Refused,
+    bad_value,
+)
+from reference.ledger.records import (
+    SCOPE_LOCAL,
+    LedgerState,
+    find_in_scope,
+    settings_for,
+    with_settings,
+)
+from reference.ledger.timefmt import parse_rfc3339
+from reference.ledger.wire.handle import check_params, handle, lone_surrogate_param
+from reference.ledger.wire.methods import (
+    LIST_STATUSES,
+    METHODS,
+    TEST_METHODS,
+    instant_param,
+    propose_call,
+    save_call,
+    set_expiry_call,
+    str_param,
+    supersede_call,
+)
+from reference.ledger.wire.render import settings_answer
+
+Answer = tuple[LedgerState, Outcome]
+
+
+def allowed(state: LedgerState, method: str, params: object, now: int) -> list[Answer]:
+    """Every (state, answer) a conforming store may give to this call, the model's own
+    (:func:`handle`) first.
+
+    Where the spec leaves a choice that changes what the ledger then holds, each choice is its
+    own pair; the harness keeps the pairs the store's answer agrees with.  The open points
+    (each stated in its clause of ``specs/ledger.md``): a JSON ``null`` for an optional param is
+    ``-32602`` or the param absent (LED-WIRE.2); an integral number such as ``7.0`` is an
+    integer or refused (LED-WIRE.2); a scope other than ``account:local`` lists empty or is
+    refused (LED-LIST.3, LED-ASOF.3); the delete answer may carry the forgotten body
+    (LED-FORGET.3); an edit's successor may keep the predecessor's source session (LED-EDIT.1);
+    a body only a broad credential form matches is stored or refused (LED-CRED.4); the
+    settings' omitted or ``""`` harness/model and ``propose`` without them (LED-CONS.2); the test
+    controls' range checks and stamps (LED-WIRE.7); a batch's open element verdicts and merge
+    results (:func:`~reference.ledger.consolidation.batch_alternatives`).
+    """
+    out: list[Answer] = [handle(state, method, params, now)]
+    spec = METHODS.get(method) or TEST_METHODS.get(method)
+    if spec is None or not isinstance(params, dict):
+        return out
+    if lone_surrogate_param(params) is not None:
+        return _dedupe(out + _as_any_string(state, method, params, now))
+    nulls = [
+        k
+        for k, v in params.items()
+        if v is None and k in spec.params and not spec.params[k][1] and k not in spec.nullable
+    ]
+    if nulls:
+        out += allowed(state, method, {k: v for k, v in params.items() if k not in nulls}, now)
+    checked = check_params(spec, params)
+    if isinstance(checked, Refused):
+        return _dedupe(out)
+    floats = [
+        k
+        for k, (t, _req) in spec.params.items()
+        if t == "integer" and isinstance(checked.get(k), float)
+    ]
+    if floats:
+        out.append((state, bad_value(f"{floats[0]} must be an integer.")))
+    more = _OPEN.get(method)
+    if more is not None:
+        extra = more(state, checked, now)
+        if method == "_test/consolidate":
+            out = extra + out[1:]  # the same first state, with every count it may report
+        else:
+            out += extra
+    return _dedupe(out)
+
+
+def _as_any_string(state: LedgerState, method: str, params: object, now: int) -> list[Answer]:
+    """The answers of a store that handles a lone surrogate as any other string (LED-WIRE.2)."""
+    first = handle(state, method, params, now, text_only=False)
+    spec = METHODS.get(method) or TEST_METHODS.get(method)
+    assert spec is not None and isinstance(params, dict)
+    checked = check_params(spec, params, text_only=False)
+    more = _OPEN.get(method)
+    if isinstance(checked, Refused) or more is None:
+        return [first]
+    extra = more(state, checked, now)
+    return extra if method == "_test/consolidate" else [first, *extra]
+
+
+def _dedupe(answers: list[Answer]) -> list[Answer]:
+    """The answers without repeats (same state, same outcome), in order."""
+    seen: set[tuple[LedgerState, str]] = set()
+    out: list[Answer] = []
+    for st, outcome in answers:
+        key = (st, repr(outcome))
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append((st, outcome))
+    return out
+
+
+def _open_save(state: LedgerState, p: dict[str, object], now: int) -> list[Answer]:
+    """A body only a broad credential form matches may be stored (LED-CRED.4)."""
+    return [save_call(state, p, now, lenient_credentials=True)]
+
+
+def _foreign_scope(
+    state: LedgerState, p: dict[str, object], listing: Callable[[], Outcome | None]
+) -> list[Answer]:
+    """A scope the binding never writes lists empty or is refused (LED-LIST.3, LED-ASOF.3)."""
+    scope = str_param(p, "scopeKey")
+    if scope is None or scope == SCOPE_LOCAL:
+        return []
+    out: list[Answer] = [
+        (state, bad_value(f"scopeKey must be '{SCOPE_LOCAL}': no other scope is served."))
+    ]
+    empty = listing()
+    if empty is not None:
+        out.append((state, empty))
+    return out
+
+
+def _open_list(state: LedgerState, p: dict[str, object], now: int) -> list[Answer]:
+    """A scope other than ``account:local`` lists empty or is refused (LED-LIST.3)."""
+    status = str_param(p, "status") or "active"
+
+    def empty() -> Outcome | None:
+        """The empty listing of the foreign scope, when the call is otherwise valid."""
+        if status not in LIST_STATUSES:
+            return None
+        return Ok({"scopeKey": str_param(p, "scopeKey"), "records": []})
+
+    return _foreign_scope(state, p, empty)
+
+
+def _open_as_of(state: LedgerState, p: dict[str, object], now: int) -> list[Answer]:
+    """A scope other than ``account:local`` reads empty or is refused (LED-ASOF.3)."""
+    at = str_param(p, "at")
+
+    def empty() -> Outcome | None:
+        """The empty listing of the foreign scope, when the call is otherwise valid."""
+        if at is None or parse_rfc3339(at) is None:
+            return None
+        return Ok({"scopeKey": str_param(p, "scopeKey"), "records": []})
+
+    return _foreign_scope(state, p, empty)
+
+
+def _open_delete(state: LedgerState, p: dict[str, object], now: int) -> list[Answer]:
+    """The delete answer may carry the body it forgot; later reads never do (LED-FORGET.3)."""
+    rid = str_param(p, "recordId")
+    assert rid is not None
+    before = find_in_scope(state, SCOPE_LOCAL, rid)
+    new_state, outcome = handle(state, "memory/delete_memory_record", p, now)
+    if before is None or not isinstance(outcome, Ok) or not isinstance(outcome.result, dict):
+        return []
+    return [(new_state, Ok({**outcome.result, "body": before.body}))]
+
+
+def _open_supersede(state: LedgerState, p: dict[str, object], now: int) -> list[Answer]:
+    """The successor may keep the predecessor's source session (LED-EDIT.1), a broad credential
+    form may be stored (LED-CRED.4)."""
+    out: list[Answer] = []
+    for carry in (False, True):
+        for lenient in (False, True):
+            if carry or lenient:
+                out.append(
+                    supersede_call(state, p, now, lenient_credentials=lenient, carry_session=carry)
+                )
+    return out
+
+
+def _open_settings(state: LedgerState, p: dict[str, object], now: int) -> list[Answer]:
+    """An omitted harness/model kept or cleared, ``""`` refused or unset, ``propose`` without
+    a harness or model accepted or refused (LED-CONS.2)."""
+    method = "memory/update_consolidation_settings"
+    omitted = [n for n in ("harness", "model") if n not in p]
+    blank = [n for n in ("harness", "model") if p.get(n) == ""]
+    out: list[Answer] = []
+    for clear_omitted in (False, True) if omitted else (False,):
+        for blank_unsets in (False, True) if blank else (False,):
+            for propose_needs in (False, True):
+                if not (clear_omitted or blank_unsets or propose_needs):
+                    continue
+                q = {k: v for k, v in p.items() if not (blank_unsets and k in blank)}
+                clear = (omitted if clear_omitted else []) + (blank if blank_unsets else [])
+                st, outcome = handle(state, method, q, now)
+                if isinstance(outcome, Ok) and clear:
+                    s = settings_for(st, SCOPE_LOCAL)
+                    s = replace(
+                        s,
+                        harness=None if "harness" in clear else s.harness,
+                        model=None if "model" in clear else s.model,
+                    )
+                    st = with_settings(st, SCOPE_LOCAL, s)
+                    outcome = settings_answer(st, SCOPE_LOCAL)
+                if propose_needs:
+                    s = settings_for(st, SCOPE_LOCAL)
+                    if not isinstance(outcome, Ok) or s.mode != "propose":
+                        continue
+                    if s.harness is not None and s.model is not None:
+                        continue
+                    st, outcome = (
+                        state,
+                        bad_value(
+                            "Consolidation needs a harness and a model before it can propose."
+                        ),
+                    )
+                out.append((st, outcome))
+    return out
+
+
+def _open_propose(state: LedgerState, p: dict[str, object], now: int) -> list[Answer]:
+    """A broad credential form may be stored (LED-CRED.4), the ranges left unchecked
+    (LED-WIRE.7)."""
+    out: list[Answer] = []
+    for lenient in (False, True):
+        for ranges in (True, False):
+            if lenient or not ranges:
+                out.append(
+                    propose_call(state, p, now, lenient_credentials=lenient, check_ranges=ranges)
+                )
+    return out
+
+
+def _open_set_expiry(state: LedgerState, p: dict[str, object], now: int) -> list[Answer]:
+    """The range may be left unchecked, or ``updatedAt`` left alone, not both (LED-WIRE.7)."""
+    if isinstance(instant_param(p, "expiresAt"), Refused):
+        return []
+    out: list[Answer] = []
+    for check in (True, False):
+        for touch in (True, False):
+            if check and touch:
+                continue
+            out.append(set_expiry_call(state, p, now, check_range=check, touch_updated=touch))
+    return out
+
+
+def _open_consolidate(state: LedgerState, p: dict[str, object], now: int) -> list[Answer]:
+    """Every count a batch may report, with the ledger each leaves (LED-GATE.1, LED-GATE.6)."""
+    ops = p["operations"]
+    assert isinstance(ops, list)
+    out: list[Answer] = []
+    for st, counts in batch_alternatives(state, SCOPE_LOCAL, ops, now):
+        results = tuple(
+            {"applied": c[0], "invalid": c[1], "refused": c[2], "declined": c[3]} for c in counts
+        )
+        out.append((st, Ok(results[0], one_of=results)))
+    return out
+
+
+_OPEN: Final[dict[str, Callable[[LedgerState, dict[str, object], int], list[Answer]]]] = {
+    "memory/save_memory_record": _open_save,
+    "memory/list_memory_records": _open_list,
+    "memory/list_memory_records_as_of": _open_as_of,
+    "memory/delete_memory_record": _open_delete,
+    "memory/supersede_memory_record": _open_supersede,
+    "memory/update_consolidation_settings": _open_settings,
+    "_test/propose": _open_propose,
+    "_test/set_expiry": _open_set_expiry,
+    "_test/consolidate": _open_consolidate,
+}
+"""Per method, the allowed answers besides the model's own (each an open point of the spec)."""
