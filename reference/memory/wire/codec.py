@@ -8,11 +8,14 @@ only when the record has a value, never ``null``), as the ledger's are in
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, TypeVar
 
 from reference.jsonvalues import is_number, js_integer
 from reference.memory.records import KINDS, STATUSES, MemoryRecord
+
+T = TypeVar("T")
 
 #: The fields every wire record carries (MEM-WIRE.16, MEM-RECORD.1).
 RECORD_FIELDS: Final = (
@@ -107,28 +110,10 @@ def record_from_wire(obj: object) -> MemoryRecord | WireError:
     uses = js_integer(obj.get("useCount"))
     if uses is None or uses < 0:
         errs.append("useCount")
-    run_id: str | None = None
-    if "sourceRunId" in obj:
-        run_id = obj["sourceRunId"] if isinstance(obj["sourceRunId"], str) else None
-        if run_id is None:
-            errs.append("sourceRunId")
-    last_used: int | None = None
-    if "lastUsedAt" in obj:
-        last_used = js_integer(obj["lastUsedAt"])
-        if last_used is None:
-            errs.append("lastUsedAt")
-    confidence: float | None = None
-    if "confidence" in obj:
-        c = obj["confidence"]
-        if is_number(c) and math.isfinite(float(c)):
-            confidence = float(c)
-        else:
-            errs.append("confidence")
-    supersedes: str | None = None
-    if "supersedes" in obj:
-        supersedes = obj["supersedes"] if isinstance(obj["supersedes"], str) else None
-        if supersedes is None:
-            errs.append("supersedes")
+    run_id = _optional(obj, "sourceRunId", _as_str, errs)
+    last_used = _optional(obj, "lastUsedAt", js_integer, errs)
+    confidence = _optional(obj, "confidence", _finite, errs)
+    supersedes = _optional(obj, "supersedes", _as_str, errs)
     if errs:
         uniq = tuple(dict.fromkeys(errs))
         return WireError(uniq[0], f"malformed record: {', '.join(uniq)}", uniq)
@@ -148,3 +133,28 @@ def record_from_wire(obj: object) -> MemoryRecord | WireError:
         supersedes=supersedes,
         status=status,
     )
+
+
+def _optional(
+    obj: Mapping[str, object], name: str, read: Callable[[object], T | None], errs: list[str]
+) -> T | None:
+    """An optional field read with ``read``: ``None`` when absent; when present it must read
+    (``null`` is malformed), else ``name`` is noted in ``errs`` (MEM-WIRE.16)."""
+    if name not in obj:
+        return None
+    value = read(obj[name])
+    if value is None:
+        errs.append(name)
+    return value
+
+
+def _as_str(v: object) -> str | None:
+    """The value when it is a string (MEM-WIRE.16)."""
+    return v if isinstance(v, str) else None
+
+
+def _finite(v: object) -> float | None:
+    """The value as a float when it is a finite JSON number (MEM-WIRE.16: ``confidence``)."""
+    if not is_number(v) or not isinstance(v, int | float) or not math.isfinite(v):
+        return None
+    return float(v)
