@@ -422,6 +422,35 @@ def test_last_use_of_a_fresh_record_absent_or_its_creation_time(last: int | None
     assert (j.verdict == "pass") is ok, j.reason
 
 
+@pytest.mark.clause("MEM-RECORD.4", "MEM-WRITE.3")
+@pytest.mark.parametrize(("pointer", "ok"), [("mem:org:t:1", True), ("mem:org:t:2", False)])
+def test_a_resolved_supersedes_names_the_superseded_records_target_id(
+    pointer: str, ok: bool
+) -> None:
+    o = MemoryOracle()
+    listed: list[dict] = []
+    for n, text, t, created in ((1, "alpha", 1000, 5), (2, "beta", 1010, 6)):
+        _written(o, text, t, keywords=[text])
+        listed.insert(0, _wire(f"mem:org:t:{n}", text, created))  # newest first
+        j = o.judge(LIST, _ex(200, {"records": listed}), t + 5)
+        assert j.verdict == "pass", j.reason
+        o.commit(j)
+    body = {
+        "scopeKey": "org:t",
+        "records": [{"kind": "fact", "text": "gamma", "sourceThreadKey": "t",
+                     "keywords": ["gamma"], "supersedes": "mem:org:t:1"}],
+    }  # fmt: skip
+    counts = {"ok": True, "inserted": 1, "deduped": 0, "superseded": 1, "evicted": 0}
+    j = o.judge(_sent("/write", body), _ex(200, counts), 1020)
+    assert j.verdict == "pass", j.reason
+    o.commit(j)
+    gamma = _wire("mem:org:t:3", "gamma", 7, supersedes=pointer)
+    j = o.judge(LIST, _ex(200, {"records": [gamma, _wire("mem:org:t:2", "beta", 6)]}), 1030)
+    assert (j.verdict == "pass") is ok, j.reason
+    if not ok:
+        assert "MEM-RECORD.4" in j.clauses and "superseded record is mem:org:t:1" in j.reason
+
+
 @pytest.mark.clause("MEM-WIRE.13", "MEM-WIRE.14", "MEM-WIRE.15")
 def test_result_objects_may_carry_members_the_seed_does_not_name() -> None:
     o = MemoryOracle()
