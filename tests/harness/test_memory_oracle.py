@@ -451,6 +451,32 @@ def test_a_resolved_supersedes_names_the_superseded_records_target_id(
         assert "MEM-RECORD.4" in j.clauses and "superseded record is mem:org:t:1" in j.reason
 
 
+@pytest.mark.clause("MEM-STORE.3", "MEM-WIRE.11")
+@pytest.mark.parametrize(
+    ("beta_bumped", "alpha_bumped", "ok"),
+    [(True, True, True), (False, False, True), (True, False, False), (False, True, False)],
+)
+def test_a_retrieve_shows_usage_all_before_or_all_after_its_bump(
+    beta_bumped: bool, alpha_bumped: bool, ok: bool
+) -> None:
+    o = MemoryOracle()
+    _written(o, "alpha", 1000, keywords=["deploy"])
+    _written(o, "beta", 1010, keywords=["deploy"])
+    alpha = _wire("mem:org:t:1", "alpha", 5, keywords=["deploy"])
+    beta = _wire("mem:org:t:2", "beta", 6, keywords=["deploy"])
+    j = o.judge(LIST, _ex(200, {"records": [beta, alpha]}), 1015)
+    assert j.verdict == "pass", j.reason
+    o.commit(j)
+    bump = {"useCount": 1, "lastUsedAt": 8}
+    shown = [
+        {**beta, **bump} if beta_bumped else beta,
+        {**alpha, **bump} if alpha_bumped else alpha,
+    ]
+    retrieve = _sent("/retrieve", {"scopeKey": "org:t", "query": "deploy", "limit": 5})
+    j = o.judge(retrieve, _ex(200, {"records": shown}), 1020)
+    assert (j.verdict == "pass") is ok, j.reason
+
+
 @pytest.mark.clause("MEM-WIRE.13", "MEM-WIRE.14", "MEM-WIRE.15")
 def test_result_objects_may_carry_members_the_seed_does_not_name() -> None:
     o = MemoryOracle()
