@@ -8,7 +8,7 @@ correspondence); a field the spec does not name is allowed and not judged (LED-W
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from conformance.jsonutil import short_json
@@ -129,43 +129,73 @@ def pair_records(
     Returns the differences and the pairs (model index, target index).  Known ids pair by id;
     the rest by content.  Model records listed in ``may_omit`` may be missing.
     """
-    diffs: list[Diff] = []
-    pairs: list[tuple[int, int]] = []
+    acc = _Pairing()
+    unknown = _pair_known_ids(model_recs, got_recs, ctx, where, acc)
+    unmatched = _pair_by_content(model_recs, got_recs, ctx, unknown, acc)
+    _leftovers(model_recs, got_recs, ctx, where, may_omit, unmatched, acc)
+    return acc.diffs, acc.pairs
+
+
+@dataclass
+class _Pairing:
+    """A pairing as it is built: the differences, the pairs, the model records paired."""
+
+    diffs: list[Diff] = field(default_factory=list)
+    pairs: list[tuple[int, int]] = field(default_factory=list)
+    used: set[int] = field(default_factory=set)
+
+    def pair(self, i: int, j: int) -> None:
+        """Pair model record ``i`` with target record ``j``."""
+        self.used.add(i)
+        self.pairs.append((i, j))
+
+
+def _pair_known_ids(
+    model_recs: Sequence[dict[str, Any]],
+    got_recs: Sequence[Any],
+    ctx: Context,
+    where: str,
+    acc: _Pairing,
+) -> list[int]:
+    """Pair the target records whose ids the run has seen (LED-REC.3); return the others'
+    positions."""
     by_model_id = {str(r["id"]): i for i, r in enumerate(model_recs)}
-    used_m: set[int] = set()
-    unknown_t: list[int] = []
+    unknown: list[int] = []
     for j, rec in enumerate(got_recs):
         if not isinstance(rec, dict):
-            diffs.append(Diff(f"{where}[{j}]", "a record", rec, ("LED-WIRE.4", "LED-WIRE.6")))
+            acc.diffs.append(Diff(f"{where}[{j}]", "a record", rec, ("LED-WIRE.4", "LED-WIRE.6")))
             continue
         tid = rec.get("id")
         mid = ctx.ids.t2m.get(tid) if isinstance(tid, str) else None
         if mid is None:
-            unknown_t.append(j)
+            unknown.append(j)
             continue
         i = by_model_id.get(mid)
-        if i is None or i in used_m:
-            diffs.append(
-                Diff(
-                    f"{where}[{j}]",
-                    ABSENT,
-                    rec,
-                    presence_clauses(where),
-                    "the model does not list this record here",
-                )
-            )
+        if i is None or i in acc.used:
+            note = "the model does not list this record here"
+            acc.diffs.append(Diff(f"{where}[{j}]", ABSENT, rec, presence_clauses(where), note))
             continue
-        used_m.add(i)
-        pairs.append((i, j))
-        diffs.extend(compare_record(model_recs[i], rec, ctx, f"{where}[{j}]"))
-    # Content pairing for the records the run has not seen yet.
+        acc.pair(i, j)
+        acc.diffs.extend(compare_record(model_recs[i], rec, ctx, f"{where}[{j}]"))
+    return unknown
+
+
+def _pair_by_content(
+    model_recs: Sequence[dict[str, Any]],
+    got_recs: Sequence[Any],
+    ctx: Context,
+    unknown: list[int],
+    acc: _Pairing,
+) -> list[int]:
+    """Pair each unseen target record with the first unseen model record of the same content,
+    extending ``ctx``; return the positions that match none."""
     open_m = [
         i
         for i in range(len(model_recs))
-        if i not in used_m and str(model_recs[i]["id"]) not in ctx.ids.m2t
+        if i not in acc.used and str(model_recs[i]["id"]) not in ctx.ids.m2t
     ]
-    still_t: list[int] = []
-    for j in unknown_t:
+    unmatched: list[int] = []
+    for j in unknown:
         hit = None
         for i in open_m:
             trial = _content_matches(model_recs[i], got_recs[j], ctx)
@@ -173,34 +203,39 @@ def pair_records(
                 hit = (i, trial)
                 break
         if hit is None:
-            still_t.append(j)
+            unmatched.append(j)
             continue
         i, trial = hit
         ctx.ids, ctx.times = trial.ids, trial.times
         open_m.remove(i)
-        used_m.add(i)
-        pairs.append((i, j))
-    # What is left: pair one-to-one for a readable diff, else report presence.
-    missing = [i for i in range(len(model_recs)) if i not in used_m]
-    if len(still_t) == 1 and len(missing) == 1:
-        i, j = missing[0], still_t[0]
-        pairs.append((i, j))
-        diffs.extend(compare_record(model_recs[i], got_recs[j], ctx, f"{where}[{j}]"))
-        return diffs, pairs
-    for j in still_t:
-        diffs.append(
-            Diff(
-                f"{where}[{j}]",
-                ABSENT,
-                got_recs[j],
-                presence_clauses(where),
-                "matches no record the model has here",
-            )
-        )
+        acc.pair(i, j)
+    return unmatched
+
+
+def _leftovers(
+    model_recs: Sequence[dict[str, Any]],
+    got_recs: Sequence[Any],
+    ctx: Context,
+    where: str,
+    may_omit: frozenset[str],
+    unmatched: list[int],
+    acc: _Pairing,
+) -> None:
+    """What is left: one against one is compared for a readable diff; else each extra target
+    record and each missing model record (not in ``may_omit``) is a difference."""
+    missing = [i for i in range(len(model_recs)) if i not in acc.used]
+    if len(unmatched) == 1 and len(missing) == 1:
+        i, j = missing[0], unmatched[0]
+        acc.pairs.append((i, j))
+        acc.diffs.extend(compare_record(model_recs[i], got_recs[j], ctx, f"{where}[{j}]"))
+        return
+    for j in unmatched:
+        note = "matches no record the model has here"
+        acc.diffs.append(Diff(f"{where}[{j}]", ABSENT, got_recs[j], presence_clauses(where), note))
     for i in missing:
         if str(model_recs[i]["id"]) in may_omit:
             continue
-        diffs.append(
+        acc.diffs.append(
             Diff(
                 f"{where}",
                 model_recs[i],
@@ -209,4 +244,3 @@ def pair_records(
                 "a record the model has here is missing",
             )
         )
-    return diffs, pairs

@@ -29,7 +29,8 @@ def compare_result(
     full_listing: Sequence[dict[str, Any]] | None,
     packet: Sequence[tuple[str, tuple[Any, ...]]] | None,
 ) -> list[Diff]:
-    """The differences between the target's result and the model's, by the method's kind of result."""
+    """The differences between the target's result and the model's, by the method's kind of
+    result."""
     want = outcome.result
     if method in (
         "memory/save_memory_record",
@@ -144,21 +145,8 @@ def _compare_listing(
         r for r in got["records"] if not (isinstance(r, dict) and r.get("id") in ctx.foreign)
     ]
     allowed = list(full) if full is not None else list(want["records"])
-    # Which records may appear: every record of the tie classes above the cut, and any members
-    # of the class the cut falls into (LED-LIST.2, ties unordered).
     n_expected = min(LIST_LIMIT, len(allowed))
-    mandatory: list[dict[str, Any]] = []
-    optional: list[dict[str, Any]] = []
-    taken = 0
-    for cls in _tie_classes(allowed, lambda r: r["updatedAt"]):
-        if taken >= n_expected:
-            break
-        if taken + len(cls) <= n_expected:
-            mandatory.extend(cls)
-            taken += len(cls)
-        else:
-            optional.extend(cls)
-            taken = n_expected
+    mandatory, optional = _listing_window(allowed, n_expected)
     diffs: list[Diff] = []
     if len(got_recs) != n_expected:
         diffs.append(
@@ -176,26 +164,48 @@ def _compare_listing(
     diffs.extend(pdiffs)
     if diffs:
         return diffs
-    # Order: the target's sequence must be non-increasing in the model's updatedAt.
-    model_of_target = {j: pool[i] for i, j in pairs}
+    return _listing_order(len(got_recs), {j: pool[i] for i, j in pairs})
+
+
+def _listing_window(
+    allowed: list[dict[str, Any]], n_expected: int
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Which records may appear: every record of the tie classes above the cut (mandatory),
+    and any members of the class the cut falls into (optional) (LED-LIST.2, ties unordered)."""
+    mandatory: list[dict[str, Any]] = []
+    optional: list[dict[str, Any]] = []
+    taken = 0
+    for cls in _tie_classes(allowed, lambda r: r["updatedAt"]):
+        if taken >= n_expected:
+            break
+        if taken + len(cls) <= n_expected:
+            mandatory.extend(cls)
+            taken += len(cls)
+        else:
+            optional.extend(cls)
+            taken = n_expected
+    return mandatory, optional
+
+
+def _listing_order(n: int, model_of_target: dict[int, dict[str, Any]]) -> list[Diff]:
+    """The target's sequence must be non-increasing in the model's ``updatedAt`` (LED-LIST.2)."""
     prev: str | None = None
-    for j in range(len(got_recs)):
+    for j in range(n):
         rec = model_of_target.get(j)
         if rec is None:
             continue
         ts = str(rec["updatedAt"])
         if prev is not None and ts > prev:
-            diffs.append(
+            return [
                 Diff(
                     f"list[{j}]",
                     "newest updatedAt first",
                     f"updatedAt {ts} after {prev}",
                     ("LED-LIST.2",),
                 )
-            )
-            break
+            ]
         prev = ts
-    return diffs
+    return []
 
 
 def _tie_classes(
@@ -295,41 +305,57 @@ def _compare_packet(
         if packet is not None
         else [(i,) for i in range(len(want_lines))]
     )
-    i = 0
     diffs: list[Diff] = []
+    i = 0
     while i < len(want_lines):
         k = i
         while k < len(want_lines) and ranks[k] == ranks[i]:
             k += 1
-        group = list(range(i, k))
-        for j in range(i, k):
-            m = _LINE.fullmatch(lines[j])
-            if m is None:
-                diffs.append(Diff(f"lines[{j}]", want_lines[j], lines[j], ("LED-PACKET.5",)))
-                continue
-            short, rest = m.group(1), m.group(2)
-            hit = None
-            for gi in group:
-                wm = _LINE.fullmatch(want_lines[gi])
-                assert wm is not None
-                if wm.group(2) != rest:
-                    continue
-                target_id = ctx.ids.m2t.get(ids[gi]) if gi < len(ids) else None
-                if target_id is not None and target_id[:8] != short:
-                    continue
-                hit = gi
-                break
-            if hit is None:
-                diffs.append(
-                    Diff(
-                        f"lines[{j}]",
-                        [want_lines[g] for g in group],
-                        lines[j],
-                        clauses,
-                        "no line of the model's rank at this position matches",
-                    )
-                )
-            else:
-                group.remove(hit)
+        diffs += _packet_rank_run(lines, want_lines, ids, range(i, k), ctx, clauses)
         i = k
+    return diffs
+
+
+def _packet_rank_run(
+    lines: list[str],
+    want_lines: list[str],
+    ids: list[str],
+    run: range,
+    ctx: Context,
+    clauses: tuple[str, ...],
+) -> list[Diff]:
+    """One run of equal-rank lines, in any order: each target line of the run matches a model
+    line of the run by its text and, when the run has seen the record, its short id
+    (LED-PACKET.3, LED-PACKET.5)."""
+    group = list(run)
+    diffs: list[Diff] = []
+    for j in run:
+        m = _LINE.fullmatch(lines[j])
+        if m is None:
+            diffs.append(Diff(f"lines[{j}]", want_lines[j], lines[j], ("LED-PACKET.5",)))
+            continue
+        short, rest = m.group(1), m.group(2)
+        hit = None
+        for gi in group:
+            wm = _LINE.fullmatch(want_lines[gi])
+            assert wm is not None
+            if wm.group(2) != rest:
+                continue
+            target_id = ctx.ids.m2t.get(ids[gi]) if gi < len(ids) else None
+            if target_id is not None and target_id[:8] != short:
+                continue
+            hit = gi
+            break
+        if hit is None:
+            diffs.append(
+                Diff(
+                    f"lines[{j}]",
+                    [want_lines[g] for g in group],
+                    lines[j],
+                    clauses,
+                    "no line of the model's rank at this position matches",
+                )
+            )
+        else:
+            group.remove(hit)
     return diffs

@@ -144,26 +144,49 @@ def worker_respond(
     otherwise 200 with the store model's answer.  The returned state is the first option's;
     when the target may pick among options use ``Allowed.next_state``.
     """
+    early = _before_body(state, request, now, token)
+    if early is not None:
+        return state, early
+    options: list[Option] = []
+    for text, note in _decodings(request.body):
+        if text is None:
+            options.append(_error(state, 400, note))
+            continue
+        options += _body_options(state, request.route, text, now, cap_default)
+    # Strict choices first so that the primary state is the conservative one.
+    options.sort(key=lambda o: 0 if o.status == 400 else 1)
+    deduped: list[Option] = []
+    for o in options:
+        if not any(d.status == o.status and d.body == o.body for d in deduped):
+            deduped.append(o)
+    return deduped[0].state, Allowed(tuple(deduped), now)
+
+
+def _before_body(
+    state: StoreState, request: WireRequest, now: int, token: str | None
+) -> Allowed | None:
+    """The answer when a check before the body decides it (MEM-WIRE.1, MEM-WIRE.2, MEM-WIRE.3,
+    MEM-WIRE.5, MEM-WIRE.6), else ``None``: route, method, bearer, ``Content-Length``."""
     route = request.route
     if route != HEALTH_ROUTE and route not in DATA_ROUTES:
-        return state, _only(_error(state, 404, "unknown path"), now)
+        return _only(_error(state, 404, "unknown path"), now)
     if route == HEALTH_ROUTE:
         if request.method != "GET":
             # §15: "Everything else is 404; non-POST is 405" — a POST is not non-POST, so 404
             # is the literal reading for POST /healthz; 405 (GET only) is read as well, for
             # every method but GET (MEM-WIRE.2).
-            return state, Allowed(
+            return Allowed(
                 (
                     _error(state, 405, "/healthz is GET only"),
                     _error(state, 404, "/healthz serves GET only (404: everything else)"),
                 ),
                 now,
             )
-        return state, _only(Option(200, HealthBody(), state, "health check"), now)
+        return _only(Option(200, HealthBody(), state, "health check"), now)
     if request.method != "POST":
-        return state, _only(_error(state, 405, "data routes are POST only"), now)
+        return _only(_error(state, 405, "data routes are POST only"), now)
     if not authorized(request, token):
-        return state, _only(_error(state, 401, "bearer missing or wrong"), now)
+        return _only(_error(state, 401, "bearer missing or wrong"), now)
     fault = content_length_fault(request.header("Content-Length"))
     if (
         fault == 411
@@ -173,7 +196,7 @@ def worker_respond(
     ):
         # A bodiless POST with no length: an edge stamps ``Content-Length: 0`` on it, so the
         # store reads an empty body (400) — or it arrives as sent (411).  MEM-WIRE.5.
-        return state, Allowed(
+        return Allowed(
             (
                 _error(state, 411, "no Content-Length"),
                 _error(state, 400, "empty body (the edge stamped Content-Length: 0)"),
@@ -182,37 +205,34 @@ def worker_respond(
         )
     if fault is not None:
         note = "Content-Length not a digit string" if fault == 411 else "body over 512 KiB"
-        return state, _only(_error(state, fault, note), now)
-    options: list[Option] = []
-    for text, note in _decodings(request.body):
-        if text is None:
-            options.append(_error(state, 400, note))
-            continue
-        try:
-            obj = parse_json(text)
-        except (ValueError, RecursionError):
-            options.append(_error(state, 400, "body is not JSON"))
-            continue
-        validate = _VALIDATORS[route]
-        lenient = validate(obj, LENIENT)
-        strict = validate(obj, STRICT)
-        if isinstance(lenient, WireError):
-            assert isinstance(strict, WireError)
-            fields = strict.fields if strict.field is not None else ()
-            options.append(_error(state, 400, strict.reason, fields))
-            continue
-        options.append(_process(state, route, lenient, now, cap_default))
-        if isinstance(lenient, WriteBody) and not lenient.candidates:
-            # An empty batch may be a pure no-op even when its cap is below the active count
-            # (MEM-CAP.1): nothing evicted, nothing changed.
-            noop = write_response(WriteResult(0, 0, 0, 0))
-            options.append(Option(200, ExactBody(noop), state, "empty batch as a no-op"))
-        if isinstance(strict, WireError):
-            options.append(_error(state, 400, "implementation-defined rejection", strict.fields))
-    # Strict choices first so that the primary state is the conservative one.
-    options.sort(key=lambda o: 0 if o.status == 400 else 1)
-    deduped: list[Option] = []
-    for o in options:
-        if not any(d.status == o.status and d.body == o.body for d in deduped):
-            deduped.append(o)
-    return deduped[0].state, Allowed(tuple(deduped), now)
+        return _only(_error(state, fault, note), now)
+    return None
+
+
+def _body_options(
+    state: StoreState, route: str, text: str, now: int, cap_default: int
+) -> list[Option]:
+    """The options for one reading of the body: not JSON or a field rule broken under every
+    policy is 400 (MEM-WIRE.7, MEM-WIRE.8); else the store's answer, with a 400 as well when
+    the strict policy refuses it (MEM-WIRE.9, MEM-WIRE.10) and a no-op for an empty batch
+    (MEM-CAP.1)."""
+    try:
+        obj = parse_json(text)
+    except (ValueError, RecursionError):
+        return [_error(state, 400, "body is not JSON")]
+    validate = _VALIDATORS[route]
+    lenient = validate(obj, LENIENT)
+    strict = validate(obj, STRICT)
+    if isinstance(lenient, WireError):
+        assert isinstance(strict, WireError)
+        fields = strict.fields if strict.field is not None else ()
+        return [_error(state, 400, strict.reason, fields)]
+    options = [_process(state, route, lenient, now, cap_default)]
+    if isinstance(lenient, WriteBody) and not lenient.candidates:
+        # An empty batch may be a pure no-op even when its cap is below the active count
+        # (MEM-CAP.1): nothing evicted, nothing changed.
+        noop = write_response(WriteResult(0, 0, 0, 0))
+        options.append(Option(200, ExactBody(noop), state, "empty batch as a no-op"))
+    if isinstance(strict, WireError):
+        options.append(_error(state, 400, "implementation-defined rejection", strict.fields))
+    return options
