@@ -31,11 +31,22 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
-from typing import Any
+from dataclasses import replace
 
 from conformance.embedded.catalogue import NONE as NO_QUIRKS
 from conformance.embedded.catalogue import Quirks
+from conformance.embedded.memory_schema import (
+    COLUMNS,
+    R_COLUMNS,
+    SCHEMA,
+    WriteCounts,
+    fts_document,
+    match_expression,
+    rollback,
+    row_record,
+    seq_of,
+    system_clock_ms,
+)
 from reference.memory.engine import (
     DEFAULT_SCOPE_CAP,
     Dedup,
@@ -52,117 +63,7 @@ from reference.memory.engine import (
 from reference.memory.records import MemoryCandidate, MemoryRecord
 from reference.memory.scoring import collapse_whitespace, keyword_match, tokenize
 
-SCHEMA: tuple[str, ...] = (
-    """
-    CREATE TABLE IF NOT EXISTS records (
-        rid               INTEGER PRIMARY KEY,
-        id                TEXT    NOT NULL UNIQUE,
-        scope_key         TEXT    NOT NULL,
-        seq               INTEGER NOT NULL CHECK (seq >= 1),
-        kind              TEXT    NOT NULL CHECK (kind IN ('fact', 'summary')),
-        text              TEXT    NOT NULL,
-        norm              TEXT    NOT NULL,
-        keywords          TEXT    NOT NULL,
-        source_thread_key TEXT    NOT NULL,
-        source_run_id     TEXT,
-        created_at        INTEGER NOT NULL,
-        last_used_at      INTEGER,
-        use_count         INTEGER NOT NULL DEFAULT 0,
-        confidence        REAL,
-        supersedes        TEXT,
-        status            TEXT    NOT NULL
-                          CHECK (status IN ('active', 'superseded', 'forgotten', 'evicted')),
-        UNIQUE (scope_key, seq)
-    )
-    """,
-    # Write-time dedup: the active rows of one scope with one normalized text.
-    "CREATE INDEX IF NOT EXISTS records_status_norm ON records (scope_key, status, norm)",
-    # /list's newest-first page.
-    "CREATE INDEX IF NOT EXISTS records_active_seq ON records (scope_key, status, seq DESC)",
-    # Status-prefixed scans: the active COUNT(*) and the eviction fetch.
-    "CREATE INDEX IF NOT EXISTS records_active_used"
-    " ON records (scope_key, status, last_used_at DESC, created_at DESC)",
-    "CREATE VIRTUAL TABLE IF NOT EXISTS records_fts USING fts5(tokens, tokenize = 'ascii')",
-)
-
-_COLUMNS = (
-    "id, scope_key, kind, text, keywords, source_thread_key, source_run_id, created_at,"
-    " last_used_at, use_count, confidence, supersedes, status"
-)
-_R_COLUMNS = ", ".join(f"r.{c.strip()}" for c in _COLUMNS.split(","))
-
-# SQLite's default SQLITE_MAX_VARIABLE_NUMBER is 32766 since 3.32; a usage bump binds at most
-# MAX limit (50) ids plus one timestamp, far below it.
-
-
-def system_clock_ms() -> int:
-    """Wall-clock time in integer milliseconds since the Unix epoch."""
-    return time.time_ns() // 1_000_000
-
-
-@dataclass(frozen=True)
-class WriteCounts:
-    """What one ``/write`` batch did (seed §18, §28)."""
-
-    inserted: int
-    deduped: int
-    superseded: int
-    evicted: int
-
-
-def fts_document(text: str, keywords: Sequence[str]) -> str:
-    """The FTS row of a record: the engine's tokens of its text (with repeats), then those of
-    its keywords that the text lacks, space-joined.  Its token set is exactly the set the
-    engine matches a record by (text tokens and keyword tokens)."""
-    tokens = tokenize(text)
-    seen = set(tokens)
-    for kw in keywords:
-        for t in tokenize(kw):
-            if t not in seen:
-                seen.add(t)
-                tokens.append(t)
-    return " ".join(tokens)
-
-
-def match_expression(tokens: Sequence[str]) -> str:
-    """A quoted-OR FTS5 MATCH over engine tokens (``[a-z0-9]+`` only, so quoting is total)."""
-    for t in tokens:
-        if not t or not t.isascii() or not t.isalnum() or t != t.lower():
-            raise ValueError(f"not an engine token: {t!r}")
-    return " OR ".join(f'"{t}"' for t in tokens)
-
-
-def _rollback(conn: sqlite3.Connection) -> None:
-    """Roll back after a failed statement or COMMIT.  A storage fault (disk full, I/O error)
-    may already have rolled the transaction back, or may make ROLLBACK fail too: neither may
-    hide the original error nor leave the connection inside a transaction."""
-    if conn.in_transaction:
-        try:
-            conn.execute("ROLLBACK")
-        except sqlite3.Error:
-            pass
-
-
-def _record(row: Sequence[Any]) -> MemoryRecord:
-    return MemoryRecord(
-        id=row[0],
-        scope_key=row[1],
-        kind=row[2],
-        text=row[3],
-        keywords=tuple(json.loads(row[4])),
-        source_thread_key=row[5],
-        source_run_id=row[6],
-        created_at=row[7],
-        last_used_at=row[8],
-        use_count=row[9],
-        confidence=row[10],
-        supersedes=row[11],
-        status=row[12],
-    )
-
-
-def _seq_of(record_id: str) -> int:
-    return int(record_id.rsplit(":", 1)[1])
+__all__ = ["SCHEMA", "MemoryStore", "WriteCounts", "fts_document", "match_expression"]
 
 
 class MemoryStore:
@@ -221,7 +122,7 @@ class MemoryStore:
                 yield self._conn
                 self._conn.execute("COMMIT")
             except BaseException:
-                _rollback(self._conn)
+                rollback(self._conn)
                 raise
 
     @contextmanager
@@ -325,7 +226,7 @@ class MemoryStore:
             (
                 r.id,
                 r.scope_key,
-                _seq_of(r.id) if seq is None else seq,
+                seq_of(r.id) if seq is None else seq,
                 r.kind,
                 r.text,
                 normalize_text(r.text),
@@ -375,7 +276,7 @@ class MemoryStore:
         # No ORDER BY in SQL: it would tempt the planner onto records_active_seq (a scan of
         # every active row); the norm hits are few, so they are ordered here.
         rows = c.execute(
-            f"SELECT seq, {_COLUMNS} FROM records INDEXED BY records_status_norm"
+            f"SELECT seq, {COLUMNS} FROM records INDEXED BY records_status_norm"
             " WHERE scope_key = ? AND status = 'active' AND norm = ?",
             (scope_key, normalize_text(cand.text)),
         ).fetchall()
@@ -387,20 +288,20 @@ class MemoryStore:
             rows = [r for r in rows if r[0] <= self._batch_start_seq]
         if self.quirks("mem-superseded-still-dedup-target"):  # mutant: dead rows still match
             rows += c.execute(
-                f"SELECT seq, {_COLUMNS} FROM records"
+                f"SELECT seq, {COLUMNS} FROM records"
                 " WHERE scope_key = ? AND status = 'superseded' AND norm = ?",
                 (scope_key, normalize_text(cand.text)),
             ).fetchall()
             rows = [(*r[:13], "active") for r in rows]
         if cand.supersedes:  # plan_write's own truthiness: "" is no supersede
             target = c.execute(
-                f"SELECT seq, {_COLUMNS} FROM records"
+                f"SELECT seq, {COLUMNS} FROM records"
                 " WHERE id = ? AND scope_key = ? AND status = 'active'",
                 (cand.supersedes, scope_key),
             ).fetchone()
             if target is None and self.quirks("mem-supersede-across-scopes"):
                 target = c.execute(  # mutant: the target is looked up in every scope
-                    f"SELECT seq, {_COLUMNS} FROM records WHERE id = ? AND status = 'active'",
+                    f"SELECT seq, {COLUMNS} FROM records WHERE id = ? AND status = 'active'",
                     (cand.supersedes,),
                 ).fetchone()
             if target is not None and all(target[0] != r[0] for r in rows):
@@ -408,7 +309,7 @@ class MemoryStore:
         rows.sort(key=lambda r: r[0])
         if self.quirks("mem-dedup-latest-wins"):  # mutant: the newest duplicate is bumped
             rows.reverse()
-        return [_record(r[1:]) for r in rows]
+        return [row_record(r[1:]) for r in rows]
 
     # ------------------------------------------------------------------ operations
 
@@ -514,13 +415,13 @@ class MemoryStore:
             if active > cap:
                 newest_first = self.quirks("evict-newest-of-a-tie-first")
                 rows = c.execute(
-                    f"SELECT {_COLUMNS} FROM records"
+                    f"SELECT {COLUMNS} FROM records"
                     " WHERE scope_key = ? AND status = 'active'"
                     f" ORDER BY seq {'DESC' if newest_first else 'ASC'}",
                     (scope_key,),
                 ).fetchall()
-                victims = plan_eviction([_record(r) for r in rows], cap)
-                live = [_record(r) for r in rows]
+                victims = plan_eviction([row_record(r) for r in rows], cap)
+                live = [row_record(r) for r in rows]
                 if self.quirks("mem-evict-most-recently-used"):
                     victims = [r.id for r in sorted(live, key=eviction_key)[::-1][: len(victims)]]
                 if self.quirks("mem-evict-by-creation-only"):  # mutant: FIFO, not LRU
@@ -556,7 +457,7 @@ class MemoryStore:
             now = self.now()
             # CROSS JOIN pins the FTS match as the outer loop (never a scan of the scope).
             rows = c.execute(
-                f"SELECT {_R_COLUMNS} FROM records_fts CROSS JOIN records r"
+                f"SELECT {R_COLUMNS} FROM records_fts CROSS JOIN records r"
                 " ON r.rid = records_fts.rowid"
                 " WHERE records_fts MATCH ? AND r.scope_key = ? AND r.status = 'active'"
                 " ORDER BY bm25(records_fts) LIMIT ?",
@@ -569,21 +470,21 @@ class MemoryStore:
                 ),
             ).fetchall()
             if self.quirks("ties-newest-first"):
-                rows.sort(key=lambda r: -_seq_of(r[0]))
-            pool = [_record(r) for r in rows]
+                rows.sort(key=lambda r: -seq_of(r[0]))
+            pool = [row_record(r) for r in rows]
             if self.quirks("mem-substring-match"):  # mutant: a query token hits inside a word
                 rows = c.execute(
-                    f"SELECT {_COLUMNS} FROM records WHERE scope_key = ? AND status = 'active'",
+                    f"SELECT {COLUMNS} FROM records WHERE scope_key = ? AND status = 'active'",
                     (scope_key,),
                 ).fetchall()
                 pool = [
                     replace(r, keywords=(*r.keywords, *(t for t in tokens if t in r.text.lower())))
-                    for r in map(_record, rows)
+                    for r in map(row_record, rows)
                 ]
             if self.quirks("mem-recency-from-created"):  # mutant: last use is not looked at
                 pool = [replace(r, last_used_at=None) for r in pool]
             cut = limit + 1 if self.quirks("mem-retrieve-limit-off-by-one") else limit
-            by_id = {r.id: r for r in map(_record, rows)}
+            by_id = {r.id: r for r in map(row_record, rows)}
             ranked = [by_id[r.id] for r in rank_records(pool, query, cut, now)]
             bumped = ranked
             if self.quirks("mem-usage-bumps-every-candidate"):  # mutant: the whole pool
@@ -626,12 +527,12 @@ class MemoryStore:
         with self._read() as c:
             if query is not None and self.quirks("mem-list-substring-filter"):
                 rows = c.execute(  # mutant: LIKE '%token%' instead of whole tokens
-                    f"SELECT {_COLUMNS} FROM records WHERE scope_key = ? AND status = 'active'"
+                    f"SELECT {COLUMNS} FROM records WHERE scope_key = ? AND status = 'active'"
                     " ORDER BY seq DESC",
                     (scope_key,),
                 ).fetchall()
                 hit = [r for r in rows if any(t in r[3].lower() for t in tokenize(query))]
-                return [_record(r) for r in hit[:limit]]
+                return [row_record(r) for r in hit[:limit]]
             if (
                 query is not None
                 and not tokenize(query)
@@ -640,17 +541,17 @@ class MemoryStore:
                 query = None  # mutant: a query without tokens is treated as no filter
             if query is None:
                 rows = c.execute(
-                    f"SELECT {_COLUMNS} FROM records WHERE scope_key = ? AND status = 'active'"
+                    f"SELECT {COLUMNS} FROM records WHERE scope_key = ? AND status = 'active'"
                     f" ORDER BY seq {'ASC' if self.quirks('mem-list-oldest-first') else 'DESC'}"
                     " LIMIT ?",
                     (scope_key, limit),
                 ).fetchall()
-                return [_record(r) for r in rows]
+                return [row_record(r) for r in rows]
             tokens = self._match_tokens(query)
             if not tokens:
                 return []
             cur = c.execute(
-                f"SELECT {_R_COLUMNS} FROM records_fts CROSS JOIN records r"
+                f"SELECT {R_COLUMNS} FROM records_fts CROSS JOIN records r"
                 " ON r.rid = records_fts.rowid"
                 " WHERE records_fts MATCH ? AND r.scope_key = ? AND r.status = 'active'"
                 " ORDER BY r.seq DESC",
@@ -658,7 +559,7 @@ class MemoryStore:
             )
             out: list[MemoryRecord] = []
             for row in cur:
-                rec = _record(row)
+                rec = row_record(row)
                 # The engine's whole-token test (the relevance gate) over the full query.
                 if keyword_match(query, rec) > 0:
                     out.append(rec)
@@ -684,8 +585,8 @@ class MemoryStore:
     def get(self, record_id: str) -> MemoryRecord | None:
         """Any record by id, whatever its status (tests and tools; not a wire route)."""
         with self._read() as c:
-            row = c.execute(f"SELECT {_COLUMNS} FROM records WHERE id = ?", (record_id,)).fetchone()
-        return None if row is None else _record(row)
+            row = c.execute(f"SELECT {COLUMNS} FROM records WHERE id = ?", (record_id,)).fetchone()
+        return None if row is None else row_record(row)
 
     def active_count(self, scope_key: str) -> int:
         with self._read() as c:

@@ -23,53 +23,55 @@ connection idle between requests is closed to make room); a request head or body
 complete within its deadline is dropped; a storage fault (disk full, read-only, I/O error, ...)
 answers 503 naming the cause, logged once per fault and once on recovery.  An absolute-form
 request target (``POST http://host/list``) is routed by its path.
+
+The parts: ``server`` (starting and stopping: ``start_server``, ``ServerHandle``),
+``http_pool`` (the listening server and its bounded worker pool) and ``http_handler`` (one
+request: the checks above, the deadlines, routing, the access log).
 """
 
 from __future__ import annotations
 
-import hmac
-import io
 import ipaddress
-import json
 import os
-import re
-import sys
 import threading
 import time
-import traceback
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from socket import AF_INET6, SHUT_RDWR, socket
+from socket import SHUT_RDWR
 from types import TracebackType
 from typing import IO, Any
-from urllib.parse import urlsplit
 
 from conformance.embedded import memory_http
 from conformance.embedded.catalogue import NONE as NO_QUIRKS
 from conformance.embedded.catalogue import Quirks
+from conformance.embedded.http_handler import MAX_BODY, Handler
+from conformance.embedded.http_pool import (
+    BODY_TIMEOUT_S,
+    HEAD_TIMEOUT_S,
+    IDLE_TIMEOUT_S,
+    LISTEN_BACKLOG,
+    MAX_WORKERS,
+    Server,
+    Server6,
+)
 from conformance.embedded.memory_store import MemoryStore
-from conformance.embedded.storage_faults import FaultLog, storage_fault, unavailable_message
+from conformance.embedded.storage_faults import FaultLog
 from reference.memory.engine import DEFAULT_SCOPE_CAP
 
-MAX_BODY = 512 * 1024
-_DIGITS = re.compile(r"[0-9]+")
-_OWS = " \t"
-_LEDGER_PREFIX = "/ledger/"
-_LEDGER_TEST_PREFIX = "/ledger/_test/"
+__all__ = [
+    "BODY_TIMEOUT_S",
+    "HEAD_TIMEOUT_S",
+    "IDLE_TIMEOUT_S",
+    "LISTEN_BACKLOG",
+    "MAX_BODY",
+    "MAX_WORKERS",
+    "PAUSE_ENV",
+    "ServerHandle",
+    "is_loopback",
+    "pause_hook_from_env",
+    "start_server",
+]
+
 PAUSE_ENV = "MEMSPEC_TEST_PAUSE_IN_WRITE"
-_ABSOLUTE_FORM = re.compile(r"[Hh][Tt][Tt][Pp][Ss]?://")
-
-# Resource bounds (MEM-WIRE.19).  A connection waits at most IDLE_TIMEOUT_S for the first byte
-# of a request, then must deliver the whole request head within HEAD_TIMEOUT_S and the body
-# within BODY_TIMEOUT_S (deadlines for the whole head/body, not per read), else it is dropped.
-# At most MAX_WORKERS connections are served at once; more wait in the listen backlog.
-LISTEN_BACKLOG = 128
-MAX_WORKERS = 128
-IDLE_TIMEOUT_S = 30.0
-HEAD_TIMEOUT_S = 10.0
-BODY_TIMEOUT_S = 30.0
-
-_LEDGER_UNAVAILABLE = {"error": {"code": -32603, "message": "ledger binding not available"}}
 
 
 def is_loopback(host: str) -> bool:
@@ -95,465 +97,13 @@ def _load_ledger(
     return ledger_service.LedgerService(db, clock=clock, test_control=test_control, quirks=quirks)
 
 
-# --------------------------------------------------------------------------- the handler
-
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-    request_queue_size = LISTEN_BACKLOG  # the stdlib's 5 drops SYNs under a burst of clients
-
-    # Set by start_server before serving.
-    store: MemoryStore
-    ledger: Any | None
-    token: bytes | None
-    require_auth: bool
-    test_control: bool
-    access_log: IO[str] | None
-    quirks: Quirks
-    faults: FaultLog
-    idle_timeout: float = IDLE_TIMEOUT_S
-    head_timeout: float = HEAD_TIMEOUT_S
-    body_timeout: float = BODY_TIMEOUT_S
-
-    def server_bind(self) -> None:
-        self.stopping = False
-        self.accepting = True
-        self.in_flight = 0
-        self.idle = threading.Condition()
-        self.connections: set[socket] = set()
-        self.slots = threading.BoundedSemaphore(MAX_WORKERS)
-        self.saturated = False
-        self.waiting: set[socket] = set()  # connections idle between requests
-        super().server_bind()
-
-    # ---- a bounded number of worker threads
-
-    def process_request(self, request: Any, client_address: Any) -> None:
-        # Wait for a free worker (the kernel's backlog holds the next connections meanwhile),
-        # closing connections that sit idle between requests to free one; poll so that stop()
-        # is never blocked behind a full pool.
-        while not self.slots.acquire(blocking=False):
-            self.saturated = True
-            self._close_one_idle()
-            if self.slots.acquire(timeout=0.05):
-                break
-            if not self.accepting:
-                self.shutdown_request(request)
-                return
-        self.saturated = False
-        try:
-            super().process_request(request, client_address)
-        except BaseException:
-            self.slots.release()
-            raise
-
-    def _close_one_idle(self) -> None:
-        """End one connection that waits for its next request (a client reconnects, as after
-        any keep-alive timeout); its worker then serves a waiting connection."""
-        with self.idle:
-            if not self.waiting:
-                return
-            conn = self.waiting.pop()
-        try:
-            conn.shutdown(SHUT_RDWR)
-        except OSError:
-            pass
-
-    def process_request_thread(self, request: Any, client_address: Any) -> None:
-        try:
-            super().process_request_thread(request, client_address)
-        finally:
-            self.slots.release()
-
-
-class _Server6(_Server):
-    address_family = AF_INET6
-
-
-class _DeadlineReader(io.RawIOBase):
-    """The request stream: each read waits at most until the handler's current deadline, so
-    a head or body trickled byte by byte is dropped when its deadline passes."""
-
-    def __init__(self, sock: socket, handler: _Handler) -> None:
-        super().__init__()
-        self._sock = sock
-        self._handler = handler
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        deadline = self._handler.deadline
-        if deadline is not None:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise TimeoutError("request deadline passed")
-            self._sock.settimeout(remaining)
-        return self._sock.recv_into(buffer)
-
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    disable_nagle_algorithm = True  # headers and body are two writes: no 40 ms delayed-ACK stall
-    server_version = "memspec-embedded"
-    sys_version = ""
-    timeout = 30  # an idle keep-alive connection or a stalled body is dropped after this
-    server: _Server
-
-    # ---- connection bookkeeping (so stop() can wake idle keep-alive threads)
-
-    def setup(self) -> None:
-        super().setup()
-        self.deadline: float | None = None
-        self._reader = io.BufferedReader(_DeadlineReader(self.connection, self))
-        self.rfile = self._reader
-        with self.server.idle:
-            self.server.connections.add(self.connection)
-
-    def finish(self) -> None:
-        with self.server.idle:
-            self.server.connections.discard(self.connection)
-        try:
-            super().finish()
-        except OSError:
-            pass
-
-    # ---- stdlib hooks
-
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib name
-        pass  # replaced by the structured access log
-
-    def handle_expect_100(self) -> bool:
-        # Defer "100 Continue" until the request passed every check and its body is wanted.
-        self._expect_100 = True
-        return True
-
-    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
-        # Malformed request lines/headers (the stdlib parser): a JSON error with a status line
-        # even when no version could be parsed, a generic reason (never echoing the request),
-        # and a closed connection.
-        self.close_connection = True
-        if not getattr(self, "command", None) or self.request_version == "HTTP/0.9":
-            self.request_version = "HTTP/1.1"
-        reason = self.responses.get(code, ("error",))[0].lower()
-        self._send(code, {"error": reason}, close=True)
-        self._access(code)
-
-    def handle_one_request(self) -> None:
-        self._expect_100 = False
-        self._body_read = False
-        self._started = time.perf_counter()
-        self._fields: dict[str, Any] = {}
-        server = self.server
-        try:
-            # Idle keep-alive wait for the first byte, then a deadline for the whole head.
-            self.deadline = time.monotonic() + server.idle_timeout
-            with server.idle:
-                server.waiting.add(self.connection)
-            try:
-                first = self._reader.peek(1)
-            finally:
-                with server.idle:
-                    server.waiting.discard(self.connection)
-            if not first:
-                self.close_connection = True
-                return
-            self.deadline = time.monotonic() + server.head_timeout
-            self.raw_requestline = self.rfile.readline(65537)
-            if len(self.raw_requestline) > 65536:
-                self.requestline = self.request_version = self.command = ""
-                self.send_error(414)
-                return
-            if not self.raw_requestline:
-                self.close_connection = True
-                return
-            if not self.parse_request():
-                return
-            self.deadline = time.monotonic() + server.body_timeout
-            with self.server.idle:
-                self.server.in_flight += 1
-            try:
-                self._dispatch()
-            finally:
-                with self.server.idle:
-                    self.server.in_flight -= 1
-                    self.server.idle.notify_all()
-            self.wfile.flush()
-            if server.saturated:
-                self.close_connection = True  # hand the worker to a waiting connection
-        except (TimeoutError, ConnectionError):
-            self.close_connection = True
-        finally:
-            self._end_reading()
-
-    def _end_reading(self) -> None:
-        """The request is read: writes get the plain socket timeout, not what is left of a
-        read deadline."""
-        if self.deadline is not None:
-            self.deadline = None
-            try:
-                self.connection.settimeout(self.timeout)
-            except OSError:
-                pass
-
-    # ---- responses
-
-    def _send(
-        self,
-        status: int,
-        body: dict[str, Any],
-        *,
-        close: bool = False,
-        allow: str | None = None,
-    ) -> None:
-        data = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-        self._end_reading()
-        self.send_response_only(status)
-        self.send_header("Date", self.date_time_string())
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.send_header("Cache-Control", "no-store")
-        if allow is not None:
-            self.send_header("Allow", allow)
-        if close or self.close_connection:
-            self.send_header("Connection", "close")
-        # Head and body leave in one write (one segment for small answers).
-        tail = b"\r\n" + (data if getattr(self, "command", "") != "HEAD" else b"")
-        if self.request_version != "HTTP/0.9":
-            self._headers_buffer.append(tail)  # type: ignore[attr-defined]
-            self.flush_headers()
-        else:
-            self.wfile.write(tail[2:])
-
-    def _access(self, status: int) -> None:
-        log = self.server.access_log
-        if log is None:
-            return
-        path = getattr(self, "path", "") or ""
-        entry: dict[str, Any] = {
-            "ts": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "method": (getattr(self, "command", "") or "")[:16],
-            "path": path.split("?", 1)[0][:200],
-            "status": status,
-            "ms": round((time.perf_counter() - self._started) * 1000, 2),
-        }
-        entry.update(self._fields)
-        try:
-            log.write(json.dumps(entry, ensure_ascii=True) + "\n")
-            log.flush()
-        except (OSError, ValueError):
-            pass
-
-    def _early(self, status: int, body: dict[str, Any], allow: str | None = None) -> None:
-        """Answer before the body was read: drain it if that is safe, else close."""
-        close = not self._drain_unread_body()
-        self._send(status, body, close=close, allow=allow)
-        self._access(status)
-
-    # ---- framing
-
-    def _declared_length(self) -> tuple[int | None, int]:
-        """(length, error status): the raw Content-Length judged as the fence demands.
-
-        Absent, blank, repeated, not a plain ASCII digit string, or combined with a
-        Transfer-Encoding -> 411.  A digit string over MAX_BODY -> 413.
-        """
-        values = self.headers.get_all("Content-Length") or []
-        if self.headers.get("Transfer-Encoding") is not None or len(values) != 1:
-            return None, 411
-        raw = values[0].strip(_OWS)
-        if self.server.quirks("mem-content-length-hex") and raw[:2].lower() == "0x":
-            raw = str(int(raw, 16)) if re.fullmatch(r"0[xX][0-9a-fA-F]{1,6}", raw) else raw
-        if not _DIGITS.fullmatch(raw):
-            return None, 411
-        if len(raw.lstrip("0")) > 7 or int(raw) > MAX_BODY:
-            return None, 413
-        if self.server.quirks("mem-413-at-the-limit") and int(raw) == MAX_BODY:
-            return None, 413  # mutant: ">=" where the fence is ">"
-        return int(raw), 0
-
-    def _drain_unread_body(self) -> bool:
-        """Consume an unread request body so the connection can be reused; False = close."""
-        if self._body_read or self.close_connection:
-            return not self.close_connection
-        values = self.headers.get_all("Content-Length") or []
-        if self.headers.get("Transfer-Encoding") is not None:
-            return False
-        if not values:
-            return True  # HTTP/1.1 framing: no length, no transfer-coding -> no body
-        length, problem = self._declared_length()
-        if problem or length is None:
-            return False
-        if length == 0:
-            return True
-        if self._expect_100:
-            return False  # the client may or may not send a body it was never invited to
-        try:
-            got = self.rfile.read(length)
-        except OSError:
-            return False
-        self._body_read = True
-        return len(got) == length
-
-    def _read_body(self, length: int) -> bytes | None:
-        if self._expect_100 and length > 0:
-            self.send_response_only(100)
-            self.end_headers()
-        data = self.rfile.read(length) if length else b""
-        self._body_read = True
-        if len(data) != length:
-            self.close_connection = True
-            return None
-        return data
-
-    # ---- dispatch
-
-    def _authorized(self) -> bool:
-        if not self.server.require_auth:
-            return True
-        token = self.server.token
-        values = self.headers.get_all("Authorization") or []
-        if not token or len(values) != 1:
-            return False
-        # The whole field value (OWS trimmed, as Fetch's Headers do) must be exactly
-        # "Bearer <token>"; compared in constant time over the raw bytes.
-        presented = values[0].strip(_OWS).encode("latin-1", "replace")
-        if self.server.quirks("mem-auth-prefix-compare"):  # mutant: a prefix of the bearer passes
-            return presented.startswith(b"Bearer") and (b"Bearer " + token).startswith(presented)
-        return hmac.compare_digest(presented, b"Bearer " + token)
-
-    def _dispatch(self) -> None:
-        if self.server.stopping:
-            self.close_connection = True
-            self._early(503, {"error": "server is shutting down"})
-            return
-        path = _route_path(self.requestline)
-        kind: str | None
-        if path == "/healthz":
-            kind, allowed = "health", "GET"
-        elif path in memory_http.ROUTES:
-            kind, allowed = "memory", "POST"
-        elif path.startswith(_LEDGER_TEST_PREFIX) and len(path) > len(_LEDGER_TEST_PREFIX):
-            kind, allowed = ("ledger_test", "POST") if self.server.test_control else (None, "")
-        elif path.startswith(_LEDGER_PREFIX) and len(path) > len(_LEDGER_PREFIX):
-            kind, allowed = "ledger", "POST"
-        else:
-            kind, allowed = None, ""
-        ledger = path.startswith(_LEDGER_PREFIX)
-
-        if kind is None:
-            self._early(404, _error(ledger, -32601, "not found"))
-            return
-        if kind == "health" and self.command == "POST" and self.server.quirks("post-healthz-404"):
-            self._early(404, {"error": "not found"})
-            return
-        if kind == "memory" and self.server.quirks("mem-auth-before-method"):
-            if not self._authorized():  # mutant: the bearer is checked before the method
-                self._early(401, _error(ledger, -32600, "unauthorized"))
-                return
-        if self.command != allowed:
-            self._early(405, _error(ledger, -32600, "method not allowed"), allow=allowed)
-            return
-        if kind == "health":
-            self._early(
-                200,
-                {
-                    "ok": True,
-                    "service": "memspec-embedded",
-                    "ledger": self.server.ledger is not None,
-                },
-            )
-            return
-        if kind == "memory" and self.server.quirks("mem-length-before-auth"):
-            _, early = self._declared_length()  # mutant: the length fence before the bearer
-            if early:
-                self.close_connection = True
-                self._early(early, _error(ledger, -32600, "length required"))
-                return
-        if not self._authorized():
-            self._early(401, _error(ledger, -32600, "unauthorized"))
-            return
-        length, problem = self._declared_length()
-        if problem == 411:
-            self.close_connection = True
-            self._early(411, _error(ledger, -32600, "length required"))
-            return
-        if problem == 413:
-            self.close_connection = True
-            self._early(413, _error(ledger, -32600, "payload too large"))
-            return
-        assert length is not None
-        raw = self._read_body(length)
-        if raw is None:
-            self._send(
-                400, _error(ledger, -32700, "body shorter than its Content-Length"), close=True
-            )
-            self._access(400)
-            return
-        component = "memory" if kind == "memory" else "ledger"
-        try:
-            if kind == "memory":
-                reply = memory_http.handle(self.server.store, path, raw)
-                status, body = reply.status, reply.body
-                self._fields.update(reply.log)
-            else:
-                status, body = self._ledger(kind, path, raw)
-            self.server.faults.ok(component)
-        except Exception as exc:
-            cause = storage_fault(exc)
-            if cause is None:
-                traceback.print_exc(file=sys.stderr)
-                self.close_connection = True
-                status, body = 500, _error(ledger, -32603, "internal error")
-            else:
-                # The disk, not the request: one log line per fault, 503 naming the cause.
-                self.server.faults.fault(component, cause)
-                status, body = 503, _error(ledger, -32603, unavailable_message(cause))
-        self._send(status, body)
-        self._access(status)
-
-    def _ledger(self, kind: str, path: str, raw: bytes) -> tuple[int, dict[str, Any]]:
-        service = self.server.ledger
-        if service is None:
-            return 503, _LEDGER_UNAVAILABLE
-        if kind == "ledger_test":
-            name = path[len(_LEDGER_TEST_PREFIX) :]
-            self._fields["ledger"] = f"_test/{name}"[:80]
-            status, body = service.handle_test(name, raw)
-        else:
-            method = path[len(_LEDGER_PREFIX) :]
-            self._fields["ledger"] = method[:80]
-            status, body = service.handle(method, raw)
-        return int(status), body
-
-
-def _route_path(requestline: str) -> str:
-    """The path of the request target exactly as sent (the stdlib folds a leading ``//``).
-
-    Origin-form ``/p?q`` -> ``/p``; absolute-form ``http://h/p`` -> ``/p``.
-    """
-    words = requestline.split()
-    target = words[1] if len(words) >= 2 else "/"
-    if _ABSOLUTE_FORM.match(target):
-        target = urlsplit(target).path or "/"
-    return target.split("?", 1)[0].split("#", 1)[0]
-
-
-def _error(ledger: bool, code: int, message: str) -> dict[str, Any]:
-    """The error body: the Worker's ``{"error": reason}``, or the ledger's ``{code, message}``."""
-    if ledger:
-        return {"error": {"code": code, "message": message}}
-    return {"error": message}
-
-
 # --------------------------------------------------------------------------- lifecycle
 
 
 class ServerHandle:
     """A running bundled store.  ``url`` is its base URL; ``stop()`` shuts it down cleanly."""
 
-    def __init__(self, server: _Server, thread: threading.Thread, url: str) -> None:
+    def __init__(self, server: Server, thread: threading.Thread, url: str) -> None:
         self._server = server
         self._thread = thread
         self.url = url
@@ -662,8 +212,8 @@ def start_server(
     )
     try:
         ledger = _load_ledger(db, test_control, clock, quirks) if with_ledger else None
-        cls = _Server6 if ":" in host.strip("[]") else _Server
-        server = cls((host.strip("[]"), port), _Handler)
+        cls = Server6 if ":" in host.strip("[]") else Server
+        server = cls((host.strip("[]"), port), Handler)
     except BaseException:
         store.close()
         raise
@@ -687,7 +237,7 @@ def start_server(
     )
     thread.start()
     bound_host, bound_port = str(server.server_address[0]), int(server.server_address[1])
-    shown = f"[{bound_host}]" if cls is _Server6 else bound_host
+    shown = f"[{bound_host}]" if cls is Server6 else bound_host
     return ServerHandle(server, thread, f"http://{shown}:{bound_port}")
 
 

@@ -18,7 +18,7 @@ IO_OR_CLOCK = {
     "shutil", "tempfile", "logging", "conformance",
 }  # fmt: skip
 HARNESS = ["targets", "drivers", "oracle", "machines", "report", "runner.py", "scenario.py",
-           "driver.py", "pytest_plugin.py", "audit"]  # fmt: skip
+           "driver.py", "pytest_plugin", "audit"]  # fmt: skip
 
 
 def imports(path: Path) -> set[str]:

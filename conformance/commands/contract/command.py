@@ -1,0 +1,146 @@
+"""``memspec contract``: the command's options, and one run against one target."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from conformance.commands.contract.client import Http
+from conformance.commands.contract.fuzz import fuzz_operation, operations
+from conformance.commands.contract.model import BUDGETS_S, PROFILES, Run, Scrubber
+from conformance.commands.contract.probes import probe_auth, probe_fence
+from conformance.commands.contract.report import build_report, print_summary, write_report
+from conformance.driver import TargetConfig
+
+
+def served(http: Http, protocol: str) -> str | None:
+    """None when the target serves the protocol, else why not (for a note)."""
+    if protocol == "memory":
+        ex = http.send("GET", "/healthz", framing="none", auth=False)
+    else:
+        ex = http.send(
+            "POST", "/ledger/memory/get_consolidation_settings", b'{"scopeKey":"account:local"}'
+        )
+    if ex.error is not None:
+        return ex.error
+    if ex.status in (404, 501, 503):
+        return f"answers {ex.status}"
+    return None
+
+
+def run_contract(
+    config: TargetConfig,
+    *,
+    spec: str = "all",
+    profile: str = "quick",
+    examples: int | None = None,
+    seed: int | None = None,
+    report_dir: Path | None = None,
+    out: Any = None,
+    quiet: bool = False,
+) -> dict[str, Any]:
+    """Probe and fuzz one reachable target; write the report; return its JSON."""
+    from conformance.cli import TargetUnreachable
+
+    out = out or sys.stdout
+    started = time.monotonic()
+    http = Http(config)
+    scrub = Scrubber(config.token)
+    run = Run(http, scrub)
+    per_op = examples if examples is not None else PROFILES[profile]
+    protocols = ["memory", "ledger"] if spec == "all" else [spec]
+    first = http.send("GET", "/healthz", framing="none", auth=False)
+    if first.error is not None and first.error.startswith(("connection refused", "timeout")):
+        raise TargetUnreachable(f"{config.label or config.url}: {first.error}")
+    checked: list[str] = []
+    for protocol in protocols:
+        why = served(http, protocol)
+        if why is not None and spec == "all":
+            run.notes.append(f"{protocol} not checked: the target {why}")
+            continue
+        checked.append(protocol)
+    cases = [
+        (protocol, op, negative)
+        for protocol in checked
+        for op in operations(protocol)
+        for negative in (False, True)
+        if not (negative and op.label == "GET /healthz")  # no input to get wrong
+    ]
+    for protocol in checked:
+        if not quiet:
+            print(f"memspec contract: {protocol}: auth and size-fence probes", file=sys.stderr)
+        probe_auth(run, protocol, config.token)
+        probe_fence(run, protocol)
+    budget_end = time.monotonic() + BUDGETS_S.get(profile, BUDGETS_S["deep"])
+    for i, (protocol, op, negative) in enumerate(cases):
+        if not quiet and not negative:
+            print(f"memspec contract: {protocol}: {op.label}", file=sys.stderr)
+        share = max(0.0, budget_end - time.monotonic()) / (len(cases) - i)
+        fuzz_operation(run, protocol, op, negative, per_op, seed, time.monotonic() + share)
+    if not checked:
+        raise TargetUnreachable("the target serves neither protocol: " + "; ".join(run.notes))
+    data = build_report(run, config, checked, profile, per_op, seed, time.monotonic() - started)
+    if report_dir is not None:
+        write_report(run, data, report_dir)
+    print_summary(data, out, report_dir)
+    return data
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from conformance.commands.run import DEFAULT_REPORT_DIR, add_target_options
+
+    p = sub.add_parser(
+        "contract",
+        help="fuzz a store against the OpenAPI documents (auth, size fence, validation, shapes)",
+        description=(
+            "Generate valid and invalid requests from specs/*.openapi.yaml with schemathesis,"
+            " probe auth and the size fence on every data route, and judge every answer against"
+            " the documents.  Writes generated data: use a disposable store."
+        ),
+    )
+    add_target_options(p)
+    p.add_argument(
+        "--spec", choices=["memory", "ledger", "all"], default="all", help="which protocol(s)"
+    )
+    p.add_argument(
+        "--profile",
+        choices=list(PROFILES),
+        default="quick",
+        help="examples per operation and mode: "
+        + ", ".join(f"{k} {v}" for k, v in PROFILES.items()),
+    )
+    p.add_argument("--examples", type=int, metavar="N", help="examples per operation and mode")
+    p.add_argument("--seed", type=int, help="seed of the generation (reproduces a run)")
+    p.add_argument(
+        "--report",
+        metavar="DIR",
+        default=DEFAULT_REPORT_DIR,
+        help=f"report directory (default {DEFAULT_REPORT_DIR}/)",
+    )
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress lines")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from conformance.cli import UsageError
+    from conformance.commands.run import open_target
+
+    if args.examples is not None and args.examples < 1:
+        raise UsageError("--examples must be at least 1")
+    report_dir = Path(args.report) if args.report else None
+    if report_dir is not None and report_dir.exists() and not report_dir.is_dir():
+        raise UsageError(f"--report {report_dir}: exists and is not a directory")
+    with open_target(args) as session:
+        data = run_contract(
+            session.config,
+            spec=args.spec,
+            profile=args.profile,
+            examples=args.examples,
+            seed=args.seed,
+            report_dir=report_dir,
+            quiet=bool(args.quiet),
+        )
+    return int(data["exit_code"])

@@ -1,0 +1,211 @@
+"""The collectors and items: ``memspec`` → ``memspec::<protocol>`` → one item per scenario and
+one per state machine, each marked with the clauses it checks."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from conformance.pytest_plugin.corpus import item_name, real_path
+from conformance.pytest_plugin.messages import step_lines
+from conformance.pytest_plugin.options import LEDGER_GROUP
+from conformance.pytest_plugin.state import RUN, MemspecDivergence, MemspecRun, skip
+from conformance.pytest_plugin.xdist import grouped_node_id, names_group_in_node_id
+
+if TYPE_CHECKING:
+    from conformance.scenario import Scenario
+
+
+class MemspecSuite(pytest.Collector):
+    """``memspec``: one child per protocol checked."""
+
+    def collect(self) -> Iterator[pytest.Item | pytest.Collector]:
+        for protocol in self.config.stash[RUN].protocols:
+            yield MemspecProtocol.from_parent(self, name=protocol)
+
+
+class MemspecProtocol(pytest.Collector):
+    """``memspec::<protocol>``: its scenarios in corpus order, then its state machine."""
+
+    def collect(self) -> Iterator[pytest.Item | pytest.Collector]:
+        run = self.config.stash[RUN]
+        protocol = self.name
+        grouped = names_group_in_node_id(run, self.config, protocol)
+        named = {e.scenario: e for e in run.expectations if e.scenario}
+
+        def node_id(name: str) -> str | None:
+            return grouped_node_id(self.nodeid, name) if grouped else None
+
+        for scenario, source in run.corpus:
+            if scenario.protocol != protocol:
+                continue
+            name = item_name(scenario.name)
+            item = MemspecScenarioItem.from_parent(
+                self, name=name, nodeid=node_id(name), scenario=scenario, source=source
+            )
+            clauses = scenario.all_clauses()
+            _mark(item, protocol, "scenario", clauses, named.get(scenario.name), grouped)
+            yield item
+        if protocol in run.machines:
+            name = f"{protocol}-machine"
+            machine = MemspecMachineItem.from_parent(
+                self, name=name, nodeid=node_id(name), protocol=protocol
+            )
+            clauses = list(run.machines[protocol])
+            _mark(machine, protocol, "machine", clauses, named.get(name), grouped)
+            yield machine
+
+
+def _mark(
+    item: pytest.Item,
+    protocol: str,
+    kind: str,
+    clauses: list[str],
+    expected: Any,
+    grouped: bool,
+) -> None:
+    if clauses:
+        item.add_marker(pytest.mark.clause(*clauses))
+    item.add_marker(pytest.mark.memspec(protocol=protocol, kind=kind))
+    if protocol == "ledger" and not grouped:  # grouped: the node id already names the group
+        item.add_marker(pytest.mark.xdist_group(LEDGER_GROUP))
+    if expected is not None:  # a named known divergence: a pass shows as XPASS (stale entry)
+        item.add_marker(pytest.mark.xfail(reason=f"expected: {expected.reason}", strict=False))
+    item.user_properties.append(("clauses", " ".join(clauses)))
+
+
+class MemspecItem(pytest.Item):
+    protocol = ""
+
+    @property
+    def run(self) -> MemspecRun:
+        return self.config.stash[RUN]
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
+        if isinstance(excinfo.value, MemspecDivergence):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style=style)
+
+
+class MemspecScenarioItem(MemspecItem):
+    """One corpus scenario, run step by step until its first divergence."""
+
+    def __init__(self, *, scenario: Scenario, source: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.scenario = scenario
+        self.source = source
+        self.protocol = scenario.protocol
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return real_path(self.source), 0, f"memspec {self.protocol} scenario {self.scenario.name}"
+
+    def runtest(self) -> None:
+        from conformance.runner import run_scenario
+
+        run = self.run
+        result = run_scenario(run.driver(self.protocol), self.scenario, path=self.source)
+        self.user_properties.append(("memspec_verdict", result.verdict))
+        run.record(self.scenario.name, result.verdict, self.scenario.all_clauses(),
+                   result.failed_clauses(), result.failing_step, result.reason)  # fmt: skip
+        if result.verdict == "skip":
+            skip(result.reason)
+        if result.verdict == "pass":
+            return
+        step = result.failing_step
+        replay = run.save_replay("scenario", self.scenario.name, self.scenario, result.outcomes)
+        self.user_properties += [
+            ("replay", replay),
+            ("failed_clauses", " ".join(result.failed_clauses())),
+        ]
+        verb = "diverges" if result.verdict == "fail" else "could not be judged"
+        where = f" at step {step.index} ({step.op})" if step is not None else f": {result.reason}"
+        lines = [f"memspec {self.protocol} scenario {self.scenario.name} {verb}{where}"]
+        lines.append(f"  scenario:      {self.source}")
+        lines += step_lines(step, result.failed_clauses())
+        lines.append(f"  replay file:   {replay}")
+        lines.append(f"  rerun:         {run.replay_hint(replay)}")
+        run.fail(self.scenario.name, result.failed_clauses(), "\n".join(lines))
+
+
+class MemspecMachineItem(MemspecItem):
+    """One protocol's differential state machine under the run's profile and seed."""
+
+    def __init__(self, *, protocol: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.protocol = protocol
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        import inspect
+
+        from conformance.machines import machine_class
+
+        source = inspect.getsourcefile(machine_class(self.protocol)) or __file__
+        return Path(source), 0, f"memspec {self.protocol} state machine"
+
+    def runtest(self) -> None:
+        from conformance.machines import run_machine
+        from conformance.runner import run_scenario
+
+        run = self.run
+        driver = run.driver(self.protocol)
+        result = run_machine(self.protocol, driver, run.profile, run.seed)
+        run.record(self.name, result.verdict, run.machines.get(self.protocol, ()), result.clauses,
+                   result.failure, result.reason)  # fmt: skip
+        self.user_properties += [
+            ("memspec_verdict", result.verdict),
+            ("seed", str(result.seed)),
+            ("profile", result.profile),
+            ("examples", str(result.examples)),
+            ("steps", str(result.steps)),
+        ]
+        if result.verdict == "skip":
+            skip(result.reason)
+        if result.verdict == "pass":
+            return
+        verb = "found a divergence" if result.verdict == "fail" else "could not judge the target"
+        lines = [
+            f"memspec {self.protocol} state machine {verb}"
+            + ("" if result.failure is not None else f": {result.reason}"),
+            f"  exploration:   profile {result.profile}, seed {result.seed},"
+            f" {result.examples} runs, {result.steps} steps",
+        ]
+        step = result.failure
+        replay = ""
+        if result.replay is not None:
+            # Run the shrunk scenario once more on a fresh start: it confirms the failure and
+            # records the transcript that goes into the replay file.
+            confirm = run_scenario(driver, result.replay)
+            if confirm.failing_step is not None:
+                step = confirm.failing_step
+            replay = run.save_replay(
+                "machine", f"{self.name}-seed-{result.seed}", result.replay, confirm.outcomes
+            )
+            self.user_properties += [
+                ("replay", replay),
+                ("failed_clauses", " ".join(result.clauses)),
+            ]
+            again = "yes" if confirm.verdict == "fail" else f"no ({confirm.verdict})"
+            lines.append(
+                f"  shrunk run:    {len(result.replay.steps)} step(s); reproduced on a fresh"
+                f" run: {again}"
+            )
+        if result.details.get("shrink_cut"):
+            lines.append(
+                "  note:          shrinking stopped at the profile's shrink budget; the replay"
+                " is the smallest failing run found by then"
+            )
+        elif result.details.get("flaky"):
+            lines.append("  note:          the failure did not reproduce on every replay")
+        lines += step_lines(step, list(result.clauses))
+        if replay:
+            lines.append(f"  replay file:   {replay}")
+            lines.append(f"  rerun:         {run.replay_hint(replay)}")
+        examples = f" --memspec-examples {run.examples}" if run.examples else ""
+        lines.append(
+            f"  explore again: pytest --memspec-target {run.url} --memspec-profile"
+            f" {run.profile.name}{examples} --memspec-seed {result.seed} -k {self.name}"
+        )
+        run.fail(self.name, list(result.clauses), "\n".join(lines))

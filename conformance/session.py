@@ -1,0 +1,33 @@
+"""What ``memspec run`` (``conformance.commands.run``) and the pytest plugin share when they open
+a target: the capability check and opening one protocol's driver.
+
+The rest of opening a target differs between the two on purpose: the CLI reads target profiles,
+``--ca-cert`` and may start the bundled store; the plugin reads ``--memspec-*`` options and the
+``$MEMSPEC_TOKEN`` default, never starts a store, and skips a protocol the target does not serve
+instead of leaving it out with a note.  Both take their run ids from
+``conformance.commands.run.new_run_id``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from conformance.targets.base import TargetError
+
+if TYPE_CHECKING:
+    from conformance.driver import Driver, RunContext
+
+
+def check_capabilities(declared: frozenset[str], denied: frozenset[str]) -> None:
+    """A capability both declared present and declared absent is a mistake (``TargetError``)."""
+    if declared & denied:
+        raise TargetError(
+            f"capability declared both present and absent: {sorted(declared & denied)}"
+        )
+
+
+def open_driver(ctx: RunContext, protocol: str) -> Driver:
+    """The driver of ``protocol`` on ``ctx``'s target (``TargetError`` when it cannot open)."""
+    from conformance.drivers import driver_factory
+
+    return driver_factory(protocol)(ctx)
