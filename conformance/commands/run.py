@@ -233,14 +233,22 @@ def ledger_lanes(ctx: RunContext, targets: list[TargetConfig], notes: list[str])
     """A ledger driver for each further instance of the ledger store (one lane each)."""
     from conformance.cli import TargetUnreachable
 
-    out: list[Driver] = []
-    for config in targets:
+    def connect(config: TargetConfig) -> Driver | TargetError:
         try:
-            out.append(driver_factory("ledger")(dataclasses.replace(ctx, target=config)))
+            return driver_factory("ledger")(dataclasses.replace(ctx, target=config))
         except TargetError as exc:
+            return exc
+
+    # Each instance is probed and checked clean in a few round trips: all at once, not one
+    # after the other (against a distant store these add up).
+    with ThreadPoolExecutor(max(1, min(len(targets), MAX_JOBS))) as pool:
+        made = list(pool.map(connect, targets))
+    out = [d for d in made if not isinstance(d, TargetError)]
+    for config, got in zip(targets, made, strict=True):
+        if isinstance(got, TargetError):
             for d in out:
                 d.close()
-            raise TargetUnreachable(f"ledger instance {config.label}: {exc}") from exc
+            raise TargetUnreachable(f"ledger instance {config.label}: {got}") from got
     if out:
         notes.append(f"ledger work spread over {len(out) + 1} instances of the store")
     return out
