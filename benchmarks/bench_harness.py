@@ -53,8 +53,8 @@ from conformance.scenario import Scenario
 from conformance.targets.base import HttpTarget
 
 SEED = 424242
-ROUNDS = 5
-EXAMPLES_PER_ROUND = 8
+ROUNDS = 3
+EXAMPLES_PER_LANE = 8  # examples per round: this many per lane (each lane has work)
 STEPS_PER_EXAMPLE = 25
 GOAL = 0.7
 
@@ -148,7 +148,7 @@ def differential(
     seed = SEED + round_no
     profile = Profile(
         "bench",
-        max_examples=EXAMPLES_PER_ROUND,
+        max_examples=EXAMPLES_PER_LANE * jobs,
         step_count=STEPS_PER_EXAMPLE,
         budget_s=1e9,
         fixed_seed=seed,
@@ -251,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
 
     print(
         f"memspec harness benchmark: {ROUNDS} interleaved rounds (corpus + machine,"
-        f" {EXAMPLES_PER_ROUND}x{STEPS_PER_EXAMPLE} steps), spacing {SPACING_S * 1000:g} ms,"
+        f" {EXAMPLES_PER_LANE * jobs}x{STEPS_PER_EXAMPLE} steps), spacing {SPACING_S * 1000:g} ms,"
         f" {jobs} lane(s) on each side"
     )
     print(f"{'':40} {'steps':>6} {'requests':>9} {'wall s':>7} {'rate/s':>7} {'cpu s':>6}")

@@ -201,7 +201,7 @@ def add_run_options(p: argparse.ArgumentParser, *, machines: bool = True) -> Non
 
 
 #: Enough to hide a remote target's round trip behind the others' work without flooding it.
-DEFAULT_JOBS = 4
+DEFAULT_JOBS = 10
 #: At most this many bundled stores are started to carry the ledger's lanes.
 BUNDLED_LEDGER_LANES = 4
 MAX_JOBS = 64

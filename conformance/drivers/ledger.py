@@ -397,7 +397,8 @@ class LedgerDriver:
         self._clock_pinned = True
         seen = answer_instant(ex.body.get("now")) if isinstance(ex.body, dict) else None
         if ex.status != 200 or seen is None or not same_instant(at, seen):
-            return f"_test/set_clock {text} answered {ex.status} {short_json(ex.body or ex.transport_error)}"
+            shown = short_json(ex.body or ex.transport_error)
+            return f"_test/set_clock {text} answered {ex.status} {shown}"
         self._target_clock = at
         return None
 
