@@ -200,9 +200,15 @@ def add_run_options(p: argparse.ArgumentParser, *, machines: bool = True) -> Non
         )
 
 
-#: Enough to hide a remote target's round trip behind the others' work without flooding it.
+#: Lanes in one run.  Enough to hide a distant target's round trip behind the others' work
+#: without flooding it (each lane is one connection with one request in flight: ten requests at
+#: a time is light for any deployed HTTP service), and matched to the ``ci`` profile: 200
+#: examples per machine are 20 batches of 10, which 10 lanes take in two windows (8 would take
+#: three, the last half empty).  On loopback the run is CPU-bound and more lanes cost nothing
+#: but a thread each (they share one process and its GIL).
 DEFAULT_JOBS = 10
-#: At most this many bundled stores are started to carry the ledger's lanes.
+#: At most this many bundled stores are started to carry the ledger's lanes: on loopback the
+#: ledger's work is CPU-bound, and each bundled instance is one more server in this process.
 BUNDLED_LEDGER_LANES = 4
 MAX_JOBS = 64
 

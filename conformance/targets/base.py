@@ -325,6 +325,7 @@ class HttpTarget:
         #: a request written behind the last one on the kept connection, its answer unread:
         #: (socket, the reader holding the bytes past the last answer)
         self._inflight: tuple[socket.socket, Any] | None = None
+        self._closing = False  # the last answer announced ``Connection: close``
         #: off once a target failed to answer a pipelined request (see :meth:`request_pair`)
         self.pipelining = True
 
@@ -443,13 +444,14 @@ class HttpTarget:
             return self.request(*first), self.request(*second)
         a = self.request(*first, _then=wire)
         if self._inflight is None:
-            # first failed (second's bytes went with the connection) or closed the connection
-            # (second was never read): only in the second case is it sent again.
-            if a.status is not None:
+            # first closed the connection (second was never read: sent again) or failed or
+            # came back unusable (second's bytes went with the connection, its fate unknown).
+            if a.status is not None and self._closing:
                 return a, self.request(*second)
             return a, self._failure(
                 second[0], second[1], second[2], time.perf_counter(),
-                "not answered: the request pipelined before it got no answer",
+                "not answered: the connection was lost with the answer to the request"
+                " pipelined before it (not sent again: it may have been carried out)",
             )  # fmt: skip
         b = self.request(*second, _sent=True)
         if b.status is None:
@@ -667,6 +669,7 @@ class HttpTarget:
         """One answer.  ``pipelined``: ``wire`` holds a further request whose answer stays
         unread (kept in :attr:`_inflight`); ``sent``: read the answer of that request."""
         reader: Any = None
+        self._closing = False
         if sent:
             if self._inflight is None or self._inflight[0] is not self._conn:
                 raise http.client.RemoteDisconnected(
@@ -722,6 +725,9 @@ class HttpTarget:
             reusable = keep and not truncated and not resp.will_close and complete
             if pipelined and reusable:
                 self._inflight = (sock, reader)
+            # A target that closes after this answer must not read what came behind it
+            # (RFC 9112, 9.6): only then may a pipelined request be sent again.
+            self._closing = resp.will_close
             return _Answer(
                 resp.status,
                 bytes(buf),

@@ -24,7 +24,8 @@ class PairServer:
     bytes are in (so a client that waits for the first answer before sending the second is
     seen: ``pipelined`` records whether the second came within 5 s); ``"close"`` answers the
     first request of each connection with ``Connection: close`` and drops the rest; ``"mute"``
-    answers the first request and ignores whatever else was sent on the connection.
+    answers the first request and ignores whatever else was sent on the connection; ``"big"``
+    answers the first request with a large body.
     """
 
     def __init__(self, mode: str) -> None:
@@ -82,6 +83,15 @@ class PairServer:
                     buf += data
                     continue
                 path, buf = got
+                if first and self.mode == "big":
+                    body = json.dumps({"pad": "x" * 200}).encode()
+                    self.handled.append(path)
+                    conn.sendall(
+                        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                        b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body
+                    )
+                    first = False
+                    continue
                 if first and self.mode == "wait":
                     self.pipelined.append(True)
                 self.handled.append(path)
@@ -152,6 +162,21 @@ def test_a_target_that_ignores_a_pipelined_request_turns_pipelining_off() -> Non
         assert not target.pipelining
         c, d = target.request_pair(("POST", "/first", {}), ("POST", "/second", {}))
         assert (c.status, d.status) == (200, 200)  # one at a time from now on
+    finally:
+        target.close()
+        server.stop()
+
+
+@pytest.mark.clause()
+def test_a_first_answer_the_client_cannot_keep_never_sends_the_second_twice() -> None:
+    server = PairServer("big")  # the first answer is larger than the client reads
+    target = HttpTarget(TargetConfig(server.url, Secret(TOKEN), timeout_s=5, max_response_bytes=50))
+    try:
+        a, b = target.request_pair(("POST", "/first", {}), ("POST", "/second", {}))
+        assert a.status == 200
+        assert b.status is None and "not sent again" in (b.transport_error or "")
+        time.sleep(0.3)
+        assert server.handled == ["/first", "/second"]  # the second carried out once, not twice
     finally:
         target.close()
         server.stop()
