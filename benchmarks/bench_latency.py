@@ -28,6 +28,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from benchmarks.delay_proxy import DelayProxy
 from conformance.commands.run import DEFAULT_JOBS
@@ -71,7 +72,7 @@ def run_harness(cmd: list[str], env: dict[str, str]) -> tuple[int, str, float, f
 
 def run_once(
     delay_ms: int, profile: str, jobs: int, spec: str, extra: list[str], instances: int
-) -> dict:
+) -> dict[str, Any]:
     token = secrets.token_urlsafe(24)
     # A ledger has one account scope: its lanes need instances of their own (--ledger-target).
     stores = [start_server(port=0, token=token, test_control=True) for _ in range(instances)]
