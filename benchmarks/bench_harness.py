@@ -5,11 +5,20 @@ during the run hits both sides alike.  Each round:
 
 1. *differential*: against a fresh bundled store, the memory corpus and a fixed-seed run of
    the memory state machine (seed differs per round) go through the driver — model, oracle,
-   id and time correspondence, Hypothesis, and the spacing of mutating steps.  Every request
-   the driver sends is recorded (settling reads included; the target probe, which happens
-   before the clock starts, is not).
+   id and time correspondence, Hypothesis, and the spacing of mutating steps — the way
+   ``memspec run`` runs them: on ``--jobs`` lanes (default: ``memspec run``'s default), each
+   a driver with its own connection, corpus scenarios and machine batches side by side.
+   Every request each lane sends is recorded (settling reads included; the target probe,
+   which happens before the clock starts, is not).
 2. *raw*: against another fresh bundled store, the very same requests are sent again by the
-   same client class, back to back, with no model, no oracle, no Hypothesis and no spacing.
+   same client class with the same concurrency — each lane's requests, in their order, on a
+   connection of its own, the lanes side by side — with no model, no oracle, no Hypothesis
+   and no spacing.
+
+The ratio is (differential steps / differential wall seconds) ÷ (raw requests / raw wall
+seconds): the numerator is the rate at which the harness gets steps judged, the denominator
+the rate at which the same client can merely send the same requests over the same number of
+connections.  ``--jobs 1`` gives the figure of a single driver (the definition before lanes).
 
 Reported, summed over the rounds: the issue's ratio (differential steps/s ÷ raw requests/s,
 goal ≥ 0.7), the same with the spacing sleeps taken out, where the differential time goes
@@ -18,30 +27,34 @@ CPU ratios: the whole process (store thread included) and the harness thread alo
 spacing (3 ms between mutating steps on one scope, see ``conformance.oracle.memory``) is the
 price of an unambiguous event order and is part of the differential side.
 
-Run: ``.venv/bin/python -m benchmarks.bench_harness``  (about 10–20 s).
+Run: ``.venv/bin/python -m benchmarks.bench_harness [--jobs N]``  (about 10–30 s).
 """
 
 from __future__ import annotations
 
+import argparse
 import secrets
 import statistics
+import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from conformance.commands.run import DEFAULT_JOBS
 from conformance.driver import Exchange, RunContext, Secret, TargetConfig
 from conformance.drivers.memory import SPACING_S, MemoryDriver
 from conformance.embedded.server import start_server
 from conformance.machines import run_machine
 from conformance.machines.profiles import Profile
 from conformance.oracle.memory import MemoryOracle
-from conformance.runner import load_corpus, run_scenario
+from conformance.runner import load_corpus, run_scenarios
 from conformance.scenario import Scenario
 from conformance.targets.base import HttpTarget
 
 SEED = 424242
-ROUNDS = 5
-EXAMPLES_PER_ROUND = 8
+ROUNDS = 3
+EXAMPLES_PER_LANE = 8  # examples per round: this many per lane (each lane has work)
 STEPS_PER_EXAMPLE = 25
 GOAL = 0.7
 
@@ -128,12 +141,14 @@ class Side:
     per_round: list[float] = field(default_factory=list)  # wall seconds
 
 
-def differential(round_no: int, corpus: list[Scenario], side: Side) -> tuple[list[Sent], str]:
+def differential(
+    round_no: int, corpus: list[Scenario], side: Side, jobs: int
+) -> tuple[list[list[Sent]], str]:
     token = secrets.token_urlsafe(16)
     seed = SEED + round_no
     profile = Profile(
         "bench",
-        max_examples=EXAMPLES_PER_ROUND,
+        max_examples=EXAMPLES_PER_LANE * jobs,
         step_count=STEPS_PER_EXAMPLE,
         budget_s=1e9,
         fixed_seed=seed,
@@ -141,52 +156,67 @@ def differential(round_no: int, corpus: list[Scenario], side: Side) -> tuple[lis
     with start_server(token=token) as handle:
         ctx = RunContext(f"memspec-bench{round_no:04d}", TargetConfig(handle.url, Secret(token)))
         driver = MemoryDriver(ctx)
-        rec = Recorder(driver.target)
+        lanes = [driver, *(driver.lane() for _ in range(jobs - 1))]
+        recs = [Recorder(d.target) for d in lanes]
         steps = 0
         with OracleTimer() as timer:
             cpu0, tcpu0 = time.process_time(), time.thread_time()
             started = time.perf_counter()
-            for scenario in corpus:
-                result = run_scenario(driver, scenario)
+            for result in run_scenarios({"memory": lanes}, [(sc, "") for sc in corpus]):
                 steps += len(result.outcomes)
                 if result.verdict == "fail":
                     raise SystemExit(f"corpus diverged against the bundled store: {result.reason}")
-            m = run_machine("memory", driver, profile, seed)
+            m = run_machine("memory", driver, profile, seed, lanes=lanes[1:])
             steps += m.steps
             elapsed = time.perf_counter() - started
             cpu, tcpu = time.process_time() - cpu0, time.thread_time() - tcpu0
-        driver.close()
+        for d in lanes:
+            d.close()
     if m.verdict != "pass":
         raise SystemExit(f"the machine did not pass against the bundled store: {m.reason}")
-    side.requests += len(rec.sent)
+    side.requests += sum(len(r.sent) for r in recs)
     side.steps += steps
     side.wall_s += elapsed
     side.cpu_s += cpu
     side.thread_cpu_s += tcpu
-    side.slept_s += driver.spacing_slept_s
-    side.http_s += rec.http_s
+    side.slept_s += sum(d.spacing_slept_s for d in lanes)
+    side.http_s += sum(r.http_s for r in recs)
     side.oracle_s += timer.seconds
     side.per_round.append(elapsed)
-    return rec.sent, m.verdict
+    return [r.sent for r in recs], m.verdict
 
 
-def raw_replay(sent: list[Sent], side: Side) -> None:
+def _replay(target: HttpTarget, sent: list[Sent]) -> None:
+    for s in sent:
+        if s.kind == "raw":
+            target.raw(s.method, s.path, **s.kwargs)
+        else:
+            kwargs = dict(s.kwargs)
+            args = kwargs.pop("args", ())
+            target.request(s.method, s.path, *args, **kwargs)
+
+
+def raw_replay(per_lane: list[list[Sent]], side: Side) -> None:
+    """Each lane's requests in order on a connection of its own, the lanes side by side."""
     token = secrets.token_urlsafe(16)
     with start_server(token=token) as handle:
-        target = HttpTarget(TargetConfig(handle.url, Secret(token)))
+        targets = [HttpTarget(TargetConfig(handle.url, Secret(token))) for _ in per_lane]
+        threads = [
+            threading.Thread(target=_replay, args=(t, sent), daemon=True)
+            for t, sent in zip(targets, per_lane, strict=True)
+            if sent
+        ]
         cpu0, tcpu0 = time.process_time(), time.thread_time()
         started = time.perf_counter()
-        for s in sent:
-            if s.kind == "raw":
-                target.raw(s.method, s.path, **s.kwargs)
-            else:
-                kwargs = dict(s.kwargs)
-                args = kwargs.pop("args", ())
-                target.request(s.method, s.path, *args, **kwargs)
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
         elapsed = time.perf_counter() - started
         cpu, tcpu = time.process_time() - cpu0, time.thread_time() - tcpu0
-        target.close()
-    side.requests += len(sent)
+        for t in targets:
+            t.close()
+    side.requests += sum(len(sent) for sent in per_lane)
     side.wall_s += elapsed
     side.cpu_s += cpu
     side.thread_cpu_s += tcpu
@@ -194,12 +224,15 @@ def raw_replay(sent: list[Sent], side: Side) -> None:
     side.per_round.append(elapsed)
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="bench_harness")
+    ap.add_argument("--jobs", type=int, default=DEFAULT_JOBS, help="lanes (memspec run --jobs)")
+    jobs = max(1, ap.parse_args(argv if argv is not None else []).jobs)
     diff, raw = Side(), Side()
     run_started = time.perf_counter()
     corpus = [scenario for scenario, _ in load_corpus(["memory"])]  # parsed once, untimed
     for r in range(ROUNDS):
-        sent, _ = differential(r, corpus, diff)
+        sent, _ = differential(r, corpus, diff, jobs)
         raw_replay(sent, raw)
     total_s = time.perf_counter() - run_started
     assert diff.requests == raw.requests
@@ -214,11 +247,12 @@ def main() -> int:
     per_round = [
         raw_s / diff_s for raw_s, diff_s in zip(raw.per_round, diff.per_round, strict=True)
     ]
-    rest_s = diff.wall_s - diff.slept_s - diff.http_s - diff.oracle_s
+    rest_s = jobs * diff.wall_s - diff.slept_s - diff.http_s - diff.oracle_s
 
     print(
         f"memspec harness benchmark: {ROUNDS} interleaved rounds (corpus + machine,"
-        f" {EXAMPLES_PER_ROUND}x{STEPS_PER_EXAMPLE} steps), spacing {SPACING_S * 1000:g} ms"
+        f" {EXAMPLES_PER_LANE * jobs}x{STEPS_PER_EXAMPLE} steps), spacing {SPACING_S * 1000:g} ms,"
+        f" {jobs} lane(s) on each side"
     )
     print(f"{'':40} {'steps':>6} {'requests':>9} {'wall s':>7} {'rate/s':>7} {'cpu s':>6}")
     print(
@@ -229,15 +263,19 @@ def main() -> int:
         f"{'raw: same requests, back to back':40} {'':>6} {n:>9}"
         f" {raw.wall_s:>7.2f} {raw_rate:>7.0f} {raw.cpu_s:>6.2f}   (requests/s)"
     )
-    print("differential wall time, by where it goes:")
+    print(
+        f"differential time, by where it goes (summed over the lanes, as a share of {jobs} x wall):"
+        if jobs > 1
+        else "differential wall time, by where it goes:"
+    )
     for label, secs in (
         ("HTTP (the same requests)", diff.http_s),
         ("spacing sleeps (3 ms per scope)", diff.slept_s),
         ("model + oracle", diff.oracle_s),
-        ("Hypothesis, runner, driver", rest_s),
+        ("Hypothesis, runner, driver, waiting", rest_s),
     ):
         print(
-            f"  {label:38} {secs:>7.2f} s  {secs / diff.wall_s:>4.0%}"
+            f"  {label:38} {secs:>7.2f} s  {secs / (jobs * diff.wall_s):>4.0%}"
             f"  {secs / diff.steps * 1000:>6.3f} ms/step"
         )
     print(
@@ -262,4 +300,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(main(sys.argv[1:]))

@@ -6,37 +6,76 @@ and delays every byte by a one-way latency of 0, 5, 10 and 25 ms.  At each, ``me
 the wall time is reported as a ratio to the 0 ms run of the same benchmark — measured in one
 run, on one machine, never as an absolute goal.  Goals (issue 11): at most 2x at 10 ms and 3x
 at 25 ms.  Peak resident memory of the harness process is reported too: it must stay bounded
-whatever ``--jobs`` is.
+whatever ``--jobs`` is.  It is the harness's own high-water mark (``VmHWM`` of
+``/proc/<pid>/status``, read while it runs), not ``RUSAGE_CHILDREN``: Linux carries
+``ru_maxrss`` across ``execve``, so a child of a large parent would report the parent's size.
+Each row carries the load average when it started, since the machine may be shared.
 
 The store and the proxies run in this process, the harness in its own, so the two share the
 machine's cores the way a real remote target would not: the ratios are an upper bound.
 
-Run: ``.venv/bin/python -m benchmarks.bench_latency [--profile ci] [--jobs N] [--delays 0,10]``
+Run: ``.venv/bin/python -m benchmarks.bench_latency [--profile ci] [--jobs N] [--delays 0,10]
+[--ledger-instances N]`` (ledger instances default to ``--jobs``: one lane each).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import resource
 import secrets
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from benchmarks.delay_proxy import DelayProxy
+from conformance.commands.run import DEFAULT_JOBS
 from conformance.embedded.server import start_server
 
 GOALS = {10: 2.0, 25: 3.0}
 TOKEN_ENV = "MEMSPEC_BENCH_TOKEN"
 
 
-def run_once(delay_ms: int, profile: str, jobs: int, spec: str, extra: list[str]) -> dict:
+def peak_rss_kb(pid: int) -> float | None:
+    """``VmHWM`` (peak resident set, KiB) of process ``pid``, or None once it is gone."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return float(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
+def run_harness(cmd: list[str], env: dict[str, str]) -> tuple[int, str, float, float]:
+    """Run ``cmd``; its exit code, the tail of its output, wall seconds and peak RSS (KiB),
+    sampled every 50 ms while it runs (the high-water mark only grows, so the last sample
+    read is the peak but for the final 50 ms)."""
+    started = time.perf_counter()
+    with tempfile.TemporaryFile("w+") as out:
+        proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT, text=True)
+        peak = 0.0
+        while proc.poll() is None:
+            seen = peak_rss_kb(proc.pid)
+            peak = max(peak, seen or 0.0)
+            if time.perf_counter() - started > 3600:
+                proc.kill()
+            time.sleep(0.05)
+        wall = time.perf_counter() - started
+        out.seek(0)
+        tail = out.read()[-2000:]
+    return proc.returncode, tail, wall, peak
+
+
+def run_once(
+    delay_ms: int, profile: str, jobs: int, spec: str, extra: list[str], instances: int
+) -> dict[str, Any]:
     token = secrets.token_urlsafe(24)
     # A ledger has one account scope: its lanes need instances of their own (--ledger-target).
-    stores = [start_server(port=0, token=token, test_control=True) for _ in range(max(1, jobs))]
+    stores = [start_server(port=0, token=token, test_control=True) for _ in range(instances)]
     proxies = [DelayProxy(s.url, delay_ms / 1000) for s in stores]
     proxy = proxies[0]
     if spec != "memory":
@@ -51,25 +90,22 @@ def run_once(delay_ms: int, profile: str, jobs: int, spec: str, extra: list[str]
                 *extra,
             ]  # fmt: skip
             env = {**os.environ, TOKEN_ENV: token}
-            before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-            started = time.perf_counter()
-            proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=3600)
-            wall = time.perf_counter() - started
-            peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+            load = os.getloadavg()[0]
+            code, tail, wall, peak = run_harness(cmd, env)
     finally:
         for p in proxies:
             p.stop()
         for s in stores:
             s.stop()
-    verdict = "CONFORMANT" if proc.returncode == 0 else f"exit {proc.returncode}"
-    if proc.returncode not in (0, 1):
-        tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
-        verdict += ": " + " / ".join(tail)
+    verdict = "CONFORMANT" if code == 0 else f"exit {code}"
+    if code not in (0, 1):
+        verdict += ": " + " / ".join(tail.strip().splitlines()[-3:])
     return {
         "delay_ms": delay_ms,
         "wall_s": wall,
         "verdict": verdict,
-        "peak_rss_mb": max(peak, before) / 1024,
+        "peak_rss_mb": peak / 1024,
+        "load": load,
     }
 
 
@@ -79,24 +115,31 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--spec", default="all")
     ap.add_argument("--jobs", type=int, default=None, help="memspec run --jobs (default: its own)")
     ap.add_argument("--delays", default="0,5,10,25", help="one-way delays in ms")
+    ap.add_argument(
+        "--ledger-instances", type=int, default=None, help="ledger store instances (default: jobs)"
+    )
     args = ap.parse_args(argv if argv is not None else [])
     delays = [int(d) for d in args.delays.split(",")]
     if 0 not in delays:
         delays.insert(0, 0)
     extra: list[str] = []
-    jobs = args.jobs if args.jobs is not None else 0
+    jobs = args.jobs if args.jobs is not None else DEFAULT_JOBS
+    instances = max(1, args.ledger_instances or jobs)
     rows = []
     for d in delays:
-        row = run_once(d, args.profile, jobs or 4, args.spec, extra)
+        row = run_once(d, args.profile, jobs, args.spec, extra, instances)
         rows.append(row)
         print(
             f"   one-way {d:>3} ms: {row['wall_s']:7.1f} s  {row['verdict']}"
-            f"  (peak RSS {row['peak_rss_mb']:.0f} MB)",
+            f"  (peak RSS {row['peak_rss_mb']:.0f} MB, load average {row['load']:.1f})",
             flush=True,
         )
     base = rows[0]["wall_s"]
     failed = 0
-    print(f"   profile {args.profile}, spec {args.spec}, jobs {jobs or 4}; ratio to 0 ms:")
+    print(
+        f"   profile {args.profile}, spec {args.spec}, jobs {jobs}, {instances} ledger"
+        f" instance(s), {os.cpu_count()} cores; ratio to 0 ms:"
+    )
     for row in rows[1:]:
         ratio = row["wall_s"] / base
         goal = GOALS.get(row["delay_ms"])

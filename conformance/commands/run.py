@@ -200,9 +200,15 @@ def add_run_options(p: argparse.ArgumentParser, *, machines: bool = True) -> Non
         )
 
 
-#: Enough to hide a remote target's round trip behind the others' work without flooding it.
-DEFAULT_JOBS = 4
-#: At most this many bundled stores are started to carry the ledger's lanes.
+#: Lanes in one run.  Enough to hide a distant target's round trip behind the others' work
+#: without flooding it (each lane is one connection with one request in flight: ten requests at
+#: a time is light for any deployed HTTP service), and matched to the ``ci`` profile: 200
+#: examples per machine are 20 batches of 10, which 10 lanes take in two windows (8 would take
+#: three, the last half empty).  On loopback the run is CPU-bound and more lanes cost nothing
+#: but a thread each (they share one process and its GIL).
+DEFAULT_JOBS = 10
+#: At most this many bundled stores are started to carry the ledger's lanes: on loopback the
+#: ledger's work is CPU-bound, and each bundled instance is one more server in this process.
 BUNDLED_LEDGER_LANES = 4
 MAX_JOBS = 64
 
@@ -233,14 +239,22 @@ def ledger_lanes(ctx: RunContext, targets: list[TargetConfig], notes: list[str])
     """A ledger driver for each further instance of the ledger store (one lane each)."""
     from conformance.cli import TargetUnreachable
 
-    out: list[Driver] = []
-    for config in targets:
+    def connect(config: TargetConfig) -> Driver | TargetError:
         try:
-            out.append(driver_factory("ledger")(dataclasses.replace(ctx, target=config)))
+            return driver_factory("ledger")(dataclasses.replace(ctx, target=config))
         except TargetError as exc:
+            return exc
+
+    # Each instance is probed and checked clean in a few round trips: all at once, not one
+    # after the other (against a distant store these add up).
+    with ThreadPoolExecutor(max(1, min(len(targets), MAX_JOBS))) as pool:
+        made = list(pool.map(connect, targets))
+    out = [d for d in made if not isinstance(d, TargetError)]
+    for config, got in zip(targets, made, strict=True):
+        if isinstance(got, TargetError):
             for d in out:
                 d.close()
-            raise TargetUnreachable(f"ledger instance {config.label}: {exc}") from exc
+            raise TargetUnreachable(f"ledger instance {config.label}: {got}") from got
     if out:
         notes.append(f"ledger work spread over {len(out) + 1} instances of the store")
     return out

@@ -86,6 +86,9 @@ START_MS = parse_rfc3339("2026-03-02T09:00:00.000Z") or 0
 TICK_MS = 1000
 #: Real time kept between mutating steps when the target's clock cannot be pinned.
 SPACING_S = 0.003
+#: :meth:`LedgerDriver._before_mutation`: the clock pin is to go out with the mutation.
+_DEFERRED = "deferred"
+
 #: A JSON-RPC parse error: allowed, besides -32602, for a body that is not JSON at all.
 PARSE_ERROR = -32700
 #: How many ledgers the driver keeps in step when a store's answers have not yet told apart
@@ -386,12 +389,16 @@ class LedgerDriver:
         return None
 
     def _pin_clock(self, at: int) -> str | None:
+        return self._pinned(at, self.target.test("set_clock", {"now": format_rfc3339(at)}))
+
+    def _pinned(self, at: int, ex: Exchange) -> str | None:
+        """Check the answer to ``_test/set_clock`` pinning the clock at ``at``."""
         text = format_rfc3339(at)
-        ex = self.target.test("set_clock", {"now": text})
         self._clock_pinned = True
         seen = answer_instant(ex.body.get("now")) if isinstance(ex.body, dict) else None
         if ex.status != 200 or seen is None or not same_instant(at, seen):
-            return f"_test/set_clock {text} answered {ex.status} {short_json(ex.body or ex.transport_error)}"
+            shown = short_json(ex.body or ex.transport_error)
+            return f"_test/set_clock {text} answered {ex.status} {shown}"
         self._target_clock = at
         return None
 
@@ -541,8 +548,10 @@ class LedgerDriver:
             params_t = self._expand(args, "target")
         params_t = self._to_target_time(params_t, method)
         expect = self._expand_expect(step.expect) if step.expect else None
+        pin: int | None = None  # a clock pin to send along with the call (one round trip)
         if op.mutating:
-            problem = self._before_mutation()
+            problem = self._before_mutation(defer=raw_text is None)
+            pin, problem = (self.now, None) if problem == _DEFERRED else (None, problem)
             if problem is not None:
                 return StepOutcome(
                     index,
@@ -572,6 +581,10 @@ class LedgerDriver:
         # The target's.
         if raw_text is not None:
             ex = self.target.post_bytes(method, raw_text.encode("utf-8"))
+        elif pin is not None:
+            pinned, ex = self.target.test_then_call(
+                "set_clock", {"now": format_rfc3339(pin)}, method, params_t
+            )
         else:
             ex = self.target.call(method, params_t)
         if op.mutating:
@@ -579,6 +592,13 @@ class LedgerDriver:
             # Space from the answer (the store stamped before answering), not from the send: a
             # request delayed on a loaded machine must not bring two stamps within one tick.
             self._last_real = time.monotonic()
+        if pin is not None:
+            problem = self._pinned(pin, pinned)
+            if problem is not None:
+                return StepOutcome(
+                    index, step.op, "indeterminate", base, "", None,
+                    reason=f"could not pin the target's clock: {problem}",
+                )  # fmt: skip
         passes: list[tuple[LedgerState, Outcome, oracle.Judgement]] = []
         for (state, ctx), alts in zip(worlds, options, strict=True):
             full_listing, packet = self._read_extras(state, method, params_m, alts[0][1])
@@ -641,13 +661,15 @@ class LedgerDriver:
                     j = replace(j, verdict="diverge", reason=f"hand-written expectation: {problem}")
         return self._outcome(index, step, base, j, ex)
 
-    def _before_mutation(self) -> str | None:
+    def _before_mutation(self, defer: bool = False) -> str | None:
+        """``defer``: a clock pin is left to the caller (:data:`_DEFERRED`), which sends it
+        pipelined with the mutation."""
         if self.last_mutation is not None and self.now <= self.last_mutation:
             self.now = self.last_mutation + TICK_MS
         self.last_mutation = self.now
         if self.clock:
             if self._target_clock != self.now:
-                return self._pin_clock(self.now)
+                return _DEFERRED if defer else self._pin_clock(self.now)
             return None
         wait = self._last_real + SPACING_S - time.monotonic()
         if wait > 0:

@@ -269,6 +269,28 @@ class _Answer:
     reason: str
 
 
+class _SharedReader:
+    """Stands for a socket to :class:`http.client.HTTPResponse`: its ``makefile`` is one
+    buffered reader shared by pipelined answers, which closing an answer leaves open."""
+
+    def __init__(self, reader: Any) -> None:
+        self.reader = reader
+
+    def makefile(self, *_args: Any, **_kwargs: Any) -> Any:
+        return _Unclosed(self.reader)
+
+
+class _Unclosed:
+    def __init__(self, reader: Any) -> None:
+        self._reader = reader
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._reader, name)
+
+    def close(self) -> None:
+        """Leave the shared reader open (the next answer is in it)."""
+
+
 class HttpTarget:
     """One target's HTTP client.  Subclasses add the protocol's routes and probes.
 
@@ -300,6 +322,12 @@ class HttpTarget:
         self._silent = 0  # requests in a row that got no HTTP answer
         self._held = 0
         self.requests_sent = 0
+        #: a request written behind the last one on the kept connection, its answer unread:
+        #: (socket, the reader holding the bytes past the last answer)
+        self._inflight: tuple[socket.socket, Any] | None = None
+        self._closing = False  # the last answer announced ``Connection: close``
+        #: off once a target failed to answer a pipelined request (see :meth:`request_pair`)
+        self.pipelining = True
 
     # -- capabilities -----------------------------------------------------------------
 
@@ -364,6 +392,8 @@ class HttpTarget:
         content: bytes | None = None,
         headers: dict[str, str] | None = None,
         chunked: bool = False,
+        _then: bytes = b"",
+        _sent: bool = False,
     ) -> Exchange:
         """Send one request; ``body`` is serialized as JSON (``content`` sends bytes as is).
 
@@ -388,8 +418,83 @@ class HttpTarget:
         elif payload is not None and not any(k.lower() == "content-length" for k in hdrs):
             header_list.append(("Content-Length", str(len(payload))))
         return self._send(
-            method, path, header_list, payload or b"", auth, described, chunked=chunked, keep=True
+            method, path, header_list, payload or b"", auth, described,
+            chunked=chunked, keep=True, then=_then, sent=_sent,
+        )  # fmt: skip
+
+    def request_pair(
+        self, first: tuple[str, str, Any], second: tuple[str, str, Any]
+    ) -> tuple[Exchange, Exchange]:
+        """Two JSON requests ``(method, path, body)`` written back to back on the kept
+        connection (HTTP/1.1 pipelining), their answers read in order: one round trip instead
+        of two.  The target processes them in order (neither is a safe method, so a server may
+        not run them side by side).
+
+        Only for a ``first`` that may be repeated (a test control setting an absolute value):
+        when the kept connection turns out stale it is sent again, fresh.  If ``first`` gets
+        no answer, ``second``'s bytes were dropped with the connection and its exchange says
+        so (its answer unknown); if ``first``'s answer closes the connection, ``second`` is
+        sent again on a fresh one (the target never read it).  A target that answers
+        ``first`` but not ``second`` has pipelining turned off for the rest of the run.
+        """
+        if not self.pipelining or self._silent:
+            return self.request(*first), self.request(*second)
+        wire = self._prepared(*second)
+        if wire is None:
+            return self.request(*first), self.request(*second)
+        a = self.request(*first, _then=wire)
+        if self._inflight is None:
+            # first closed the connection (second was never read: sent again) or failed or
+            # came back unusable (second's bytes went with the connection, its fate unknown).
+            if a.status is not None and self._closing:
+                return a, self.request(*second)
+            return a, self._failure(
+                second[0], second[1], second[2], time.perf_counter(),
+                "not answered: the connection was lost with the answer to the request"
+                " pipelined before it (not sent again: it may have been carried out)",
+            )  # fmt: skip
+        b = self.request(*second, _sent=True)
+        if b.status is None:
+            self.pipelining = False
+        return a, b
+
+    def _prepared(self, method: str, path: str, body: Any) -> bytes | None:
+        """The bytes :meth:`request` would write for a JSON ``body`` (None: not sendable)."""
+        payload = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        data = payload.encode("utf-8")
+        head = self._head(
+            method,
+            path,
+            [("Content-Type", "application/json"), ("Content-Length", str(len(data)))],
+            self._auth_header(True),
+            keep=True,
         )
+        return None if head is None else head + data
+
+    def _head(
+        self,
+        method: str,
+        path: str,
+        headers: list[tuple[str, str]],
+        auth_value: str | None,
+        *,
+        keep: bool,
+    ) -> bytes | None:
+        lines = [f"{method} {self._prefix}{path} HTTP/1.1", f"Host: {self._host_header}"]
+        if keep:
+            lines += ["User-Agent: memspec-harness", "Accept: application/json"]
+        lines.append("Accept-Encoding: identity")
+        if auth_value is not None:
+            lines.append(f"Authorization: {auth_value}")
+        lines.extend(f"{k}: {v}" for k, v in headers)
+        if not keep:
+            lines.append("Connection: close")
+        if any(c in "\r\n" for line in lines for c in line):
+            return None
+        try:
+            return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+        except UnicodeEncodeError:
+            return None
 
     def raw(
         self,
@@ -428,7 +533,11 @@ class HttpTarget:
         *,
         chunked: bool,
         keep: bool,
+        then: bytes = b"",
+        sent: bool = False,
     ) -> Exchange:
+        """``then``: bytes of a further request written right behind this one (its answer is
+        left for the next call, ``sent``: this request's bytes are already written)."""
         auth_value = self._auth_header(auth)
         shown = tuple(headers) + (
             (("Authorization", _elided_auth(auth)),) if auth_value is not None else ()
@@ -455,7 +564,7 @@ class HttpTarget:
         else:
             wire_body = body
         honest = chunked or _declared(headers) in (None, len(body))
-        if self._silent >= SILENT_LIMIT and honest:
+        if self._silent >= SILENT_LIMIT and honest and not sent:
             self._held += 1
             if self._held % RECHECK_EVERY:
                 return self._failure(
@@ -471,16 +580,17 @@ class HttpTarget:
         deadline = time.monotonic() + self.config.timeout_s
         reused = keep and self._conn is not None
         answer_ok = False
+        wire = b"" if sent else head + wire_body + then
         try:
             try:
-                answer = self._roundtrip(method, head + wire_body, deadline, keep)
+                answer = self._roundtrip(method, wire, deadline, keep, bool(then), sent)
                 answer_ok = True
             except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
-                if not reused or self._watchdog.fired:
+                if not reused or self._watchdog.fired or sent:
                     raise
                 # A kept-alive connection the target had already closed: once more, fresh.
                 self._drop()
-                answer = self._roundtrip(method, head + wire_body, deadline, keep)
+                answer = self._roundtrip(method, wire, deadline, keep, bool(then), sent)
                 answer_ok = True
         except (_Deadline, TimeoutError):
             self._drop()
@@ -547,8 +657,28 @@ class HttpTarget:
             raise
         return sock
 
-    def _roundtrip(self, method: str, wire: bytes, deadline: float, keep: bool) -> _Answer:
-        if keep and self._conn is not None:
+    def _roundtrip(
+        self,
+        method: str,
+        wire: bytes,
+        deadline: float,
+        keep: bool,
+        pipelined: bool = False,
+        sent: bool = False,
+    ) -> _Answer:
+        """One answer.  ``pipelined``: ``wire`` holds a further request whose answer stays
+        unread (kept in :attr:`_inflight`); ``sent``: read the answer of that request."""
+        reader: Any = None
+        self._closing = False
+        if sent:
+            if self._inflight is None or self._inflight[0] is not self._conn:
+                raise http.client.RemoteDisconnected(
+                    "the pipelined request went with its connection"
+                )
+            sock, reader = self._inflight
+            self._inflight = None
+            self._watchdog.arm(sock, deadline)
+        elif keep and self._conn is not None:
             sock = self._conn
             self._watchdog.arm(sock, deadline)
         else:
@@ -559,13 +689,20 @@ class HttpTarget:
         reusable = False
         try:
             sock.settimeout(max(0.001, deadline - time.monotonic()))
-            try:
-                sock.sendall(wire)
-            except (BrokenPipeError, ConnectionResetError, ssl.SSLEOFError):
-                # The target may answer before it has read the whole body (an early 413) and
-                # close: read whatever answer it sent.
-                pass
-            resp = http.client.HTTPResponse(sock, method=method)
+            if not sent:
+                try:
+                    sock.sendall(wire)
+                except (BrokenPipeError, ConnectionResetError, ssl.SSLEOFError):
+                    # The target may answer before it has read the whole body (an early 413)
+                    # and close: read whatever answer it sent.
+                    pass
+            if pipelined:
+                # One buffered reader for both answers: the bytes past the first stay in it.
+                reader = sock.makefile("rb")
+            resp = http.client.HTTPResponse(
+                sock if reader is None else _SharedReader(reader),  # type: ignore[arg-type]
+                method=method,
+            )
             resp.begin()
             limit = self.config.max_response_bytes
             buf = bytearray()
@@ -586,6 +723,11 @@ class HttpTarget:
                 raise _Deadline()
             complete = resp.isclosed() or resp.length == 0
             reusable = keep and not truncated and not resp.will_close and complete
+            if pipelined and reusable:
+                self._inflight = (sock, reader)
+            # A target that closes after this answer must not read what came behind it
+            # (RFC 9112, 9.6): only then may a pipelined request be sent again.
+            self._closing = resp.will_close
             return _Answer(
                 resp.status,
                 bytes(buf),
@@ -604,6 +746,7 @@ class HttpTarget:
                     sock.close()
 
     def _drop(self) -> None:
+        self._inflight = None
         if self._conn is not None:
             try:
                 self._conn.close()
@@ -663,7 +806,7 @@ def _elided_auth(auth: Auth) -> str:
         "wrong": "Bearer [wrong token]",
         "scheme": "Basic [token]",
         "empty": "Bearer (empty)",
-    }.get(auth, "?")  # type: ignore[call-overload]
+    }.get(auth, "?")
 
 
 MAX_DEPTH = 64

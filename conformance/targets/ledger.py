@@ -52,6 +52,15 @@ class LedgerTarget(HttpTarget):
         """``POST /ledger/_test/<name>`` (a test control) with ``params`` as the JSON body."""
         return self.request("POST", f"/ledger/_test/{name}", params)
 
+    def test_then_call(
+        self, name: str, test_params: Any, method: str, params: Any
+    ) -> tuple[Exchange, Exchange]:
+        """A test control and then a call, pipelined (one round trip): see
+        :meth:`HttpTarget.request_pair`.  The test control must be one that may be repeated."""
+        return self.request_pair(
+            ("POST", f"/ledger/_test/{name}", test_params), ("POST", f"/ledger/{method}", params)
+        )
+
     def post_bytes(self, method: str, content: bytes) -> Exchange:
         """``POST /ledger/<method>`` with a body that is not (necessarily) JSON."""
         return self.request(

@@ -1,0 +1,182 @@
+"""The client's pipelined pair (a ledger clock pin sent with the mutation it stamps): both
+requests go out before the first answer is read, the answers come back in order, and a target
+that closes after the first answer or never answers a pipelined request is handled."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+
+import pytest
+
+from conformance.driver import Secret, TargetConfig
+from conformance.targets.base import HttpTarget
+
+TOKEN = "pipelining-test-token-0123456789"
+
+
+class PairServer:
+    """Answers each request ``{"n": i, "path": ...}``, on kept-alive connections.
+
+    ``mode``: ``"wait"`` answers the first request of a connection only once the second's
+    bytes are in (so a client that waits for the first answer before sending the second is
+    seen: ``pipelined`` records whether the second came within 5 s); ``"close"`` answers the
+    first request of each connection with ``Connection: close`` and drops the rest; ``"mute"``
+    answers the first request and ignores whatever else was sent on the connection; ``"big"``
+    answers the first request with a large body.
+    """
+
+    def __init__(self, mode: str) -> None:
+        self.mode = mode
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.handled: list[str] = []
+        self.pipelined: list[bool] = []
+        self.connections = 0
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.connections += 1
+            args = (conn, self.connections)
+            threading.Thread(target=self._serve, args=args, daemon=True).start()
+
+    @staticmethod
+    def _split(buf: bytes) -> tuple[str, bytes] | None:
+        head, sep, rest = buf.partition(b"\r\n\r\n")
+        if not sep:
+            return None
+        length = 0
+        for line in head.split(b"\r\n")[1:]:
+            name, _, value = line.partition(b":")
+            if name.strip().lower() == b"content-length":
+                length = int(value)
+        if len(rest) < length:
+            return None
+        return head.split(b" ")[1].decode(), rest[length:]
+
+    def _serve(self, conn: socket.socket, number: int) -> None:
+        buf = b""
+        first = True
+        with conn:
+            conn.settimeout(5)
+            while True:
+                got = self._split(buf)
+                if got is None or (first and self.mode == "wait" and self._split(got[1]) is None):
+                    try:
+                        data = conn.recv(65536)
+                    except OSError:
+                        data = b""
+                    if not data:
+                        if got is not None and first and self.mode == "wait":
+                            self.pipelined.append(False)  # the second never came unasked
+                            buf += b"\r\n"  # answer the first anyway
+                            self.mode = "plain"
+                            continue
+                        return
+                    buf += data
+                    continue
+                path, buf = got
+                if first and self.mode == "big":
+                    body = json.dumps({"pad": "x" * 200}).encode()
+                    self.handled.append(path)
+                    conn.sendall(
+                        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                        b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body
+                    )
+                    first = False
+                    continue
+                if first and self.mode == "wait":
+                    self.pipelined.append(True)
+                self.handled.append(path)
+                close = self.mode == "close" and first
+                body = json.dumps({"n": len(self.handled), "path": path}).encode()
+                conn.sendall(
+                    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
+                    + str(len(body)).encode()
+                    + (b"\r\nConnection: close" if close else b"")
+                    + b"\r\n\r\n"
+                    + body
+                )
+                first = False
+                if close:
+                    return
+                if self.mode == "mute" and number == 1:
+                    time.sleep(3)  # never answers what came after the first
+                    return
+
+    def stop(self) -> None:
+        self.sock.close()
+
+
+@pytest.mark.clause()
+def test_a_pair_goes_out_before_the_first_answer_and_the_answers_come_back_in_order() -> None:
+    server = PairServer("wait")
+    target = HttpTarget(TargetConfig(server.url, Secret(TOKEN), timeout_s=8))
+    try:
+        for round_no in range(2):
+            a, b = target.request_pair(("POST", "/first", {"x": 1}), ("POST", "/second", {}))
+            assert (a.status, b.status) == (200, 200)
+            assert a.body == {"n": 2 * round_no + 1, "path": "/first"}
+            assert b.body == {"n": 2 * round_no + 2, "path": "/second"}
+        one = target.request("POST", "/third", {})
+        assert one.body == {"n": 5, "path": "/third"}
+        assert server.pipelined == [True]  # the second was in before the first was answered
+        assert server.connections == 1
+        assert target.pipelining
+    finally:
+        target.close()
+        server.stop()
+
+
+@pytest.mark.clause()
+def test_a_target_closing_after_the_first_answer_gets_the_second_again_on_a_new_connection() -> (
+    None
+):
+    server = PairServer("close")
+    target = HttpTarget(TargetConfig(server.url, Secret(TOKEN), timeout_s=5))
+    try:
+        a, b = target.request_pair(("POST", "/first", {}), ("POST", "/second", {}))
+        assert (a.status, b.status) == (200, 200)
+        assert server.handled == ["/first", "/second"]  # each handled exactly once
+        assert server.connections == 2
+    finally:
+        target.close()
+        server.stop()
+
+
+@pytest.mark.clause()
+def test_a_target_that_ignores_a_pipelined_request_turns_pipelining_off() -> None:
+    server = PairServer("mute")
+    target = HttpTarget(TargetConfig(server.url, Secret(TOKEN), timeout_s=1))
+    try:
+        a, b = target.request_pair(("POST", "/first", {}), ("POST", "/second", {}))
+        assert a.status == 200
+        assert b.status is None and b.transport_error  # no answer: reported, not invented
+        assert not target.pipelining
+        c, d = target.request_pair(("POST", "/first", {}), ("POST", "/second", {}))
+        assert (c.status, d.status) == (200, 200)  # one at a time from now on
+    finally:
+        target.close()
+        server.stop()
+
+
+@pytest.mark.clause()
+def test_a_first_answer_the_client_cannot_keep_never_sends_the_second_twice() -> None:
+    server = PairServer("big")  # the first answer is larger than the client reads
+    target = HttpTarget(TargetConfig(server.url, Secret(TOKEN), timeout_s=5, max_response_bytes=50))
+    try:
+        a, b = target.request_pair(("POST", "/first", {}), ("POST", "/second", {}))
+        assert a.status == 200
+        assert b.status is None and "not sent again" in (b.transport_error or "")
+        time.sleep(0.3)
+        assert server.handled == ["/first", "/second"]  # the second carried out once, not twice
+    finally:
+        target.close()
+        server.stop()
