@@ -789,6 +789,8 @@ class LedgerMachine(DifferentialMachine):
           LED-GATE.4);
         * ``dead`` — a target that is no longer active (superseded, deleted, expired, a
           proposal) is refused, an ``expire`` too (LED-GATE.3, LED-EXP.5);
+        * ``group`` — of members written at different instants: the latest update survives
+          (LED-VOCAB.5);
         * ``mode off`` — a well-formed element applies while consolidation is off
           (LED-GATE.7);
         * ``past 20`` — twenty ``keep`` elements, then one that would apply: it must not
@@ -798,6 +800,8 @@ class LedgerMachine(DifferentialMachine):
         dead = self._dead()
         mode = settings_for(self.ledger.model, SCOPE).mode
         cases = (["credential", "retire", "past 20"] if active else []) + (["dead"] if dead else [])
+        if len(active) >= 2:
+            cases.append("group")
         if active and mode == "off":
             cases.append("mode off")
         case = data.draw(st.sampled_from(cases), label="gate case")
@@ -815,6 +819,11 @@ class LedgerMachine(DifferentialMachine):
                 k = 2 if op == "merge" else 1
                 elements = [{"operation": op, "targets": order[:k], "body": body}]
                 clauses = ("LED-CRED.2", "LED-CRED.1", VOCAB_CLAUSES[op])
+            elif case == "group":
+                k = data.draw(st.integers(2, min(3, len(order))), label="members")
+                subject = data.draw(st.sampled_from(GROUPS), label="subject")
+                elements = [{"operation": "group", "targets": order[:k], "subject": subject}]
+                clauses = ("LED-VOCAB.5",)
             elif case == "retire":
                 elements = [{"operation": "retire", "targets": order[:1]}]
                 clauses = ("LED-VOCAB.6", "LED-GATE.4")
