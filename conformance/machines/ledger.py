@@ -420,7 +420,7 @@ class LedgerMachine(DifferentialMachine):
         removal=st.booleans(),
         room=st.sampled_from([None, None, 1, 0]),
         group_pair=st.booleans(),
-        crowd=st.sampled_from([False] * 24 + [True]),
+        crowd=st.sampled_from([False] * 39 + [True]),
     )
     def configure(
         self,
@@ -681,6 +681,7 @@ class LedgerMachine(DifferentialMachine):
         carry a counter, so each selects one record).  Returns the names bound."""
         before_state = self.ledger.model
         before = len(before_state.records)
+        clauses = _uniq(clauses + self._gate_clauses(elements))
         outcome = self._step("consolidate", {"operations": elements}, check=False, clauses=clauses)
         if outcome.verdict != "pass" or self.ledger.model == before_state:
             return []
@@ -838,6 +839,43 @@ class LedgerMachine(DifferentialMachine):
                     elements = [dict(keep) for _ in range(20)] + [last]
                     clauses = ("LED-GATE.6",)
         return multiple(*[f"${name}" for name in self._consolidate(elements, clauses)])
+
+    def _gate_clauses(self, elements: list[Any]) -> tuple[str, ...]:
+        """The gate rules a batch meets, judged on the ledger before it: a batch's counts
+        cannot say which element went wrong, so the batch names every rule its elements
+        exercise (as a corpus scenario names the rules it was written for).  A target that is
+        not active, or that an earlier element of the batch may have replaced, is LED-GATE.3;
+        ``retire`` with removal off LED-GATE.4; a credential-shaped body LED-CRED.2; an
+        element past the 20th LED-GATE.6; any batch while consolidation is off
+        LED-GATE.7."""
+        model = self.ledger.model
+        settings = settings_for(model, SCOPE)
+        out: list[str] = ["LED-GATE.7"] if settings.mode == "off" else []
+        used: set[str] = set()
+        for index, element in enumerate(elements):
+            if index >= 20:
+                out.append("LED-GATE.6")
+                break
+            if not isinstance(element, dict) or element.get("operation") not in VOCAB_CLAUSES:
+                continue
+            op = element["operation"]
+            targets = element.get("targets")
+            targets = (
+                [t for t in targets if isinstance(t, str)] if isinstance(targets, list) else []
+            )
+            body = element.get("body")
+            if any(
+                t in used or (rec := self._record(t)) is None or rec.status != "active"
+                for t in targets
+            ):
+                out += ["LED-GATE.3", "LED-EXP.5"] if op == "expire" else ["LED-GATE.3"]
+            if op == "retire":
+                out += ["LED-VOCAB.6"] + ([] if settings.allow_removal else ["LED-GATE.4"])
+            if op in ("merge", "correct") and isinstance(body, str) and body in CREDENTIALS:
+                out += ["LED-CRED.2", VOCAB_CLAUSES[op]]
+            if op not in ("keep", "expire"):  # these leave their target active
+                used.update(targets)
+        return _uniq(tuple(out))
 
     def _probe_element(self, op: str, targets: list[str]) -> dict[str, Any]:
         """A well-formed element of ``op`` on ``targets``."""
