@@ -26,13 +26,31 @@ The alphabet is chosen so the interesting clauses fire in short runs:
   records short of its budget, or with two proposals in one conflict group
   (:meth:`LedgerMachine.configure`);
 * history reads at every instant the run wrote at, one millisecond either side, so a gap or an
-  overlap at a supersession boundary shows (LED-INT.*, LED-ASOF.*), and packets (LED-PACKET.*).
+  overlap at a supersession boundary shows (LED-INT.*, LED-ASOF.*), and packets (LED-PACKET.*);
+* boundary values: bodies of 4000 characters bare or wrapped in whitespace on every path a body
+  enters by (LED-SAVE.3, LED-REC.6); two pins whose packet lines add up to 4000 ± 1 characters
+  (LED-PACKET.4); now and then a crowded start, 51 active records, one more than a listing
+  holds (LED-LIST.2);
+* gate probes (:meth:`LedgerMachine.gate_probe`): one element built to meet one rule of the
+  gate — a credential-shaped ``merge``/``correct``, ``retire`` with removal on and off, a target
+  that is no longer active, a batch while consolidation is off, a 21st element that would apply,
+  a ``group`` over members written at different instants (LED-GATE.*, LED-VOCAB.*, LED-CRED.2);
+  credential-shaped proposals; approvals of a proposal whose group has an active member
+  (LED-GROUP.2).
+
+**Name the rule a call was built for.**  Where the oracle cannot tell which rule a difference
+breaks (a batch's counts, an answer refused with the wrong code), the call carries the clauses
+it exercises (``Step.clauses``): a batch names the gate rules its elements meet
+(:meth:`LedgerMachine._gate_clauses`), a boundary body LED-SAVE.3, an approval against an active
+rival LED-GROUP.2 — as a corpus scenario names the rules it was written for.
 
 **Blame the cause.**  After every call that changed the model's ledger, one read of what the
 target now holds (the list — active, or proposed after a proposal or a rejection — or the
 settings after a settings update, see :data:`CHECK_AFTER`) under that call's clauses, so a
 wrong state is caught where it was made: a missed supersede shows at the supersede, not later
-as a budget refusal.
+as a budget refusal.  The read after a batch also names LED-GATE.8 (one run instant) and the
+vocabulary clauses of its operations; after a sweep that expired a record, a history read
+inside that record's interval names LED-EXP.3 (an expired record is history, not a tombstone).
 """
 
 from __future__ import annotations

@@ -21,9 +21,7 @@ from conformance.machines import MachineResult, run_machine
 from conformance.machines.ledger import MACHINE_CLAUSES, LedgerMachine
 from conformance.machines.profiles import Profile
 
-PROFILE = Profile(
-    "ledger-reach", max_examples=20, step_count=8, budget_s=20.0, shrink_budget_s=0.5
-)
+PROFILE = Profile("ledger-reach", max_examples=20, step_count=8, budget_s=20.0, shrink_budget_s=0.5)
 
 
 def focused(*keep: str) -> type[LedgerMachine]:
