@@ -26,18 +26,36 @@ The alphabet is chosen so the interesting clauses fire in short runs:
   records short of its budget, or with two proposals in one conflict group
   (:meth:`LedgerMachine.configure`);
 * history reads at every instant the run wrote at, one millisecond either side, so a gap or an
-  overlap at a supersession boundary shows (LED-INT.*, LED-ASOF.*), and packets (LED-PACKET.*).
+  overlap at a supersession boundary shows (LED-INT.*, LED-ASOF.*), and packets (LED-PACKET.*);
+* boundary values: bodies of 4000 characters bare or wrapped in whitespace on every path a body
+  enters by (LED-SAVE.3, LED-REC.6); two pins whose packet lines add up to 4000 ± 1 characters
+  (LED-PACKET.4); now and then a crowded start, 51 active records, one more than a listing
+  holds (LED-LIST.2);
+* gate probes (:meth:`LedgerMachine.gate_probe`): one element built to meet one rule of the
+  gate — a credential-shaped ``merge``/``correct``, ``retire`` with removal on and off, a target
+  that is no longer active, a batch while consolidation is off, a 21st element that would apply,
+  a ``group`` over members written at different instants (LED-GATE.*, LED-VOCAB.*, LED-CRED.2);
+  credential-shaped proposals; approvals of a proposal whose group has an active member
+  (LED-GROUP.2).
+
+**Name the rule a call was built for.**  Where the oracle cannot tell which rule a difference
+breaks (a batch's counts, an answer refused with the wrong code), the call carries the clauses
+it exercises (``Step.clauses``): a batch names the gate rules its elements meet
+(:meth:`LedgerMachine._gate_clauses`), a boundary body LED-SAVE.3, an approval against an active
+rival LED-GROUP.2 — as a corpus scenario names the rules it was written for.
 
 **Blame the cause.**  After every call that changed the model's ledger, one read of what the
 target now holds (the list — active, or proposed after a proposal or a rejection — or the
 settings after a settings update, see :data:`CHECK_AFTER`) under that call's clauses, so a
 wrong state is caught where it was made: a missed supersede shows at the supersede, not later
-as a budget refusal.
+as a budget refusal.  The read after a batch also names LED-GATE.8 (one run instant) and the
+vocabulary clauses of its operations; after a sweep that expired a record, a history read
+inside that record's interval names LED-EXP.3 (an expired record is history, not a tombstone).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, initialize, multiple, precondition, rule
@@ -47,7 +65,7 @@ from conformance.machines import DifferentialMachine, live
 from conformance.oracle.ledger import method_clauses
 from conformance.scenario import Step
 from conformance.targets.ledger import CLOCK, TEST_CONTROL
-from reference.ledger.records import find_record
+from reference.ledger.records import LedgerRecord, find_record, held, settings_for
 from reference.ledger.timefmt import MS_PER_DAY, format_rfc3339
 
 SCOPE = "account:local"
@@ -87,8 +105,6 @@ INVALID_CALLS: list[tuple[str, dict[str, Any]]] = [
     ("save", {"body": 42}),
     ("save", {}),
     ("save", {"body": "   \n\t "}),
-    ("save", {"body": {"$repeat": "x", "times": 4001}}),
-    ("save", {"body": {"$concat": ["  ", {"$repeat": "y", "times": 4000}, "  "]}}),
     ("save", {"body": "session", "sessionId": ""}),
     ("list", {}),
     ("list", {"scopeKey": SCOPE, "status": "deleted"}),
@@ -117,6 +133,34 @@ INVALID_CALLS: list[tuple[str, dict[str, Any]]] = [
     ("consolidate", {}),
     ("packet", {"limit": 3}),
 ]
+#: Bodies at the 4000-character bound (LED-SAVE.3, LED-REC.6): the limit is on the trimmed body,
+#: so whitespace around a 4000-character body (ASCII or Unicode) must not tip it over.
+BOUNDARY_BODIES: tuple[Any, ...] = (
+    {"$repeat": "b", "times": 4000},
+    {"$repeat": "b", "times": 4001},
+    {"$concat": ["  ", {"$repeat": "y", "times": 4000}, "  "]},
+    {"$concat": ["\t\n ", {"$repeat": "y", "times": 4000}, "\r\n"]},
+    {"$concat": ["\u3000", {"$repeat": "z", "times": 3999}, "\u00a0 "]},
+    {"$concat": [" ", {"$repeat": "z", "times": 4001}, " "]},
+)
+#: What a consolidation batch's operations promise about the records it leaves (the read after
+#: it checks them; LED-GATE.8: every stamp of the batch is its one run instant).
+VOCAB_CLAUSES: dict[str, str] = {
+    "merge": "LED-VOCAB.2",
+    "correct": "LED-VOCAB.3",
+    "expire": "LED-VOCAB.4",
+    "group": "LED-VOCAB.5",
+    "retire": "LED-VOCAB.6",
+    "keep": "LED-VOCAB.7",
+}
+#: Statuses of a record a consolidation element may not target (LED-GATE.3).
+DEAD = ("superseded", "deleted", "expired", "rejected", "proposed")
+#: The packet's line for a record of kind ``fact`` written by the user, without its body:
+#: ``[<8>] fact (user_explicit): `` (LED-PACKET.5).
+FACT_LINE_OVERHEAD = len("[12345678] fact (user_explicit): ")
+#: How many records the crowded start saves: one more than a listing holds (LED-LIST.2).
+CROWD = 51
+
 #: After a call that changed the ledger, the one read that shows what the call changed.
 CHECK_AFTER: dict[str, tuple[str, dict[str, Any]]] = {
     "save": ("list", {"scopeKey": SCOPE}),
@@ -132,11 +176,116 @@ CHECK_AFTER: dict[str, tuple[str, dict[str, Any]]] = {
 }
 
 
+#: Clauses the ledger machine exercises over the wire (tests name them for ``memspec clauses``).
+MACHINE_CLAUSES: tuple[str, ...] = (
+    "LED-REC.1",
+    "LED-REC.2",
+    "LED-REC.3",
+    "LED-REC.4",
+    "LED-REC.5",
+    "LED-REC.6",
+    "LED-PROV.1",
+    "LED-PROV.2",
+    "LED-PROV.3",
+    "LED-STATUS.1",
+    "LED-STATUS.2",
+    "LED-STATUS.3",
+    "LED-STATUS.4",
+    "LED-SAVE.1",
+    "LED-SAVE.2",
+    "LED-SAVE.3",
+    "LED-LIST.1",
+    "LED-LIST.2",
+    "LED-LIST.3",
+    "LED-FORGET.1",
+    "LED-FORGET.2",
+    "LED-FORGET.3",
+    "LED-EDIT.1",
+    "LED-EDIT.2",
+    "LED-EDIT.3",
+    "LED-REVIEW.1",
+    "LED-REVIEW.2",
+    "LED-REVIEW.3",
+    "LED-REVIEW.4",
+    "LED-CRED.1",
+    "LED-CRED.2",
+    "LED-CRED.3",
+    "LED-INT.1",
+    "LED-INT.2",
+    "LED-INT.3",
+    "LED-INT.4",
+    "LED-INT.5",
+    "LED-ASOF.1",
+    "LED-ASOF.2",
+    "LED-ASOF.3",
+    "LED-EXP.1",
+    "LED-EXP.2",
+    "LED-EXP.3",
+    "LED-EXP.4",
+    "LED-EXP.5",
+    "LED-GROUP.1",
+    "LED-GROUP.2",
+    "LED-GROUP.3",
+    "LED-GROUP.4",
+    "LED-GROUP.5",
+    "LED-BUDGET.1",
+    "LED-BUDGET.2",
+    "LED-BUDGET.3",
+    "LED-BUDGET.4",
+    "LED-BUDGET.5",
+    "LED-CONS.1",
+    "LED-CONS.2",
+    "LED-VOCAB.1",
+    "LED-VOCAB.2",
+    "LED-VOCAB.3",
+    "LED-VOCAB.4",
+    "LED-VOCAB.5",
+    "LED-VOCAB.6",
+    "LED-VOCAB.7",
+    "LED-VOCAB.8",
+    "LED-GATE.1",
+    "LED-GATE.2",
+    "LED-GATE.3",
+    "LED-GATE.4",
+    "LED-GATE.5",
+    "LED-GATE.6",
+    "LED-GATE.7",
+    "LED-GATE.8",
+    "LED-GATE.9",
+    "LED-PACKET.1",
+    "LED-PACKET.2",
+    "LED-PACKET.3",
+    "LED-PACKET.4",
+    "LED-PACKET.5",
+    "LED-WIRE.1",
+    "LED-WIRE.2",
+    "LED-WIRE.3",
+    "LED-WIRE.4",
+    "LED-WIRE.5",
+    "LED-WIRE.6",
+    "LED-WIRE.7",
+    "LED-WIRE.8",
+)
+
+
+def _uniq(items: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(items))
+
+
+def _batch_clauses(elements: list[Any]) -> tuple[str, ...]:
+    """What the read after a batch checks: every stamp it wrote is its one run instant
+    (LED-GATE.8), and what each operation of the vocabulary it carries leaves behind."""
+    ops = [e.get("operation") for e in elements if isinstance(e, dict)]
+    return ("LED-GATE.8",) + _uniq(tuple(VOCAB_CLAUSES[o] for o in ops if o in VOCAB_CLAUSES))
+
+
 class LedgerMachine(DifferentialMachine):
     """Differential exploration of the ledger binding (see the module docstring)."""
 
     protocol = "ledger"
     requires = frozenset({"ledger.test_control"})
+    #: the clauses the machine checks over the wire (:data:`MACHINE_CLAUSES`)
+    clauses: ClassVar[tuple[str, ...]] = MACHINE_CLAUSES
     READ_ONLY_OPS = frozenset({"list", "list_as_of", "get_settings", "packet"})
 
     def __init__(self, session: Any) -> None:
@@ -177,6 +326,35 @@ class LedgerMachine(DifferentialMachine):
                 out.append(f"${name}")
         return out
 
+    def _record(self, ref: Any) -> LedgerRecord | None:
+        """The model's record a ``$name`` (or a bare model id) stands for, if any."""
+        if not isinstance(ref, str):
+            return None
+        mid = self.ledger.symbols.get(ref[1:], ref) if ref.startswith("$") else ref
+        return find_record(self.ledger.model, mid)
+
+    def _dead(self) -> list[str]:
+        """``$name`` of every bound record an element may not target (LED-GATE.3)."""
+        return [n for status in DEAD for n in self._with_status(status)]
+
+    def _room(self) -> int:
+        """How many more records the budget takes now (LED-BUDGET.2)."""
+        model = self.ledger.model
+        return settings_for(model, SCOPE).max_records - held(model, SCOPE)
+
+    def _rival_clauses(self, op: str, args: dict[str, Any]) -> tuple[str, ...]:
+        """Approving a proposal of a group that has an active member must supersede that
+        member at the approval (LED-GROUP.2) — never two active members (LED-GROUP.1)."""
+        rec = self._record(args.get("recordId")) if op == "approve" else None
+        if rec is None or rec.status != "proposed" or rec.conflict_group is None:
+            return ()
+        rivals = [
+            r
+            for r in self.ledger.model.records
+            if r.status == "active" and r.conflict_group == rec.conflict_group
+        ]
+        return ("LED-GROUP.1", "LED-GROUP.2") if rivals else ()
+
     def _step(
         self,
         op: str,
@@ -184,19 +362,30 @@ class LedgerMachine(DifferentialMachine):
         bind: dict[str, Any] | None = None,
         *,
         check: bool = True,
+        clauses: tuple[str, ...] = (),
     ) -> Any:
         """Run one call; after a call that changed the ledger, one read of what it now holds
         (see :data:`CHECK_AFTER`) under that call's clauses, so a wrong state is blamed on the
-        call that made it, not on a later, unrelated one."""
+        call that made it, not on a later, unrelated one.
+
+        ``clauses``: what this call was built to check beyond its method's own clauses (a
+        boundary value, a gate decision); the call and its check read carry them, so a
+        divergence they show names the rule the call exercises."""
+        clauses = clauses + self._rival_clauses(op, args)
         before = self.ledger.model
-        outcome = self.run_step(Step(op=op, args=args, bind=bind or {}))
+        outcome = self.run_step(Step(op=op, args=args, bind=bind or {}, clauses=list(clauses)))
         changed = self.ledger.model != before
         if check and op in CHECK_AFTER and outcome.verdict == "pass" and changed:
-            self._check(op)
+            self._check(op, extra=clauses)
+            if op == "sweep":
+                self._history_after_sweep(before)
         return outcome
 
-    def _check(self, op: str, bind: dict[str, Any] | None = None) -> None:
-        """The read :data:`CHECK_AFTER` names for ``op``, under ``op``'s clauses."""
+    def _check(
+        self, op: str, bind: dict[str, Any] | None = None, extra: tuple[str, ...] = ()
+    ) -> None:
+        """The read :data:`CHECK_AFTER` names for ``op``, under ``op``'s clauses (and
+        ``extra``, the clauses the call itself was built to check)."""
         if self.stopped is not None:
             return
         read_op, read_args = CHECK_AFTER[op]
@@ -205,8 +394,33 @@ class LedgerMachine(DifferentialMachine):
                 op=read_op,
                 args=dict(read_args),
                 bind=bind or {},
-                clauses=list(method_clauses(OPS[op].method)),
+                clauses=list(_uniq(method_clauses(OPS[op].method) + extra)),
                 note=f"what the ledger holds right after step {len(self.recorded) - 1} ({op})",
+            )
+        )
+
+    def _history_after_sweep(self, before: Any) -> None:
+        """A history read inside the interval of a record the sweep just expired: an expired
+        record is history, still shown with its body, not a tombstone (LED-EXP.3)."""
+        if self.stopped is not None:
+            return
+        was = {r.id: r.status for r in before.records}
+        expired = [
+            r
+            for r in self.ledger.model.records
+            if r.status == "expired" and was.get(r.id) == "active" and r.valid_to is not None
+        ]
+        if not expired:
+            return
+        rec = min(expired, key=lambda r: (r.valid_to or 0, r.seq))
+        at = max(rec.valid_from, (rec.valid_to or 0) - 1)
+        self.run_step(
+            Step(
+                op="list_as_of",
+                args={"scopeKey": SCOPE, "at": format_rfc3339(at)},
+                clauses=list(_uniq(method_clauses(OPS["sweep"].method) + ("LED-EXP.3",))),
+                note=f"history just before the expiry the sweep of step {len(self.recorded) - 1}"
+                " applied",
             )
         )
 
@@ -224,24 +438,42 @@ class LedgerMachine(DifferentialMachine):
         removal=st.booleans(),
         room=st.sampled_from([None, None, 1, 0]),
         group_pair=st.booleans(),
+        crowd=st.sampled_from([False] * 39 + [True]),
     )
     def configure(
-        self, budget: int, mode: str, removal: bool, room: int | None, group_pair: bool
+        self,
+        budget: int,
+        mode: str,
+        removal: bool,
+        room: int | None,
+        group_pair: bool,
+        crowd: bool = False,
     ) -> Any:
         """Settings first; then, maybe, a ledger ``room`` records short of its budget (the
         budget refusals and replacements at the ceiling are one step away) and two proposals
-        in one conflict group (an approval must retire the other member)."""
+        in one conflict group (an approval must retire the other member) — or, now and then,
+        a crowded ledger: :data:`CROWD` active records, one more than a listing holds (the
+        first read shows whether the 50 cut holds, LED-LIST.2)."""
         if TEST_CONTROL not in self._caps():
             # Nothing can be judged without the test controls: this step is skipped with the
             # reason (recorded in the run's details) and the example is abandoned.
             self.run_step(Step(op="propose", args={"body": "needs test controls"}))
+        if crowd:
+            budget, room = CROWD + 9, None
         self._step(
             "update_settings",
             {"mode": mode, "maxRecords": budget, "allowRemoval": removal},
             check=False,
         )
         names: list[str] = []
-        if room is not None:
+        if crowd:
+            for i in range(CROWD):
+                name = self._fresh("r")
+                args = {"body": self._body("plain", WORDS[i % len(WORDS)])}
+                self._step("save", args, {name: "id"}, check=False)
+                names.append(name)
+            self._step("list", {"scopeKey": SCOPE})
+        elif room is not None:
             for i in range(max(0, budget - room - (2 if group_pair else 0))):
                 name = self._fresh("r")
                 self._step(
@@ -317,6 +549,29 @@ class LedgerMachine(DifferentialMachine):
     def decide_proposal(self, data: st.DataObject, approve: bool) -> None:
         rec = data.draw(st.sampled_from(self._with_status("proposed")), label="proposal")
         self._step("approve" if approve else "reject", {"recordId": rec})
+
+    def _rival_proposals(self) -> list[str]:
+        """``$name`` of every proposal whose conflict group has an active member."""
+        model = self.ledger.model
+        held_groups = {
+            r.conflict_group
+            for r in model.records
+            if r.status == "active" and r.conflict_group is not None
+        }
+        return [
+            name
+            for name in self._with_status("proposed")
+            if (rec := self._record(name)) is not None and rec.conflict_group in held_groups
+        ]
+
+    @precondition(live)
+    @precondition(lambda self: bool(self._rival_proposals()))
+    @rule(data=st.data())
+    def approve_rival(self, data: st.DataObject) -> None:
+        """Approve a proposal while its group has an active member: that member is superseded
+        at the approval, never left active beside it (LED-GROUP.1, LED-GROUP.2)."""
+        rec = data.draw(st.sampled_from(self._rival_proposals()), label="proposal")
+        self._step("approve", {"recordId": rec})
 
     @precondition(live)
     @rule(
@@ -435,17 +690,23 @@ class LedgerMachine(DifferentialMachine):
             elements.append(element)
             if body is not None:
                 created.append(body)
+        names = self._consolidate(elements)
+        return multiple(*[f"${name}" for name in names])
+
+    def _consolidate(self, elements: list[Any], clauses: tuple[str, ...] = ()) -> list[str]:
+        """Send one batch; when it changed the ledger, the read of what it left, which binds
+        the records a merge or a correction created (their ids first appear there; bodies
+        carry a counter, so each selects one record).  Returns the names bound."""
         before_state = self.ledger.model
         before = len(before_state.records)
-        outcome = self._step("consolidate", {"operations": elements}, check=False)
+        clauses = _uniq(clauses + self._gate_clauses(elements))
+        outcome = self._step("consolidate", {"operations": elements}, check=False, clauses=clauses)
         if outcome.verdict != "pass" or self.ledger.model == before_state:
-            return multiple()
-        # The check read binds the records a merge or a correction created (their ids first
-        # appear there); bodies carry a counter, so each selects one record.
+            return []
         new = [r for r in self.ledger.model.records[before:] if r.status == "active"]
         bind = {self._fresh("r"): {"body": r.body, "status": "active"} for r in new}
-        self._check("consolidate", bind)
-        return multiple(*[f"${name}" for name in bind if name in self.ledger.symbols])
+        self._check("consolidate", bind, clauses + _batch_clauses(elements))
+        return [name for name in bind if name in self.ledger.symbols]
 
     def _element(self, targets: list[str], data: st.DataObject) -> tuple[Any, str | None]:
         shape = data.draw(
@@ -534,6 +795,115 @@ class LedgerMachine(DifferentialMachine):
             }, None
         return {"operation": shape, "targets": pick(1)}, None
 
+    @precondition(live)
+    @precondition(lambda self: bool(self._with_status("active") or self._dead()))
+    @rule(target=records, data=st.data())
+    def gate_probe(self, data: st.DataObject) -> Any:
+        """A batch built to meet one rule of the gate, under that rule's clauses (a batch's
+        counts cannot say which element went wrong; this one can only go wrong one way):
+
+        * ``credential`` — a ``merge`` or ``correct`` with a credential-shaped body is refused
+          (LED-CRED.2, LED-VOCAB.2/.3);
+        * ``retire`` — applied with ``allowRemoval`` on, refused with it off (LED-VOCAB.6,
+          LED-GATE.4);
+        * ``dead`` — a target that is no longer active (superseded, deleted, expired, a
+          proposal) is refused, an ``expire`` too (LED-GATE.3, LED-EXP.5);
+        * ``group`` — of members written at different instants: the latest update survives
+          (LED-VOCAB.5);
+        * ``mode off`` — a well-formed element applies while consolidation is off
+          (LED-GATE.7);
+        * ``past 20`` — twenty ``keep`` elements, then one that would apply: it must not
+          (LED-GATE.6).
+        """
+        active = self._with_status("active")
+        dead = self._dead()
+        mode = settings_for(self.ledger.model, SCOPE).mode
+        cases = (["credential", "retire", "past 20"] if active else []) + (["dead"] if dead else [])
+        if len(active) >= 2:
+            cases.append("group")
+        if active and mode == "off":
+            cases.append("mode off")
+        case = data.draw(st.sampled_from(cases), label="gate case")
+        clauses: tuple[str, ...]
+        if case == "dead":
+            target = data.draw(st.sampled_from(dead), label="dead target")
+            op = data.draw(st.sampled_from(["expire", "correct", "keep", "retire"]), label="op")
+            elements: list[Any] = [self._probe_element(op, [target])]
+            clauses = ("LED-GATE.3", "LED-EXP.5") if op == "expire" else ("LED-GATE.3",)
+        else:
+            order = data.draw(st.permutations(active), label="targets")
+            if case == "credential":
+                op = "merge" if len(order) >= 2 and data.draw(st.booleans()) else "correct"
+                body = data.draw(st.sampled_from(CREDENTIALS), label="credential")
+                k = 2 if op == "merge" else 1
+                elements = [{"operation": op, "targets": order[:k], "body": body}]
+                clauses = ("LED-CRED.2", "LED-CRED.1", VOCAB_CLAUSES[op])
+            elif case == "group":
+                k = data.draw(st.integers(2, min(3, len(order))), label="members")
+                subject = data.draw(st.sampled_from(GROUPS), label="subject")
+                elements = [{"operation": "group", "targets": order[:k], "subject": subject}]
+                clauses = ("LED-VOCAB.5",)
+            elif case == "retire":
+                elements = [{"operation": "retire", "targets": order[:1]}]
+                clauses = ("LED-VOCAB.6", "LED-GATE.4")
+            else:
+                op = data.draw(st.sampled_from(["keep", "correct", "expire"]), label="op")
+                last = self._probe_element(op, order[:1])
+                if case == "mode off":
+                    elements = [last]
+                    clauses = ("LED-GATE.7", VOCAB_CLAUSES[op])
+                else:
+                    keep = {"operation": "keep", "targets": order[:1]}
+                    elements = [dict(keep) for _ in range(20)] + [last]
+                    clauses = ("LED-GATE.6",)
+        return multiple(*[f"${name}" for name in self._consolidate(elements, clauses)])
+
+    def _gate_clauses(self, elements: list[Any]) -> tuple[str, ...]:
+        """The gate rules a batch meets, judged on the ledger before it: a batch's counts
+        cannot say which element went wrong, so the batch names every rule its elements
+        exercise (as a corpus scenario names the rules it was written for).  A target that is
+        not active, or that an earlier element of the batch may have replaced, is LED-GATE.3;
+        ``retire`` with removal off LED-GATE.4; a credential-shaped body LED-CRED.2; an
+        element past the 20th LED-GATE.6; any batch while consolidation is off
+        LED-GATE.7."""
+        model = self.ledger.model
+        settings = settings_for(model, SCOPE)
+        out: list[str] = ["LED-GATE.7"] if settings.mode == "off" else []
+        used: set[str] = set()
+        for index, element in enumerate(elements):
+            if index >= 20:
+                out.append("LED-GATE.6")
+                break
+            if not isinstance(element, dict) or element.get("operation") not in VOCAB_CLAUSES:
+                continue
+            op = element["operation"]
+            targets = element.get("targets")
+            targets = (
+                [t for t in targets if isinstance(t, str)] if isinstance(targets, list) else []
+            )
+            body = element.get("body")
+            if any(
+                t in used or (rec := self._record(t)) is None or rec.status != "active"
+                for t in targets
+            ):
+                out += ["LED-GATE.3", "LED-EXP.5"] if op == "expire" else ["LED-GATE.3"]
+            if op == "retire":
+                out += ["LED-VOCAB.6"] + ([] if settings.allow_removal else ["LED-GATE.4"])
+            if op in ("merge", "correct") and isinstance(body, str) and body in CREDENTIALS:
+                out += ["LED-CRED.2", VOCAB_CLAUSES[op]]
+            if op not in ("keep", "expire"):  # these leave their target active
+                used.update(targets)
+        return _uniq(tuple(out))
+
+    def _probe_element(self, op: str, targets: list[str]) -> dict[str, Any]:
+        """A well-formed element of ``op`` on ``targets``."""
+        if op == "expire":
+            return {"operation": "expire", "targets": targets, "afterDays": 1}
+        if op == "correct":
+            body = f"corrected note {self._fresh('')}"
+            return {"operation": "correct", "targets": targets, "body": body}
+        return {"operation": op, "targets": targets}
+
     # -- reads ----------------------------------------------------------------------------
 
     @precondition(live)
@@ -585,6 +955,32 @@ class LedgerMachine(DifferentialMachine):
         if settings_too:
             self._step("get_settings", {})
 
+    @precondition(live)
+    @precondition(lambda self: len(self._with_status("active")) + max(0, self._room()) >= 2)
+    @rule(target=records, data=st.data(), delta=st.sampled_from([0, 0, -1, 1]))
+    def packet_near_cap(self, data: st.DataObject, delta: int) -> Any:
+        """Two fresh explicit pins whose packet lines add up to 4000 characters plus
+        ``delta``: with the newline between them the text is 4000 + ``delta`` + 1, so the
+        older one fits only when ``delta`` is -1 (LED-PACKET.4: the cap counts the newlines,
+        and a line that does not fit is dropped whole).  Each pin is an edit of an active
+        record when there is one, else a save (the newest pins lead the packet,
+        LED-PACKET.3)."""
+        active = data.draw(st.permutations(self._with_status("active")), label="edited")
+        total = 4000 + delta - 2 * FACT_LINE_OVERHEAD
+        names: list[str] = []
+        for length in (total // 2, total - total // 2):
+            prefix = f"fill {self._fresh('')} "
+            body = {"$concat": [prefix, {"$repeat": "x", "times": length - len(prefix)}]}
+            name = self._fresh("r")
+            if active:
+                args = {"recordId": active.pop(0), "body": body, "kind": "fact"}
+                self._step("supersede", args, {name: "id"})
+            else:
+                self._step("save", {"body": body, "kind": "fact"}, {name: "id"})
+            names.append(name)
+        self._step("packet", {})
+        return multiple(*[f"${n}" for n in names if n in self.ledger.symbols])
+
     # -- invalid calls --------------------------------------------------------------------
 
     @precondition(live)
@@ -594,101 +990,36 @@ class LedgerMachine(DifferentialMachine):
         self._step(op, args)
 
     @precondition(live)
-    @rule(body=st.sampled_from(CREDENTIALS + LOOKALIKES), edit=st.none() | records)
-    def credential_body(self, body: str, edit: str | None) -> None:
-        if edit is None:
-            self._step("save", {"body": body})
-        else:
+    @rule(
+        body=st.sampled_from(CREDENTIALS + LOOKALIKES),
+        edit=st.none() | records,
+        propose=st.booleans(),
+    )
+    def credential_body(self, body: str, edit: str | None, propose: bool) -> None:
+        """A credential-shaped body (or a look-alike) on every path a body enters by: a save,
+        an edit, a proposal (LED-CRED.1-.3); consolidation's paths are :meth:`gate_probe`'s."""
+        if edit is not None:
             self._step("supersede", {"recordId": edit, "body": body})
+        elif propose:
+            self._step("propose", {"body": body})
+        else:
+            self._step("save", {"body": body})
 
-
-#: Clauses the ledger machine exercises over the wire (tests name them for ``memspec clauses``).
-MACHINE_CLAUSES: tuple[str, ...] = (
-    "LED-REC.1",
-    "LED-REC.2",
-    "LED-REC.3",
-    "LED-REC.4",
-    "LED-REC.5",
-    "LED-REC.6",
-    "LED-PROV.1",
-    "LED-PROV.2",
-    "LED-PROV.3",
-    "LED-STATUS.1",
-    "LED-STATUS.2",
-    "LED-STATUS.3",
-    "LED-STATUS.4",
-    "LED-SAVE.1",
-    "LED-SAVE.2",
-    "LED-SAVE.3",
-    "LED-LIST.1",
-    "LED-LIST.2",
-    "LED-LIST.3",
-    "LED-FORGET.1",
-    "LED-FORGET.2",
-    "LED-FORGET.3",
-    "LED-EDIT.1",
-    "LED-EDIT.2",
-    "LED-EDIT.3",
-    "LED-REVIEW.1",
-    "LED-REVIEW.2",
-    "LED-REVIEW.3",
-    "LED-REVIEW.4",
-    "LED-CRED.1",
-    "LED-CRED.2",
-    "LED-CRED.3",
-    "LED-INT.1",
-    "LED-INT.2",
-    "LED-INT.3",
-    "LED-INT.4",
-    "LED-INT.5",
-    "LED-ASOF.1",
-    "LED-ASOF.2",
-    "LED-ASOF.3",
-    "LED-EXP.1",
-    "LED-EXP.2",
-    "LED-EXP.3",
-    "LED-EXP.4",
-    "LED-EXP.5",
-    "LED-GROUP.1",
-    "LED-GROUP.2",
-    "LED-GROUP.3",
-    "LED-GROUP.4",
-    "LED-GROUP.5",
-    "LED-BUDGET.1",
-    "LED-BUDGET.2",
-    "LED-BUDGET.3",
-    "LED-BUDGET.4",
-    "LED-BUDGET.5",
-    "LED-CONS.1",
-    "LED-CONS.2",
-    "LED-VOCAB.1",
-    "LED-VOCAB.2",
-    "LED-VOCAB.3",
-    "LED-VOCAB.4",
-    "LED-VOCAB.5",
-    "LED-VOCAB.6",
-    "LED-VOCAB.7",
-    "LED-VOCAB.8",
-    "LED-GATE.1",
-    "LED-GATE.2",
-    "LED-GATE.3",
-    "LED-GATE.4",
-    "LED-GATE.5",
-    "LED-GATE.6",
-    "LED-GATE.7",
-    "LED-GATE.8",
-    "LED-GATE.9",
-    "LED-PACKET.1",
-    "LED-PACKET.2",
-    "LED-PACKET.3",
-    "LED-PACKET.4",
-    "LED-PACKET.5",
-    "LED-WIRE.1",
-    "LED-WIRE.2",
-    "LED-WIRE.3",
-    "LED-WIRE.4",
-    "LED-WIRE.5",
-    "LED-WIRE.6",
-    "LED-WIRE.7",
-    "LED-WIRE.8",
-)
+    @precondition(live)
+    @rule(
+        body=st.sampled_from(BOUNDARY_BODIES),
+        via=st.sampled_from(["save", "save", "edit", "propose"]),
+        data=st.data(),
+    )
+    def boundary_body(self, body: Any, via: str, data: st.DataObject) -> None:
+        """A body at the 4000-character bound, bare or wrapped in whitespace: the bound is on
+        the trimmed body (LED-SAVE.3, LED-REC.6)."""
+        clauses = ("LED-SAVE.3", "LED-REC.6")
+        active = self._with_status("active")
+        if via == "edit" and active:
+            rec = data.draw(st.sampled_from(active), label="active record")
+            self._step("supersede", {"recordId": rec, "body": body}, clauses=clauses)
+        elif via == "propose":
+            self._step("propose", {"body": body}, clauses=clauses)
+        else:
+            self._step("save", {"body": body}, clauses=clauses)
