@@ -7,6 +7,8 @@ type (else -32602 only, LED-WIRE.2); then the method's own rules.
 
 from __future__ import annotations
 
+import re
+
 from reference.ledger.consolidation import (
     json_int,
 )
@@ -35,10 +37,13 @@ def _type_ok(value: object, json_type: str) -> bool:
     raise AssertionError(json_type)
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _has_lone_surrogate(value: object) -> bool:
     """Whether a JSON value holds a lone surrogate anywhere (LED-WIRE.2)."""
     if isinstance(value, str):
-        return any(0xD800 <= ord(ch) <= 0xDFFF for ch in value)
+        return _SURROGATE.search(value) is not None
     if isinstance(value, list):
         return any(_has_lone_surrogate(v) for v in value)
     if isinstance(value, dict):
