@@ -26,6 +26,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check reference conformance tests benchmarks
 	$(BIN)/ruff format --check reference conformance tests benchmarks
 
+## make typecheck: mypy --strict on reference/ and conformance/ ([tool.mypy] files)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 

@@ -130,6 +130,6 @@ if __name__ == "__main__":  # pragma: no cover
     # Run as ``python -m conformance.cli``: this module is ``__main__`` here, while the
     # subcommands raise ``conformance.cli.UsageError``; dispatch through the imported module so
     # those exceptions are the ones caught.
-    from conformance.cli import main as _main
+    from conformance.cli import main as _cli_main
 
-    sys.exit(_main())
+    sys.exit(_cli_main())

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from conformance.clauses import CLAUSE_ID
 
-FORMAT = "memspec-scenario/1"
+FORMAT: Final = "memspec-scenario/1"
 Protocol = Literal["memory", "ledger"]
 
 

@@ -1151,7 +1151,7 @@ def as_results(data: dict[str, Any]) -> list[Any]:
     reproduces it, token elided), and one passing result per checked protocol without one."""
     from conformance.driver import StepOutcome
     from conformance.runner import ScenarioResult
-    from conformance.scenario import Scenario
+    from conformance.scenario import Scenario, Step
 
     out: list[Any] = []
     for protocol in data.get("options", {}).get("protocols", []):
@@ -1161,9 +1161,9 @@ def as_results(data: dict[str, Any]) -> list[Any]:
                 protocol=protocol,
                 name=f"contract-{protocol}",
                 clauses=list(CONTRACT_CLAUSES[protocol]),
-                steps=[{"op": "contract", "args": {}}],
+                steps=[Step(op="contract", args={})],
                 origin="memspec contract",
-            )  # type: ignore[arg-type]
+            )
             result = ScenarioResult(scenario, "pass", kind="contract")
             result.details["requests"] = data.get("requests")
             out.append(result)
@@ -1173,9 +1173,9 @@ def as_results(data: dict[str, Any]) -> list[Any]:
                 protocol=protocol,
                 name=f"contract-{protocol}-{n:03d}-{_slug(f['check'])}",
                 clauses=[f["clause"]],
-                steps=[{"op": "contract", "args": {"route": f["route"], "check": f["check"]}}],
+                steps=[Step(op="contract", args={"route": f["route"], "check": f["check"]})],
                 origin="memspec contract",
-            )  # type: ignore[arg-type]
+            )
             reason = f"{f['title']}: {f['detail']} — reproduce: {f['curl']}"
             outcome = StepOutcome(0, "contract", "diverge", (f["clause"],), "", None, reason=reason)
             result = ScenarioResult(

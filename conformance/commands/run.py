@@ -43,7 +43,7 @@ from conformance.report.expect import (
 )
 from conformance.report.merge import mark_shard_finished, mark_shard_started, shard_report_options
 from conformance.report.model import now_iso
-from conformance.report.progress import Progress
+from conformance.report.progress import Progress as Progress
 from conformance.runner import load_corpus, run_scenario, run_scenarios
 from conformance.scenario import Scenario, ScenarioError
 from conformance.shard import WHOLE, Shard, base_run_id, parse_shard, select_scenarios, shard_run_id

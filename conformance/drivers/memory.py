@@ -666,7 +666,7 @@ def _check_expect(expect: dict[str, Any], ex: Exchange) -> str | None:
     if "body" in expect and not json_subset(expect["body"], ex.body):
         return f"body {json.dumps(ex.body)[:200]} lacks {json.dumps(expect['body'])[:200]}"
     records = ex.body.get("records") if isinstance(ex.body, dict) else None
-    texts = (
+    texts: list[Any] | None = (
         [r.get("text") for r in records if isinstance(r, dict)]
         if isinstance(records, list)
         else None

@@ -305,8 +305,9 @@ def _run_batch(
         return factory()
 
     try:
-        run_state_machine_as_test(
-            hypothesis_seed(seed)(make), settings=settings(base, max_examples=size)
+        run_state_machine_as_test(  # Hypothesis accepts a factory as well as the class
+            hypothesis_seed(seed)(make),  # type: ignore[arg-type]
+            settings=settings(base, max_examples=size),
         )
     except Divergence:
         return None  # recorded in the session

@@ -132,7 +132,7 @@ class RunReport:
 
     def failing(self) -> list[tuple[str, str, list[str], str]]:
         """(kind, name, failed clauses, verdict) of every failed or indeterminate result."""
-        out = []
+        out: list[tuple[str, str, list[str], str]] = []
         for r in self.scenarios:
             if r.verdict in ("fail", "indeterminate"):
                 out.append(("scenario", r.name, r.failed_clauses(), r.verdict))
@@ -181,7 +181,7 @@ class RunReport:
 
     def stale_expectations(self) -> list[dict[str, Any]]:
         failing = self.failing()
-        ran_names = {s.name: s.verdict for s in self.scenarios}
+        ran_names: dict[str, str] = {s.name: s.verdict for s in self.scenarios}
         ran_names.update({machine_name(m): m.verdict for m in self.machines})
         rows = {r["id"]: r for r in self.clause_rows()}
         out = []

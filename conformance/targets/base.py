@@ -663,7 +663,7 @@ def _elided_auth(auth: Auth) -> str:
         "wrong": "Bearer [wrong token]",
         "scheme": "Basic [token]",
         "empty": "Bearer (empty)",
-    }.get(auth, "?")  # type: ignore[call-overload]
+    }.get(auth, "?")
 
 
 MAX_DEPTH = 64
