@@ -29,7 +29,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from conformance.driver import Exchange, RunContext, Secret, TargetConfig
+from conformance.drivers.base import Exchange, RunContext, Secret, TargetConfig
 from conformance.drivers.memory import SPACING_S, MemoryDriver
 from conformance.embedded.server import start_server
 from conformance.machines import run_machine

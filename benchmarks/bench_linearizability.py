@@ -31,7 +31,7 @@ from typing import Any
 from conformance.concurrent.analysis import MEMORY, check_events
 from conformance.concurrent.driver import Event, MemoryClient, run_plan
 from conformance.concurrent.workload import PlannedOp, generate_plan
-from conformance.driver import Exchange, Secret, TargetConfig
+from conformance.drivers.base import Exchange, Secret, TargetConfig
 from conformance.embedded.server import start_server
 from reference.memory.store import StoreState, store_forget, store_list, store_retrieve, store_write
 from reference.memory.wire import record_to_wire, validate_write, write_response

@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import pytest
 
 if TYPE_CHECKING:
-    from conformance.driver import Driver, Exchange, StepOutcome, TargetConfig
+    from conformance.drivers.base import Driver, Exchange, StepOutcome, TargetConfig
     from conformance.machines.profiles import Profile
     from conformance.report.expect import Expectation
     from conformance.scenario import Scenario
@@ -310,7 +310,7 @@ class MemspecRun:
     @classmethod
     def from_config(cls, config: pytest.Config) -> MemspecRun:
         """Read and check the options (a mistake is a ``pytest.UsageError``), load the corpus."""
-        from conformance.driver import RUN_ID, Secret, TargetConfig
+        from conformance.drivers.base import RUN_ID, Secret, TargetConfig
         from conformance.machines import pick_seed
         from conformance.machines.profiles import get_profile
         from conformance.report.expect import ExpectError, load_expectations, todo_warning
@@ -457,8 +457,8 @@ class MemspecRun:
             self.close()  # the workers open their own, with their own run ids
 
     def _open(self, protocol: str) -> Driver:
-        from conformance.driver import RunContext
         from conformance.drivers import driver_factory
+        from conformance.drivers.base import RunContext
 
         ctx = RunContext(
             run_id=self.run_id, target=self.target, allow_dirty=self.allow_dirty, seed=self.seed

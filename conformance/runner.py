@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from conformance.driver import Driver, StepOutcome
+from conformance.drivers.base import Driver, StepOutcome
 from conformance.scenario import Scenario, ScenarioError, load_scenario
 
 ScenarioVerdict = Literal["pass", "fail", "skip", "indeterminate"]

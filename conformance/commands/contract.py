@@ -38,7 +38,8 @@ from pathlib import Path
 from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
-from conformance.driver import Secret, TargetConfig
+from conformance.drivers.base import Secret, TargetConfig
+from conformance.errors import TargetUnreachable, UsageError
 
 FORMAT = "memspec-contract/1"
 REPLAY_FORMAT = "memspec-contract-replay/1"
@@ -888,8 +889,6 @@ def run_contract(
     quiet: bool = False,
 ) -> dict[str, Any]:
     """Probe and fuzz one reachable target; write the report; return its JSON."""
-    from conformance.cli import TargetUnreachable
-
     out = out or sys.stdout
     started = time.monotonic()
     http = Http(config)
@@ -973,8 +972,6 @@ def _slug(text: str) -> str:
 
 def write_report(run: Run, data: dict[str, Any], report_dir: Path) -> None:
     """``contract.json`` and one replay file per finding (strict JSON, the token scrubbed)."""
-    from conformance.cli import UsageError
-
     if report_dir.exists() and not report_dir.is_dir():
         raise UsageError(f"--report {report_dir}: exists and is not a directory")
     replays = report_dir / REPLAY_DIR
@@ -1110,7 +1107,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from conformance.cli import UsageError
     from conformance.commands.run import open_target
 
     if args.examples is not None and args.examples < 1:
@@ -1149,7 +1145,7 @@ def as_results(data: dict[str, Any]) -> list[Any]:
     """A contract report as ``memspec run`` results of kind ``contract``: one failing result
     per finding (its clause, the finding's title and detail, and the ``curl`` line that
     reproduces it, token elided), and one passing result per checked protocol without one."""
-    from conformance.driver import StepOutcome
+    from conformance.drivers.base import StepOutcome
     from conformance.runner import ScenarioResult
     from conformance.scenario import Scenario, Step
 

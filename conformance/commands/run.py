@@ -26,8 +26,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from conformance.driver import Driver, RunContext, Secret, TargetConfig
 from conformance.drivers import DRIVERS, driver_factory
+from conformance.drivers.base import Driver, RunContext, Secret, TargetConfig
+from conformance.errors import TargetUnreachable, UsageError
+from conformance.errors import TokenRefused as CliTokenRefused
 from conformance.machines import finding_key, machine_class, run_machine
 from conformance.machines.probes import run_probes
 from conformance.machines.profiles import PROFILES, get_profile
@@ -231,8 +233,6 @@ def driver_lanes(drivers: dict[str, Driver], jobs: int) -> dict[str, list[Driver
 
 def ledger_lanes(ctx: RunContext, targets: list[TargetConfig], notes: list[str]) -> list[Driver]:
     """A ledger driver for each further instance of the ledger store (one lane each)."""
-    from conformance.cli import TargetUnreachable
-
     out: list[Driver] = []
     for config in targets:
         try:
@@ -295,8 +295,6 @@ def start_bundled_store(token: str, quirks: frozenset[str] = frozenset()) -> Any
 @contextmanager
 def open_target(args: argparse.Namespace) -> Iterator[TargetSession]:
     """The target the options name, or a freshly started bundled store (stopped on exit)."""
-    from conformance.cli import TargetUnreachable, UsageError
-
     profile = None
     try:
         if getattr(args, "target_profile", None):
@@ -402,9 +400,6 @@ def build_drivers(
 ) -> dict[str, Driver]:
     """One driver per protocol.  ``strict`` (one protocol asked for): any failure is fatal;
     otherwise a protocol the target does not serve is left out with a note."""
-    from conformance.cli import TargetUnreachable
-    from conformance.cli import TokenRefused as CliTokenRefused
-
     drivers: dict[str, Driver] = {}
     errors: list[str] = []
     for protocol in protocols:
@@ -466,8 +461,6 @@ def execute(
     write: bool = True,
 ) -> RunOutcome:
     """The whole run from command-line options.  Shared by run and fuzz."""
-    from conformance.cli import UsageError
-
     expectations = []
     update, prune = getattr(args, "expect_update", None), getattr(args, "expect_prune", False)
     if update and args.expect and Path(args.expect) != Path(update):
@@ -550,8 +543,6 @@ def run_pipeline(
     contract: str | None = None,
 ) -> RunOutcome:
     """Drivers, corpus, machines, report — against one already reachable target."""
-    from conformance.cli import UsageError
-
     out = out or sys.stdout
     protocols = protocols_for(spec)
     scenarios: list[tuple[Scenario, str]] = []

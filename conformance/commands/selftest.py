@@ -62,7 +62,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from conformance.commands import run as run_cmd
-from conformance.driver import Secret, TargetConfig
+from conformance.drivers.base import Secret, TargetConfig
+from conformance.errors import UsageError
 from conformance.machines.profiles import PROFILES
 
 SCHEMA = "memspec-selftest/1"
@@ -161,8 +162,6 @@ def select_cells(
     protocols: Sequence[str] = (),
 ) -> list[Cell]:
     """The rows ``--only``/``--kind``/``--protocol`` keep; an unknown name is a usage error."""
-    from conformance.cli import UsageError
-
     by_name = {c.name: c for c in cells}
     unknown = [n for n in only if n not in by_name]
     if unknown:
@@ -552,8 +551,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
-    from conformance.cli import UsageError
-
     out = out or sys.stdout
     cells = select_cells(
         catalogue_cells(),

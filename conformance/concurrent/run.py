@@ -25,7 +25,7 @@ from conformance.concurrent.workload import (
     plan_from_json,
     plan_to_json,
 )
-from conformance.driver import TargetConfig
+from conformance.drivers.base import TargetConfig
 
 REPLAY_FORMAT = "memspec-concurrent-replay/1"
 

@@ -1,7 +1,7 @@
 """Protocol drivers, found by protocol name.
 
 ``DRIVERS`` maps a protocol to ``"module:attribute"``; the attribute is a
-:data:`conformance.driver.DriverFactory` (a class taking a ``RunContext`` works).  Modules are
+:data:`conformance.drivers.base.DriverFactory` (a class taking a ``RunContext`` works).  Modules are
 imported only when a run asks for the protocol, so one protocol's dependencies never load for
 another's run.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 from typing import cast
 
-from conformance.driver import DriverFactory
+from conformance.drivers.base import DriverFactory
 
 DRIVERS: dict[str, str] = {
     "memory": "conformance.drivers.memory:MemoryDriver",

@@ -60,7 +60,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any
 
-from conformance.driver import Exchange, RunContext, StepOutcome, scenario_requires
+from conformance.drivers.base import Exchange, RunContext, StepOutcome, scenario_requires
 from conformance.jsonutil import json_subset, short_json
 from conformance.oracle import ledger as oracle
 from conformance.scenario import Scenario, Step

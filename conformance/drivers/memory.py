@@ -50,7 +50,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any
 
-from conformance.driver import Exchange, RunContext, StepOutcome, scenario_requires
+from conformance.drivers.base import Exchange, RunContext, StepOutcome, scenario_requires
 from conformance.jsonutil import json_subset
 from conformance.oracle.memory import MemoryOracle, SentRequest
 from conformance.scenario import Scenario, Step

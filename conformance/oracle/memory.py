@@ -78,7 +78,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
-from conformance.driver import Exchange
+from conformance.drivers.base import Exchange
 from conformance.jsonutil import short_json
 from reference.memory.engine import DEFAULT_SCOPE_CAP, Dedup, plan_write
 from reference.memory.judge import (

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.driver import Exchange, TargetConfig
+from conformance.drivers.base import Exchange, TargetConfig
 from conformance.targets.base import AUTH, Auth, HttpTarget, TargetError, token_refused
 
 DATA_ROUTES = ("/retrieve", "/write", "/list", "/forget")

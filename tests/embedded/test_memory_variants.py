@@ -17,7 +17,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from conformance.driver import RunContext, Secret, TargetConfig
+from conformance.drivers.base import RunContext, Secret, TargetConfig
 from conformance.drivers.memory import MemoryDriver
 from conformance.embedded import catalogue
 from conformance.embedded.server import start_server

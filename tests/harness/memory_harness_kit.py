@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from conformance.driver import RunContext, Secret, TargetConfig
+from conformance.drivers.base import RunContext, Secret, TargetConfig
 from conformance.drivers.memory import MemoryDriver
 from conformance.embedded import memory_store
 from conformance.embedded.server import start_server

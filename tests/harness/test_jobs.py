@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from conformance.commands.run import run_pipeline
-from conformance.driver import Secret, TargetConfig
+from conformance.drivers.base import Secret, TargetConfig
 from tests.harness.memory_harness_kit import TOKEN, bundled_store, dedup_disabled, retrieve_reversed
 
 

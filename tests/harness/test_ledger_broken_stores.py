@@ -8,7 +8,7 @@ import threading
 import pytest
 from ledger_harness_kit import BROKEN, TOKEN, break_store, bundled_store, make_driver
 
-from conformance.driver import RunContext, Secret, TargetConfig
+from conformance.drivers.base import RunContext, Secret, TargetConfig
 from conformance.drivers.ledger import LedgerDriver
 from conformance.embedded.ledger_service import LedgerService
 from conformance.runner import load_corpus, run_scenario

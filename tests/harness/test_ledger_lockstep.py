@@ -9,7 +9,7 @@ from collections import Counter
 import pytest
 from ledger_harness_kit import bundled_store, make_driver
 
-from conformance.driver import StepOutcome
+from conformance.drivers.base import StepOutcome
 from conformance.machines import run_machine
 from conformance.machines.ledger import LedgerMachine
 from conformance.machines.profiles import Profile

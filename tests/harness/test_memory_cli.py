@@ -22,7 +22,7 @@ from memory_harness_kit import (
 
 from conformance.cli import main
 from conformance.commands.run import run_pipeline
-from conformance.driver import Secret, TargetConfig
+from conformance.drivers.base import Secret, TargetConfig
 from conformance.report.expect import Expectation
 from conformance.runner import CORPUS_DIR
 from conformance.scenario import load_scenario

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from memory_harness_kit import FakeTarget, bundled_store, make_driver
 
-from conformance.driver import Exchange, Secret, TargetConfig
+from conformance.drivers.base import Exchange, Secret, TargetConfig
 from conformance.oracle.memory import (
     MemoryOracle,
     SentRequest,

@@ -12,7 +12,7 @@ import pytest
 from memory_harness_kit import TOKEN, bundled_store, make_driver
 
 from conformance.cli import main
-from conformance.driver import Secret, TargetConfig
+from conformance.drivers.base import Secret, TargetConfig
 from conformance.runner import CORPUS_DIR, run_scenario
 from conformance.scenario import load_scenario
 from conformance.scrub import clean

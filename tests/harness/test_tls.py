@@ -17,7 +17,7 @@ from memory_harness_kit import TOKEN
 
 from conformance.cli import main
 from conformance.commands.run import run_pipeline, start_bundled_store
-from conformance.driver import Secret, TargetConfig
+from conformance.drivers.base import Secret, TargetConfig
 from conformance.targets.base import RAW_HTTP
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.driver import StepOutcome
+from conformance.drivers.base import StepOutcome
 from conformance.machines import Finding, MachineResult
 from conformance.report.merge import clause_rows
 from conformance.report.model import RunReport

@@ -7,7 +7,7 @@ import io
 
 import pytest
 
-from conformance.driver import StepOutcome
+from conformance.drivers.base import StepOutcome
 from conformance.report.progress import Progress
 
 

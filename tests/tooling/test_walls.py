@@ -18,7 +18,7 @@ IO_OR_CLOCK = {
     "shutil", "tempfile", "logging", "conformance",
 }  # fmt: skip
 HARNESS = ["targets", "drivers", "oracle", "machines", "report", "runner.py", "scenario.py",
-           "driver.py", "pytest_plugin.py", "audit"]  # fmt: skip
+           "pytest_plugin.py", "audit"]  # fmt: skip
 
 
 def imports(path: Path) -> set[str]:
