@@ -29,8 +29,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from conformance.drivers.base import Exchange, RunContext, Secret, TargetConfig
-from conformance.drivers.memory import SPACING_S, MemoryDriver
+from conformance.drivers.base import SPACING_S, Exchange, RunContext, Secret, TargetConfig
+from conformance.drivers.memory import MemoryDriver
 from conformance.embedded.server import start_server
 from conformance.machines import run_machine
 from conformance.machines.profiles import Profile

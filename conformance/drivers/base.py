@@ -31,6 +31,15 @@ Verdict = Literal["pass", "diverge", "indeterminate", "skip"]
 #: rules (no whitespace, no control or format characters) wherever a driver embeds it.
 RUN_ID = re.compile(r"memspec-[a-z0-9]{4,32}")
 
+#: Real time a driver keeps between two mutating steps on the same data when the target stamps
+#: with its own clock, so that the store's stamps of the two come in the steps' order.
+SPACING_S = 0.003
+
+
+class StepError(Exception):
+    """A step the driver cannot run as written (unknown op, unbound symbol, malformed macro,
+    unsafe scope, clock backwards): the step is skipped with this message as the reason."""
+
 
 class Secret:
     """A bearer token that never prints: ``str``/``repr``/f-strings show ``***``.

@@ -50,14 +50,20 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any
 
-from conformance.drivers.base import Exchange, RunContext, StepOutcome, scenario_requires
-from conformance.jsonutil import json_subset
+from conformance.drivers.base import (
+    SPACING_S,
+    Exchange,
+    RunContext,
+    StepError,
+    StepOutcome,
+    scenario_requires,
+)
+from conformance.drivers.common import check_expect, expand_macro, is_macro
 from conformance.oracle.memory import MemoryOracle, SentRequest
 from conformance.scenario import Scenario, Step
 from conformance.targets.base import AUTH, RAW_HTTP, TargetError
 from conformance.targets.memory import CAP, FORGET, LIST, MemoryTarget
 
-SPACING_S = 0.003
 _SCOPE_RE = re.compile(r"\{scope:([A-Za-z0-9_-]{1,24})\}")
 _SYMBOL_RE = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]{0,31})")
 ROUTES = {"write": "/write", "retrieve": "/retrieve", "list": "/list", "forget": "/forget"}
@@ -71,10 +77,6 @@ DEFAULT_CLAUSES: dict[str, tuple[str, ...]] = {
     "raw": ("MEM-WIRE.4",),
     "pause_ms": (),
 }
-
-
-class StepError(Exception):
-    """A step the driver cannot run as written (unknown op, unbound symbol, unsafe scope)."""
 
 
 def step_requires(step: Step) -> set[str]:
@@ -199,35 +201,8 @@ class MemoryDriver:
         if isinstance(value, list):
             return [self.expand(v) for v in value]
         if isinstance(value, dict):
-            if set(value) == {"$repeat", "times"}:
-                unit = self.expand(value["$repeat"])
-                times = value["times"]
-                if (
-                    not isinstance(unit, str)
-                    or not isinstance(times, int)
-                    or not 0 <= times <= 1_000_000
-                ):
-                    raise StepError("$repeat needs a string and 0 <= times <= 1000000")
-                return unit * times
-            if set(value) == {"$pad", "to", "with"}:
-                base, fill, to = self.expand(value["$pad"]), value["with"], value["to"]
-                if (
-                    not isinstance(base, str)
-                    or not isinstance(fill, str)
-                    or len(fill) != 1
-                    or not isinstance(to, int)
-                ):
-                    raise StepError(
-                        "$pad needs a string, a one-character fill and an integer length"
-                    )
-                if len(base) > to:
-                    raise StepError(f"$pad: {base[:40]!r}… is already longer than {to}")
-                return base + fill * (to - len(base))
-            if set(value) == {"$concat"}:
-                parts = [self.expand(v) for v in value["$concat"]]
-                if not all(isinstance(p, str) for p in parts):
-                    raise StepError("$concat joins strings only")
-                return "".join(parts)
+            if is_macro(value):
+                return expand_macro(value, self.expand)
             return {k: self.expand(v) for k, v in value.items()}
         return value
 
@@ -367,7 +342,7 @@ class MemoryDriver:
                 ex,
                 reason=judgement.reason,
             )
-        problem = _check_expect(step.expect, ex) if step.expect else None
+        problem = check_expect(step.expect, ex, _texts(ex), "texts") if step.expect else None
         if problem is not None:
             return StepOutcome(
                 index,
@@ -660,23 +635,9 @@ def _describe(parsed: Any, raw: bytes) -> Any:
     return {"raw_bytes": len(raw), "head": raw[:60].decode("utf-8", "replace")}
 
 
-def _check_expect(expect: dict[str, Any], ex: Exchange) -> str | None:
-    if "status" in expect and ex.status != expect["status"]:
-        return f"status {ex.status}, expected {expect['status']}"
-    if "body" in expect and not json_subset(expect["body"], ex.body):
-        return f"body {json.dumps(ex.body)[:200]} lacks {json.dumps(expect['body'])[:200]}"
+def _texts(ex: Exchange) -> list[Any] | None:
+    """The texts of the answer's records (what a step's ``expect`` names ``texts``)."""
     records = ex.body.get("records") if isinstance(ex.body, dict) else None
-    texts: list[Any] | None = (
-        [r.get("text") for r in records if isinstance(r, dict)]
-        if isinstance(records, list)
-        else None
-    )
-    if "count" in expect and (texts is None or len(texts) != expect["count"]):
-        return (
-            f"{'no records' if texts is None else len(texts)} record(s), expected {expect['count']}"
-        )
-    if "texts" in expect and texts != expect["texts"]:
-        return f"texts {texts}, expected {expect['texts']} in this order"
-    if "text_set" in expect and (texts is None or sorted(texts) != sorted(expect["text_set"])):
-        return f"texts {texts}, expected {sorted(expect['text_set'])} in any order"
-    return None
+    if not isinstance(records, list):
+        return None
+    return [r.get("text") for r in records if isinstance(r, dict)]

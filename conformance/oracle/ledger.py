@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from conformance.jsonutil import short_json
+from reference.jsonvalue import json_equal
 from reference.ledger.outcome import INVALID_PARAMS, METHOD_NOT_FOUND, REFUSED, Ok, Outcome, Refused
 from reference.ledger.timefmt import format_rfc3339, parse_rfc3339
 from reference.ledger.wire import (
@@ -756,31 +757,19 @@ def _compare_exact(
     """Compare the fields the spec names exactly; a field it does not name is allowed (and, if
     the model declares it in ``extra``, must have the declared value) (LED-WIRE.6)."""
     if not isinstance(got, dict) or not isinstance(want, dict):
-        return [] if _json_equal(want, got) else [Diff("result", want, got, clauses)]
+        return [] if json_equal(want, got) else [Diff("result", want, got, clauses)]
     diffs = []
     extra = extra or {}
     for name in want.keys() | got.keys():
         w = want.get(name, _ABSENT)
         g = got.get(name, _ABSENT)
         if w is _ABSENT and name not in named:
-            if name in extra and not _json_equal(extra[name], g):
+            if name in extra and not json_equal(extra[name], g):
                 diffs.append(Diff(f"result.{name}", extra[name], g, clauses, "if present"))
             continue
-        if w is _ABSENT or g is _ABSENT or not _json_equal(w, g):
+        if w is _ABSENT or g is _ABSENT or not json_equal(w, g):
             diffs.append(Diff(f"result.{name}", w, g, clauses))
     return diffs
-
-
-def _json_equal(a: Any, b: Any) -> bool:
-    if isinstance(a, bool) or isinstance(b, bool):
-        return type(a) is type(b) and a == b
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, int | float) and isinstance(b, int | float):
-        return a == b
-    return type(a) is type(b) and a == b
 
 
 def _envelope(want: dict[str, Any], got: Any, clauses: tuple[str, ...]) -> list[Diff] | list[Any]:

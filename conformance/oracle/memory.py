@@ -89,7 +89,13 @@ from reference.memory.judge import (
     retrieval_problem,
     usage_problems,
 )
-from reference.memory.records import ACTIVE, EVICTED, MemoryRecord
+from reference.memory.records import (
+    ACTIVE,
+    EVICTED,
+    RECORD_FIELDS,
+    RECORD_FIELDS_WHEN_SET,
+    MemoryRecord,
+)
 from reference.memory.scoring import keyword_match, tokenize
 from reference.memory.store import (
     StoreState,
@@ -123,18 +129,8 @@ MODEL_TOKEN = "memspec-model-token"
 MAX_WORLDS = 64
 MAX_ASSIGNMENTS = 24
 
-REQUIRED_FIELDS = (
-    "id",
-    "scopeKey",
-    "kind",
-    "text",
-    "keywords",
-    "sourceThreadKey",
-    "createdAt",
-    "useCount",
-    "status",
-)
-OPTIONAL_FIELDS = ("sourceRunId", "lastUsedAt", "confidence", "supersedes")
+REQUIRED_FIELDS = RECORD_FIELDS
+OPTIONAL_FIELDS = RECORD_FIELDS_WHEN_SET
 
 ROUTE_CLAUSE = {
     "/retrieve": "MEM-WIRE.11",

@@ -22,6 +22,22 @@ SUPERSEDED: Final = "superseded"
 FORGOTTEN: Final = "forgotten"
 EVICTED: Final = "evicted"
 
+#: A record's members on the wire (camelCase), in the order a record is written: those always
+#: present, and those present only when set — absent otherwise, never ``null`` (MEM-RECORD.1,
+#: MEM-WIRE.16).
+RECORD_FIELDS: Final = (
+    "id",
+    "scopeKey",
+    "kind",
+    "text",
+    "keywords",
+    "sourceThreadKey",
+    "createdAt",
+    "useCount",
+    "status",
+)
+RECORD_FIELDS_WHEN_SET: Final = ("sourceRunId", "lastUsedAt", "confidence", "supersedes")
+
 
 @dataclass(frozen=True)
 class MemoryRecord:

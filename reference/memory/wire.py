@@ -29,6 +29,8 @@ from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Final, Literal
 
+from reference.jsonvalue import is_number as is_number
+from reference.jsonvalue import json_equal as json_equal
 from reference.memory.budget import utf16_length
 from reference.memory.engine import DEFAULT_SCOPE_CAP
 from reference.memory.judge import listing_problem, rank_allowed, record_problems, retrieval_problem
@@ -143,11 +145,6 @@ def parse_json(text: str) -> object:
     return json.loads(text, parse_constant=_reject_constant)
 
 
-def is_number(v: object) -> bool:
-    """A JSON number: int or float, never a boolean."""
-    return isinstance(v, int | float) and not isinstance(v, bool)
-
-
 def js_integer(v: object) -> int | None:
     """The value as an integer when JavaScript's ``Number.isInteger`` holds (``5.0`` is 5)."""
     if isinstance(v, bool):
@@ -157,19 +154,6 @@ def js_integer(v: object) -> int | None:
     if isinstance(v, float) and math.isfinite(v) and v.is_integer():
         return int(v)
     return None
-
-
-def json_equal(a: object, b: object) -> bool:
-    """Structural JSON equality: numbers by value, booleans only equal booleans."""
-    if isinstance(a, bool) or isinstance(b, bool):
-        return isinstance(a, bool) and isinstance(b, bool) and a == b
-    if is_number(a) and is_number(b):
-        return a == b
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(json_equal(a[k], b[k]) for k in a)
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b, strict=True))
-    return type(a) is type(b) and a == b
 
 
 def members_differ(want: Mapping[str, object], got: object) -> list[str] | None:
