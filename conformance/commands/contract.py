@@ -1173,7 +1173,9 @@ def as_results(data: dict[str, Any]) -> list[Any]:
                 origin="memspec contract",
             )
             reason = f"{f['title']}: {f['detail']} — reproduce: {f['curl']}"
-            outcome = StepOutcome(0, "contract", "diverge", (f["clause"],), "", None, reason=reason)
+            outcome = StepOutcome(
+                index=0, op="contract", verdict="diverge", clauses=(f["clause"],), reason=reason
+            )
             result = ScenarioResult(
                 scenario, "fail", [outcome], reason=reason, kind="contract", path=f.get("replay")
             )

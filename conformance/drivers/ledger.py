@@ -246,33 +246,27 @@ class LedgerDriver:
         )
         if op is None:
             return StepOutcome(
-                index,
-                step.op,
-                "indeterminate",
-                base,
-                "",
-                None,
+                index=index,
+                op=step.op,
+                verdict="indeterminate",
+                clauses=base,
                 reason=f"unknown ledger op {step.op!r} (ops: {', '.join(OPS)})",
             )
         if self._setup_error is not None:
             return StepOutcome(
-                index,
-                step.op,
-                "indeterminate",
-                base,
-                "",
-                None,
+                index=index,
+                op=step.op,
+                verdict="indeterminate",
+                clauses=base,
                 reason=f"the ledger could not be prepared for this scenario: {self._setup_error}",
             )
         missing = sorted(step_requires(step) - self._caps)
         if missing:
             return StepOutcome(
-                index,
-                step.op,
-                "skip",
-                base,
-                "",
-                None,
+                index=index,
+                op=step.op,
+                verdict="skip",
+                clauses=base,
                 reason=f"needs {', '.join(missing)}",
             )
         try:
@@ -280,7 +274,9 @@ class LedgerDriver:
                 return self._set_clock(index, step, base)
             return self._call(index, step, op, base)
         except StepError as exc:
-            return StepOutcome(index, step.op, "indeterminate", base, "", None, reason=str(exc))
+            return StepOutcome(
+                index=index, op=step.op, verdict="indeterminate", clauses=base, reason=str(exc)
+            )
 
     # -- preparation ----------------------------------------------------------------------
 
@@ -534,12 +530,10 @@ class LedgerDriver:
             problem = self._before_mutation()
             if problem is not None:
                 return StepOutcome(
-                    index,
-                    step.op,
-                    "indeterminate",
-                    base,
-                    "",
-                    None,
+                    index=index,
+                    op=step.op,
+                    verdict="indeterminate",
+                    clauses=base,
                     reason=f"could not pin the target's clock: {problem}",
                 )
         # Every answer the model allows, in every ledger the answers so far leave possible.
@@ -703,7 +697,16 @@ class LedgerDriver:
             details["diffs"] = [d.text() for d in j.diffs]
         if self._foreign:
             details["dirty"] = f"{len(self._foreign)} record(s) predate the run and are ignored"
-        return StepOutcome(index, step.op, j.verdict, clauses, j.expected, ex, j.reason, details)  # type: ignore[arg-type]
+        return StepOutcome(
+            index=index,
+            op=step.op,
+            verdict=j.verdict,
+            clauses=clauses,
+            expected=j.expected,
+            exchange=ex,
+            reason=j.reason,
+            details=details,
+        )
 
     # -- for machines ---------------------------------------------------------------------
 

@@ -53,6 +53,7 @@ from typing import Any
 from conformance.drivers.base import (
     SPACING_S,
     Exchange,
+    JudgementVerdict,
     RunContext,
     StepError,
     StepOutcome,
@@ -251,7 +252,9 @@ class MemoryDriver:
         try:
             return self._execute(index, step, base_clauses)
         except StepError as exc:
-            return StepOutcome(index, step.op, "skip", base_clauses, "", None, reason=str(exc))
+            return StepOutcome(
+                index=index, op=step.op, verdict="skip", clauses=base_clauses, reason=str(exc)
+            )
 
     def _space(self, scopes: frozenset[str]) -> None:
         """Wait until the last mutating step on each of ``scopes`` is SPACING_S old.
@@ -287,7 +290,9 @@ class MemoryDriver:
             if not isinstance(ms, int) or not 0 <= ms <= 60_000:
                 raise StepError("pause_ms needs 0 <= ms <= 60000")
             time.sleep(ms / 1000)
-            return StepOutcome(index, op, "pass", clauses, "(pause)", None)
+            return StepOutcome(
+                index=index, op=op, verdict="pass", clauses=clauses, expected="(pause)"
+            )
         if op not in ROUTES and op not in ("healthz", "raw"):
             raise StepError(f"unknown memory op {op!r}")
         for cap in step_requires(step):
@@ -312,45 +317,45 @@ class MemoryDriver:
         unobservable = _not_observable(op, sent, ex)
         if unobservable is not None:
             return StepOutcome(
-                index,
-                op,
-                "skip",
-                clauses,
-                _describe_allowed_statuses(expectation),
-                ex,
+                index=index,
+                op=op,
+                verdict="skip",
+                clauses=clauses,
+                expected=_describe_allowed_statuses(expectation),
+                exchange=ex,
                 reason=f"not observable through this target: {unobservable}",
                 details={"unobservable": True},
             )
         judgement = self.oracle.judge(sent, ex, now, expectation)
         if judgement.verdict == "pass" and not _json_media_type(ex.content_type):
             return StepOutcome(
-                index,
-                op,
-                "diverge",
-                tuple(dict.fromkeys(("MEM-WIRE.1", *step.clauses))),
-                judgement.expected,
-                ex,
+                index=index,
+                op=op,
+                verdict="diverge",
+                clauses=tuple(dict.fromkeys(("MEM-WIRE.1", *step.clauses))),
+                expected=judgement.expected,
+                exchange=ex,
                 reason=f"the answer is labelled Content-Type {ex.content_type!r}, not JSON",
             )
         if judgement.verdict != "pass":
             return StepOutcome(
-                index,
-                op,
-                judgement.verdict,  # type: ignore[arg-type]
-                tuple(dict.fromkeys((*judgement.clauses, *step.clauses))),
-                judgement.expected,
-                ex,
+                index=index,
+                op=op,
+                verdict=judgement.verdict,
+                clauses=tuple(dict.fromkeys((*judgement.clauses, *step.clauses))),
+                expected=judgement.expected,
+                exchange=ex,
                 reason=judgement.reason,
             )
         problem = check_expect(step.expect, ex, _texts(ex), "texts") if step.expect else None
         if problem is not None:
             return StepOutcome(
-                index,
-                op,
-                "diverge",
-                clauses,
-                judgement.expected,
-                ex,
+                index=index,
+                op=op,
+                verdict="diverge",
+                clauses=clauses,
+                expected=judgement.expected,
+                exchange=ex,
                 reason=f"hand-written expectation: {problem}",
             )
         self.oracle.commit(judgement)
@@ -359,23 +364,36 @@ class MemoryDriver:
             if settled is not None:
                 verdict, reason, settle_clauses = settled
                 return StepOutcome(
-                    index,
-                    op,
-                    verdict,  # type: ignore[arg-type]
-                    tuple(dict.fromkeys((*settle_clauses, *step.clauses))),
-                    judgement.expected,
-                    ex,
+                    index=index,
+                    op=op,
+                    verdict=verdict,
+                    clauses=tuple(dict.fromkeys((*settle_clauses, *step.clauses))),
+                    expected=judgement.expected,
+                    exchange=ex,
                     reason=reason,
                 )
         if step.bind:
             bind_problem = self._bind(step.bind, ex)
             if bind_problem is not None:
                 return StepOutcome(
-                    index, op, "indeterminate", clauses, judgement.expected, ex, reason=bind_problem
+                    index=index,
+                    op=op,
+                    verdict="indeterminate",
+                    clauses=clauses,
+                    expected=judgement.expected,
+                    exchange=ex,
+                    reason=bind_problem,
                 )
-        return StepOutcome(index, op, "pass", clauses, judgement.expected, ex)
+        return StepOutcome(
+            index=index,
+            op=op,
+            verdict="pass",
+            clauses=clauses,
+            expected=judgement.expected,
+            exchange=ex,
+        )
 
-    def _settle(self, sent: SentRequest) -> tuple[str, str, tuple[str, ...]] | None:
+    def _settle(self, sent: SentRequest) -> tuple[JudgementVerdict, str, tuple[str, ...]] | None:
         """After a step that left several model states possible (an eviction among equally old
         records, indistinguishable new records), look: one ``/list`` of the scope — which
         changes nothing on a conforming store — shows which state the target is in.  Returns

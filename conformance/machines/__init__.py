@@ -44,7 +44,7 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis.errors import Flaky, HypothesisException
 from hypothesis.stateful import RuleBasedStateMachine, precondition, rule, run_state_machine_as_test
 
-from conformance.drivers.base import Driver, StepOutcome
+from conformance.drivers.base import Driver, ResultVerdict, StepOutcome
 from conformance.machines.profiles import Profile
 from conformance.scenario import Scenario, Step
 
@@ -261,7 +261,7 @@ class MachineResult:
     protocol: str
     profile: str
     seed: int
-    verdict: str  # pass | fail | indeterminate | skip
+    verdict: ResultVerdict
     examples: int
     steps: int
     elapsed_s: float

@@ -37,7 +37,7 @@ from typing import Any
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, initialize, multiple, precondition, rule
 
-from conformance.drivers.memory import DEFAULT_CLAUSES
+from conformance.drivers.memory import DEFAULT_CLAUSES, MemoryDriver
 from conformance.machines import DifferentialMachine, live
 from conformance.scenario import Step
 from conformance.targets.memory import LIST
@@ -200,7 +200,9 @@ class MemoryMachine(DifferentialMachine):
             bind[f"r{self._symbols}"] = {"index": i}
         if not bind:
             return multiple()
-        problem = self.driver.bind_from(outcome.exchange, bind)  # type: ignore[attr-defined]
+        driver = self.driver
+        assert isinstance(driver, MemoryDriver)  # the memory machine runs on the memory driver
+        problem = driver.bind_from(outcome.exchange, bind)
         assert problem is None, problem
         self.recorded[-1] = step.model_copy(update={"bind": bind})
         return multiple(*[f"${name}" for name in bind])

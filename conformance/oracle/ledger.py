@@ -49,6 +49,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from conformance.drivers.base import JudgementVerdict
 from conformance.jsonutil import short_json
 from reference.jsonvalue import json_equal
 from reference.ledger.outcome import INVALID_PARAMS, METHOD_NOT_FOUND, REFUSED, Ok, Outcome, Refused
@@ -320,7 +321,7 @@ class Diff:
 
 @dataclass
 class Judgement:
-    verdict: str  # pass | diverge | indeterminate
+    verdict: JudgementVerdict
     clauses: tuple[str, ...]
     expected: str
     reason: str = ""

@@ -78,7 +78,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
-from conformance.drivers.base import Exchange
+from conformance.drivers.base import Exchange, JudgementVerdict
 from conformance.jsonutil import short_json
 from reference.memory.engine import DEFAULT_SCOPE_CAP, Dedup, plan_write
 from reference.memory.judge import (
@@ -256,7 +256,7 @@ class World:
 
 @dataclass
 class Judgement:
-    verdict: str  # pass | diverge | indeterminate
+    verdict: JudgementVerdict
     clauses: tuple[str, ...]
     expected: str
     reason: str = ""

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from conformance.clauses import Clause, load_clauses
+from conformance.drivers.base import ResultVerdict
 from conformance.machines import MachineResult, finding_key
 from conformance.report.expect import Expectation, match
 from conformance.runner import ScenarioResult
@@ -62,7 +63,7 @@ class Tally:
 
     clauses: list[str]
     failed: list[str]
-    verdict: str
+    verdict: ResultVerdict
     reason: str
     expected: str | None = None
 
@@ -157,7 +158,7 @@ class RunReport:
         items: list[Tally] = []
 
         def add(
-            clauses: list[str], failed: list[str], verdict: str, reason: str, name: str
+            clauses: list[str], failed: list[str], verdict: ResultVerdict, reason: str, name: str
         ) -> None:
             exp = self.expected_by(name, failed) if verdict in ("fail", "indeterminate") else None
             items.append(Tally(clauses, failed, verdict, reason, exp.reason if exp else None))
