@@ -273,7 +273,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 @dataclass
 class TargetSession:
     config: TargetConfig
-    bundled: bool
     handle: Any = None
     #: more instances of the ledger store (``--ledger-target``, or bundled ones for ``--jobs``)
     ledger_extra: list[TargetConfig] = field(default_factory=list)
@@ -359,7 +358,7 @@ def open_target(args: argparse.Namespace) -> Iterator[TargetSession]:
             HttpTarget(config).close()
         except TargetError as exc:
             raise UsageError(str(exc)) from exc
-        yield TargetSession(config, False, ledger_extra=[remote(u) for u in extra_urls])
+        yield TargetSession(config, ledger_extra=[remote(u) for u in extra_urls])
         return
     secret = secrets.token_urlsafe(24)
     handles: list[Any] = []
@@ -380,7 +379,7 @@ def open_target(args: argparse.Namespace) -> Iterator[TargetSession]:
             )  # fmt: skip
 
         yield TargetSession(
-            bundled(handles[0]), True, handles[0], ledger_extra=[bundled(h) for h in handles[1:]]
+            bundled(handles[0]), handles[0], ledger_extra=[bundled(h) for h in handles[1:]]
         )
     finally:
         for h in handles:

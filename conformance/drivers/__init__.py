@@ -25,19 +25,3 @@ def driver_factory(protocol: str) -> DriverFactory:
     module_name, _, attr = target.partition(":")
     module = importlib.import_module(module_name)
     return cast(DriverFactory, getattr(module, attr))
-
-
-def available_protocols() -> list[str]:
-    """Protocols whose driver module can be imported (a half-built one is left out)."""
-    out = []
-    for name, target in DRIVERS.items():
-        module_name, _, attr = target.partition(":")
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            if exc.name != module_name:  # the driver exists but is broken: say so loudly
-                raise
-            continue
-        if hasattr(module, attr):
-            out.append(name)
-    return out

@@ -135,7 +135,6 @@ class MemoryDriver:
                 self._written[self._probe_scope] = None
         self.cap_default = int(ctx.options.get("memory_cap_default", 500))
         self.spacing_slept_s = 0.0  # time spent keeping mutating steps apart (benchmarks)
-        self.settling_reads = 0  # follow-up /list reads that told equally legal states apart
         self.begin("<init>")
 
     # -- Driver protocol ------------------------------------------------------------------
@@ -408,7 +407,6 @@ class MemoryDriver:
         ex = self.target.request(
             "POST", "/list", content=raw, headers={"Content-Type": "application/json"}
         )
-        self.settling_reads += 1
         judgement = self.oracle.judge(look, ex, self._clock())
         if judgement.verdict == "pass":
             self.oracle.commit(judgement)

@@ -122,7 +122,6 @@ class MachineSession:
     hunting: Signature | None = None
     failure_steps: list[Step] | None = None
     failure: StepOutcome | None = None
-    failures_seen: int = 0
     first_failure_at: float | None = None
     hunt_started: float = 0.0
     shrink_cut: bool = False
@@ -229,7 +228,6 @@ class DifferentialMachine(RuleBasedStateMachine):
             if session.hunting is None:
                 session.hunting = sig
                 session.hunt_started = time.monotonic()
-            session.failures_seen += 1
             if session.first_failure_at is None:
                 session.first_failure_at = time.monotonic()
             # Hypothesis replays the minimal failing run last, so the last one recorded is it.

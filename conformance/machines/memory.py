@@ -89,7 +89,7 @@ queries = st.lists(
 foreign_ids = st.sampled_from(["mem:{scope:z}:1", "nope", "mem:org:elsewhere:1"])
 
 
-def candidate(draw: st.DrawFn, ids: Any) -> dict[str, Any]:
+def candidate(draw: st.DrawFn) -> dict[str, Any]:
     rec: dict[str, Any] = {
         "kind": draw(st.sampled_from(["fact", "summary"])),
         "text": draw(texts()),
@@ -113,7 +113,7 @@ def candidate(draw: st.DrawFn, ids: Any) -> dict[str, Any]:
 
 @st.composite
 def batches(draw: st.DrawFn) -> list[dict[str, Any]]:
-    return [candidate(draw, None) for _ in range(draw(st.integers(1, 4)))]
+    return [candidate(draw) for _ in range(draw(st.integers(1, 4)))]
 
 
 INVALID_BODIES: list[tuple[str, dict[str, Any]]] = [

@@ -72,7 +72,6 @@ option) and what the target said.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
@@ -114,7 +113,6 @@ from reference.memory.wire import (
     RecordsBody,
     WireRequest,
     WriteBody,
-    is_number,
     js_integer,
     json_equal,
     members_differ,
@@ -1128,7 +1126,3 @@ def _status_clauses(options: Sequence[Option], got: int, route: str) -> tuple[st
     if not out:
         out.append(ROUTE_CLAUSE.get(route, "MEM-WIRE.1"))
     return tuple(dict.fromkeys(out))
-
-
-def finite(v: Any) -> bool:
-    return is_number(v) and math.isfinite(float(v))

@@ -299,7 +299,6 @@ class HttpTarget:
         self._watchdog = _Watchdog()
         self._silent = 0  # requests in a row that got no HTTP answer
         self._held = 0
-        self.requests_sent = 0
 
     # -- capabilities -----------------------------------------------------------------
 
@@ -466,7 +465,6 @@ class HttpTarget:
                     f"not sent: the target gave no answer to the last {self._silent} requests",
                     shown,
                 )
-        self.requests_sent += 1
         started = time.perf_counter()
         deadline = time.monotonic() + self.config.timeout_s
         reused = keep and self._conn is not None

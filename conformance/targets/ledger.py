@@ -19,13 +19,12 @@ from __future__ import annotations
 from typing import Any
 
 from conformance.drivers.base import Exchange, TargetConfig
-from conformance.targets.base import AUTH, Auth, HttpTarget, TargetError, token_refused
+from conformance.targets.base import Auth, HttpTarget, TargetError, token_refused
 from reference.ledger.timefmt import parse_rfc3339
 from reference.ledger.wire import answer_instant, same_instant
 
 TEST_CONTROL = "ledger.test_control"
 CLOCK = "ledger.clock"
-LEDGER_CAPABILITIES = frozenset({"raw_http", AUTH, TEST_CONTROL, CLOCK})
 
 _PROBE_INSTANT = "2001-02-03T04:05:06.789Z"
 

@@ -24,7 +24,6 @@ DATA_ROUTES = ("/retrieve", "/write", "/list", "/forget")
 LIST = "memory.list"
 FORGET = "memory.forget"
 CAP = "memory.cap"
-MEMORY_CAPABILITIES = frozenset({"raw_http", AUTH, LIST, FORGET, CAP})
 
 
 class MemoryTarget(HttpTarget):
