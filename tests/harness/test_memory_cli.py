@@ -10,7 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from memory_harness_kit import (
+
+from conformance.cli import main
+from conformance.commands.run import run_pipeline
+from conformance.drivers.base import Secret, TargetConfig
+from conformance.report.expect import Expectation
+from conformance.runner import CORPUS_DIR
+from conformance.scenario import load_scenario
+from tests.common.memory_harness import (
     TOKEN,
     bundled_store,
     closed_port,
@@ -19,13 +26,6 @@ from memory_harness_kit import (
     evicts_most_recent,
     forget_only_claims,
 )
-
-from conformance.cli import main
-from conformance.commands.run import run_pipeline
-from conformance.drivers.base import Secret, TargetConfig
-from conformance.report.expect import Expectation
-from conformance.runner import CORPUS_DIR
-from conformance.scenario import load_scenario
 
 CORPUS = CORPUS_DIR / "memory"
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 import os
 
 import pytest
-from memory_harness_kit import FakeTarget, make_driver
 
 from conformance.cli import main
 from conformance.runner import run_scenario
 from conformance.scenario import Scenario, Step
+from tests.common.memory_harness import FakeTarget, make_driver
 
 SCENARIO = Scenario(
     protocol="memory",

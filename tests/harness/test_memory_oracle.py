@@ -4,7 +4,6 @@ bijection, the time correspondence, and the driver's safety guards."""
 from __future__ import annotations
 
 import pytest
-from memory_harness_kit import FakeTarget, bundled_store, make_driver
 
 from conformance.drivers.base import Exchange, Secret, TargetConfig
 from conformance.oracle.memory import (
@@ -17,6 +16,7 @@ from conformance.scenario import Step
 from reference.memory.judge import Problem, eviction_picks, listing_problem, retrieval_problem
 from reference.memory.records import MemoryRecord
 from reference.memory.store import empty_store
+from tests.common.memory_harness import FakeTarget, bundled_store, make_driver
 
 
 def rec(

@@ -7,7 +7,6 @@ import re
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from mem_strategies import any_text, make_record, records
 
 from reference.memory.containment import (
     memory_prefix_line,
@@ -18,6 +17,7 @@ from reference.memory.containment import (
     unescape_markup,
 )
 from reference.memory.scoring import collapse_whitespace
+from tests.common.memory_strategies import any_text, make_record, records
 
 FORBIDDEN = re.compile("[<>\n\r\u2028\u2029\x00-\x1f\x7f-\x9f]")
 BARE_AMP = re.compile("&(?!amp;|lt;|gt;)")
