@@ -161,7 +161,7 @@ def select_cells(
     kinds: Sequence[str] = (),
     protocols: Sequence[str] = (),
 ) -> list[Cell]:
-    """The rows ``--only``/``--kind``/``--protocol`` keep; an unknown name is a usage error."""
+    """The rows ``--only``/``--kind``/``--spec`` keep; an unknown name is a usage error."""
     by_name = {c.name: c for c in cells}
     unknown = [n for n in only if n not in by_name]
     if unknown:
@@ -521,8 +521,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--kind", action="append", choices=KINDS, default=[], help="run rows of this kind"
     )
     p.add_argument(
-        "--protocol", action="append", choices=["memory", "ledger"], default=[],
-        help="run variants and mutants of this protocol (and the unaltered store)",
+        # --spec as in the other commands; --protocol, its first spelling, still accepted
+        "--spec", "--protocol", dest="protocol", action="append", choices=["memory", "ledger"],
+        default=[], help="run variants and mutants of this protocol (and the unaltered store)",
     )  # fmt: skip
     p.add_argument(
         "--jobs", "-j", type=int, metavar="N", help="rows run at once (default: the CPU count)"
