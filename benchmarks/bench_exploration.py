@@ -73,7 +73,8 @@ def main() -> int:
             explored = m["details"]["explored"]
             first = explored.get("first_divergence") or {}
             print(
-                f"three-fault proxy, --spec memory --profile ci ({time.monotonic() - started:.1f} s):"
+                f"three-fault proxy, --spec memory --profile ci"
+                f" ({time.monotonic() - started:.1f} s):"
             )
             print(
                 f"  {len(m['divergences'])} distinct divergence(s); first after"

@@ -103,7 +103,8 @@ def run(args: argparse.Namespace) -> int:
             )
         else:
             print(
-                f"\n{live} live clauses, {live - len(uncovered)} covered, {len(uncovered)} uncovered"
+                f"\n{live} live clauses, {live - len(uncovered)} covered,"
+                f" {len(uncovered)} uncovered"
             )
         for cid, where in sorted(cov.unknown.items()):
             print(f"cited but not defined: {cid} ({where[0]}{' …' if len(where) > 1 else ''})")

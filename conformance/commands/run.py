@@ -168,7 +168,8 @@ def add_run_options(p: argparse.ArgumentParser, *, machines: bool = True) -> Non
     p.add_argument(
         "--allow-dirty",
         action="store_true",
-        help="run even when a protocol that cannot be isolated by scope keys (the ledger) finds data in the target",
+        help="run even when a protocol that cannot be isolated by scope keys (the ledger) finds"
+        " data in the target",
     )
     p.add_argument(
         "--jobs",

@@ -210,7 +210,8 @@ class LedgerDriver:
             self.target.close()
 
     def begin(self, scenario_name: str, tag: str | None = None) -> None:
-        """``tag`` is unused: the ledger has one account scope per target.  A fresh ledger (reset, or the previous scenario's records forgotten), a fresh model
+        """``tag`` is unused: the ledger has one account scope per target.  A fresh ledger (reset,
+        or the previous scenario's records forgotten), a fresh model
         at :data:`START_MS`, empty symbol table and correspondences."""
         self._setup_error = None
         if self.control:
@@ -389,7 +390,8 @@ class LedgerDriver:
         self._clock_pinned = True
         seen = answer_instant(ex.body.get("now")) if isinstance(ex.body, dict) else None
         if ex.status != 200 or seen is None or not same_instant(at, seen):
-            return f"_test/set_clock {text} answered {ex.status} {short_json(ex.body or ex.transport_error)}"
+            answer = short_json(ex.body or ex.transport_error)
+            return f"_test/set_clock {text} answered {ex.status} {answer}"
         self._target_clock = at
         return None
 

@@ -11,7 +11,8 @@ Ops (``Step.op``) and their ``args``:
     any request, for the routing/auth/fence/shape cases.  ``body`` is a string (sent as UTF-8,
     byte for byte) or any JSON value (serialized); ``headers`` is an object — a
     ``Content-Length`` given there is sent verbatim (``null``: no such header; ``{"zero_pad": n}``:
-    the true length with leading zeros to ``n`` digits), otherwise the true length is sent.  ``auth`` is ``true`` (the bearer), ``false`` (none), ``"wrong"``
+    the true length with leading zeros to ``n`` digits), otherwise the true length is sent.
+    ``auth`` is ``true`` (the bearer), ``false`` (none), ``"wrong"``
     (same length, one character off), ``"scheme"`` (``Basic <token>``) or ``"empty"``
     (``Bearer `` and nothing).  ``chunked: true`` sends the body with ``Transfer-Encoding:
     chunked`` and no length — the form any client and any edge passes (no ``raw_http``

@@ -10,8 +10,8 @@ minimal failing run become a replay :class:`~conformance.scenario.Scenario` that
 
 **Every distinct divergence, not the first.**  A divergence is known by its *signature*: the
 leading clause the oracle named (the clauses a rule attached to the step itself left out, so
-the same wrong answer seen after a write and after a forget is one divergence).  Once a divergence is
-found and shrunk, exploration goes on in fresh batches with its signature *set aside*: meeting
+the same wrong answer seen after a write and after a forget is one divergence).  Once a divergence
+is found and shrunk, exploration goes on in fresh batches with its signature *set aside*: meeting
 it again ends that one run quietly (a read that changes nothing lets the run go on) instead of
 failing it, so the next, different divergence can be found and shrunk in its turn — up to
 :data:`MAX_FINDINGS`.  A divergence an ``--expect`` entry names is set aside from the start:
@@ -607,7 +607,8 @@ def run_machine(
     # reproducible.  The plan (batch b: its seed and min(BATCH, max_examples - b * BATCH)
     # examples) is fixed up front, so that N shards, each taking every N-th batch, run exactly
     # the batches of one run.  A batch that meets a new divergence ends there and shrinks it;
-    # later batches set it aside, and batches past the plan make up the runs it left.  The time budget (quick/deep only) is checked between
+    # later batches set it aside, and batches past the plan make up the runs it left.  The time
+    # budget (quick/deep only) is checked between
     # windows of batches.
     plan = [
         (b, min(BATCH, profile.max_examples - b * BATCH))
@@ -707,7 +708,8 @@ def run_machine(
 
         result.details["traceback"] = traceback.format_exception(error)[-6:]
         result.verdict = "indeterminate"
-        result.reason = f"harness error: {type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
+        first_line = str(error).splitlines()[0] if str(error) else ""
+        result.reason = f"harness error: {type(error).__name__}: {first_line}"
         return result
     if session.steps == 0:
         result.verdict = "skip"

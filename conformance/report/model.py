@@ -2,7 +2,8 @@
 
 Schema ``memspec-report/1`` (``report.json``)::
 
-    schema, memspec_version, spec_revision, corpus_revision, run_id, started_at, finished_at, duration_s, exit_code
+    schema, memspec_version, spec_revision, corpus_revision, run_id, started_at, finished_at,
+    duration_s, exit_code
     target        {url, label, token: "set"|"none", timeout_s, declared, denied}   — never the token
     options       {spec, profile, seed, allow_dirty, expect}
     capabilities  {protocol: [capability, …]}
@@ -12,8 +13,8 @@ Schema ``memspec-report/1`` (``report.json``)::
     machines      [{name, protocol, profile, seed, verdict, reason, examples, steps, elapsed_s,
                     clauses, failed_clauses, replay, expected_by, details,
                     divergences: [{clauses, reason, steps, replay, expected_by, details}]}]
-                                                        — every distinct divergence; details.explored
-                                                          counts runs/steps, also after the first
+                    — every distinct divergence; details.explored counts runs/steps,
+                      also after the first
     clauses       [{id, title, level, passed, failed, skipped, indeterminate, skip_reasons,
                     expected}]                          — one row per clause the run touched
     divergences   [{source, name, protocol, clauses, step, op, reason, expected, exchange,

@@ -55,7 +55,8 @@ class MemoryTarget(HttpTarget):
             raise TargetError(f"{self.url}: {hz.transport_error}")
         if hz.status != 200 or not isinstance(hz.body, dict) or hz.body.get("ok") is not True:
             raise TargetError(
-                f"{self.url}/healthz answered {hz.status} {hz.body if hz.body is not None else hz.raw_excerpt!r}"
+                f"{self.url}/healthz answered {hz.status}"
+                f" {hz.body if hz.body is not None else hz.raw_excerpt!r}"
                 " — not a Memory Worker"
             )
         caps = set(self.base_capabilities())

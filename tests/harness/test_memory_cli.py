@@ -311,7 +311,8 @@ def test_expectations_excuse_listed_divergences_and_flag_stale_ones(
 
         def run(expect: list[Expectation]) -> dict:
             res = run_pipeline(cfg, spec="memory", machines=False, expectations=expect, quiet=True,
-                               out=_Sink(), corpus_dir=tmp_path / "corpus", report_dir=tmp_path / "r")  # fmt: skip
+                               out=_Sink(), corpus_dir=tmp_path / "corpus",
+                               report_dir=tmp_path / "r")  # fmt: skip
             assert res.exit_code == res.data["exit_code"]
             return res.data
 

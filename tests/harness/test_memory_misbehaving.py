@@ -67,7 +67,8 @@ def test_the_cli_reports_a_broken_target_with_exit_1_and_no_traceback(
     with FakeTarget("500") as fake:
         code = main(
             ["run", "--target", fake.url, "--token-env", "FAKE_TOKEN", "--spec", "memory",
-             "--examples", "2", "--seed", "1", "--report", os.fspath(tmp_path), "--quiet", "--timeout", "2"]
+             "--examples", "2", "--seed", "1", "--report", os.fspath(tmp_path), "--quiet",
+             "--timeout", "2"]
         )  # fmt: skip
     out, err = capsys.readouterr()
     assert code == 1

@@ -48,7 +48,8 @@ def test_line_format() -> None:
             "[00000001] preference (user_explicit): I prefer tea",
             "[00000002] fact (model_proposal): uses vim",
         ],
-        "text": "[00000001] preference (user_explicit): I prefer tea\n[00000002] fact (model_proposal): uses vim",
+        "text": "[00000001] preference (user_explicit): I prefer tea\n"
+        "[00000002] fact (model_proposal): uses vim",
     }
 
 

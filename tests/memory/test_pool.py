@@ -94,7 +94,8 @@ def test_examples_single_scope_late_repo_and_empty() -> None:
     )
     # a late repo that resolved to nothing is simply not a scope read; the read still works
     assert memory_context_block({"org:acme": [org], "user:slack:U1": []}, "deploy", T0) == (
-        "Background memory for org:acme + user:slack:U1 (may be outdated \u2014 verify before acting):\n"
+        "Background memory for org:acme + user:slack:U1"
+        " (may be outdated \u2014 verify before acting):\n"
         "<background_memory>\n- deploy with make (source: slack:C1:1)\n</background_memory>"
     )
     assert memory_context_block({"org:acme": [], "user:slack:U1": []}, "deploy", T0) is None
