@@ -274,7 +274,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 @dataclass
 class TargetSession:
     config: TargetConfig
-    handle: Any = None
     #: more instances of the ledger store (``--ledger-target``, or bundled ones for ``--jobs``)
     ledger_extra: list[TargetConfig] = field(default_factory=list)
 
@@ -379,9 +378,7 @@ def open_target(args: argparse.Namespace) -> Iterator[TargetSession]:
                 label="bundled store", token_source="the bundled store's token",
             )  # fmt: skip
 
-        yield TargetSession(
-            bundled(handles[0]), handles[0], ledger_extra=[bundled(h) for h in handles[1:]]
-        )
+        yield TargetSession(bundled(handles[0]), ledger_extra=[bundled(h) for h in handles[1:]])
     finally:
         for h in handles:
             h.stop()
