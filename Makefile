@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(BIN)/memspec run --profile ci
 
-## make test: the whole test suite (set HYPOTHESIS_PROFILE=dev|ci|deep)
+## make test: the whole test suite (set HYPOTHESIS_PROFILE=quick|ci|deep)
 test: $(STAMP)
 	$(BIN)/python -m pytest -q -n 2
 	$(BIN)/memspec clauses --check > /dev/null || ($(BIN)/memspec clauses | grep -E 'UNCOVERED|cited but not defined'; exit 1)
@@ -26,6 +26,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check reference conformance tests benchmarks
 	$(BIN)/ruff format --check reference conformance tests benchmarks
 
+## make typecheck: mypy --strict on reference/ and conformance/ ([tool.mypy] files)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 

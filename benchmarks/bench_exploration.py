@@ -23,7 +23,7 @@ from tempfile import TemporaryDirectory
 from typing import Any
 
 from conformance.commands.run import run_pipeline, start_bundled_store
-from conformance.driver import Secret, TargetConfig
+from conformance.drivers.base import Secret, TargetConfig
 
 HARNESS_TESTS = Path(__file__).resolve().parents[1] / "tests" / "harness"
 
@@ -73,7 +73,8 @@ def main() -> int:
             explored = m["details"]["explored"]
             first = explored.get("first_divergence") or {}
             print(
-                f"three-fault proxy, --spec memory --profile ci ({time.monotonic() - started:.1f} s):"
+                f"three-fault proxy, --spec memory --profile ci"
+                f" ({time.monotonic() - started:.1f} s):"
             )
             print(
                 f"  {len(m['divergences'])} distinct divergence(s); first after"

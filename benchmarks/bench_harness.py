@@ -42,8 +42,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from conformance.commands.run import DEFAULT_JOBS
-from conformance.driver import Exchange, RunContext, Secret, TargetConfig
-from conformance.drivers.memory import SPACING_S, MemoryDriver
+from conformance.drivers.base import SPACING_S, Exchange, RunContext, Secret, TargetConfig
+from conformance.drivers.memory import MemoryDriver
 from conformance.embedded.server import start_server
 from conformance.machines import run_machine
 from conformance.machines.profiles import Profile

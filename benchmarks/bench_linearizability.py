@@ -31,7 +31,7 @@ from typing import Any
 from conformance.concurrent.analysis import MEMORY, check_events
 from conformance.concurrent.driver import Event, MemoryClient, run_plan
 from conformance.concurrent.workload import PlannedOp, generate_plan
-from conformance.driver import Exchange, Secret, TargetConfig
+from conformance.drivers.base import Exchange, Secret, TargetConfig
 from conformance.embedded.server import start_server
 from reference.memory.store import StoreState, store_forget, store_list, store_retrieve, store_write
 from reference.memory.wire import record_to_wire, validate_write, write_response
@@ -145,7 +145,8 @@ def driver_throughput() -> None:
     s_rate = len(seq.events) / seq.wall_s
     print(f"driver against the bundled store: {len(conc.events)} ops")
     print(
-        f"  8 clients: {c_rate:8.0f} ops/s   1 client: {s_rate:8.0f} ops/s   ratio {c_rate / s_rate:.2f}x"
+        f"  8 clients: {c_rate:8.0f} ops/s   1 client: {s_rate:8.0f} ops/s"
+        f"   ratio {c_rate / s_rate:.2f}x"
     )
 
 

@@ -172,7 +172,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     base = rows[sizes[0]]
     print("bundled store over HTTP (ratios to the first row; one run)")
     print(
-        f"{'records':>8} | {'retrieve common':>22} | {'retrieve selective':>22} | {'write rec/s':>20}"
+        f"{'records':>8} | {'retrieve common':>22} | {'retrieve selective':>22}"
+        f" | {'write rec/s':>20}"
     )
     for n in sizes:
         r = rows[n]

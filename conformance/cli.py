@@ -6,7 +6,8 @@ parsed arguments and returning an exit code.
 
 Exit codes, for every subcommand: 0 conformant / success, 1 divergence found / check failed,
 2 usage error or target unreachable.  A user mistake never ends in a traceback: commands raise
-:class:`UsageError` (or :class:`TargetUnreachable`) and this module prints one line.
+an error of :mod:`conformance.errors` (:class:`UsageError`, :class:`TargetUnreachable`,
+:class:`TokenRefused`) and this module prints one line.
 """
 
 from __future__ import annotations
@@ -17,6 +18,10 @@ import os
 import sys
 from collections.abc import Sequence
 
+# The errors live in conformance.errors (commands import them from there); re-exported here.
+from conformance.errors import TargetUnreachable as TargetUnreachable
+from conformance.errors import TokenRefused as TokenRefused
+from conformance.errors import UsageError as UsageError
 from conformance.scrub import ScrubbingStream
 
 EXIT_OK = 0
@@ -36,18 +41,6 @@ COMMAND_MODULES: tuple[str, ...] = (
     "report",
     "replay_concurrent",
 )
-
-
-class UsageError(Exception):
-    """A mistake in how memspec was called: printed as one line, exit code 2."""
-
-
-class TargetUnreachable(Exception):
-    """The target could not be reached at all: printed as one line, exit code 2."""
-
-
-class TokenRefused(Exception):
-    """The target refused the run's token (401): printed as one line, exit code 2."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -127,9 +120,4 @@ def _main(argv: Sequence[str] | None) -> int:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    # Run as ``python -m conformance.cli``: this module is ``__main__`` here, while the
-    # subcommands raise ``conformance.cli.UsageError``; dispatch through the imported module so
-    # those exceptions are the ones caught.
-    from conformance.cli import main as _main
-
-    sys.exit(_main())
+    sys.exit(main())

@@ -14,12 +14,12 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from conformance.driver import Driver, StepOutcome
+from conformance.drivers.base import Driver, ResultVerdict, StepOutcome
 from conformance.scenario import Scenario, ScenarioError, load_scenario
 
-ScenarioVerdict = Literal["pass", "fail", "skip", "indeterminate"]
+ScenarioVerdict = ResultVerdict
 CORPUS_DIR = Path(__file__).resolve().parent / "corpus"
 
 
@@ -69,11 +69,7 @@ OnStep = Callable[[ScenarioResult, StepOutcome], None]
 
 def scenario_requirements(driver: Driver, scenario: Scenario) -> set[str]:
     """What a scenario needs: its declared ``requires`` plus what the driver infers."""
-    need = set(scenario.requires)
-    infer = getattr(driver, "requirements", None)
-    if callable(infer):
-        need |= set(infer(scenario))
-    return need
+    return set(scenario.requires) | driver.requirements(scenario)
 
 
 def run_scenario(
@@ -105,12 +101,10 @@ def run_scenario(
             outcome = driver.execute(index, step)
         except Exception as exc:  # a driver bug must not end the run; report it as such
             outcome = StepOutcome(
-                index,
-                step.op,
-                "indeterminate",
-                tuple(step.clauses),
-                "",
-                None,
+                index=index,
+                op=step.op,
+                verdict="indeterminate",
+                clauses=tuple(step.clauses),
                 reason=f"harness error: {type(exc).__name__}: {exc}",
             )
         if outcome.verdict == "indeterminate" and outcome.exchange is not None:
@@ -144,12 +138,10 @@ def run_scenario(
             step = scenario.steps[index]
             result.outcomes.append(
                 StepOutcome(
-                    index,
-                    step.op,
-                    "skip",
-                    tuple(step.clauses),
-                    "",
-                    None,
+                    index=index,
+                    op=step.op,
+                    verdict="skip",
+                    clauses=tuple(step.clauses),
                     reason=f"not reached (the scenario stopped at step {stopped - 1})",
                     details={"not_reached": True},
                 )

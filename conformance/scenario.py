@@ -12,13 +12,23 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from conformance.clauses import CLAUSE_ID
 
-FORMAT = "memspec-scenario/1"
+FORMAT: Final = "memspec-scenario/1"
+
+
+def _check_clause_ids(cls: type, v: list[str]) -> list[str]:
+    """A scenario's and a step's ``clauses``: every entry a clause id (``MEM-…``, ``LED-…``)."""
+    for cid in v:
+        if not CLAUSE_ID.fullmatch(cid):
+            raise ValueError(f"not a clause id: {cid!r}")
+    return v
+
+
 Protocol = Literal["memory", "ledger"]
 
 
@@ -49,13 +59,7 @@ class Step(BaseModel):
     note: str | None = None
     recorded: RecordedAnswer | None = None
 
-    @field_validator("clauses")
-    @classmethod
-    def _clause_ids(cls, v: list[str]) -> list[str]:
-        for cid in v:
-            if not CLAUSE_ID.fullmatch(cid):
-                raise ValueError(f"not a clause id: {cid!r}")
-        return v
+    _clause_ids = field_validator("clauses")(_check_clause_ids)
 
     @field_validator("expect")
     @classmethod
@@ -78,13 +82,7 @@ class Scenario(BaseModel):
     steps: list[Step] = Field(min_length=1)
     origin: str | None = None  # "corpus", "shrunk from <machine> seed <n>", …
 
-    @field_validator("clauses")
-    @classmethod
-    def _clause_ids(cls, v: list[str]) -> list[str]:
-        for cid in v:
-            if not CLAUSE_ID.fullmatch(cid):
-                raise ValueError(f"not a clause id: {cid!r}")
-        return v
+    _clause_ids = field_validator("clauses")(_check_clause_ids)
 
     def all_clauses(self) -> list[str]:
         seen = dict.fromkeys(self.clauses)

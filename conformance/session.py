@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from conformance.targets.base import TargetError
 
 if TYPE_CHECKING:
-    from conformance.driver import Driver, RunContext
+    from conformance.drivers.base import Driver, RunContext
 
 
 def check_capabilities(declared: frozenset[str], denied: frozenset[str]) -> None:

@@ -39,6 +39,7 @@ from conformance.audit.memory_on import (
     describe_pair,
 )
 from conformance.audit.report import diff_report, memory_on_report, write_report
+from conformance.errors import UsageError
 
 
 def _positive(text: str) -> int:
@@ -154,8 +155,6 @@ def _help(parser: argparse.ArgumentParser) -> int:
 
 
 def _read(path: Path) -> Capture:
-    from conformance.cli import UsageError
-
     try:
         return read_capture(path)
     except CaptureFileError as exc:
@@ -163,8 +162,6 @@ def _read(path: Path) -> Capture:
 
 
 def _write_report(path: Path, rep: dict[str, Any]) -> None:
-    from conformance.cli import UsageError
-
     try:
         json_path, md_path = write_report(path, rep)
     except OSError as exc:
@@ -181,8 +178,6 @@ def _short(cap: Capture) -> str:
 
 
 def run_capture(args: argparse.Namespace) -> int:
-    from conformance.cli import UsageError
-
     def log(line: str) -> None:
         print(f"memspec audit capture: {line}", file=sys.stderr, flush=True)
 

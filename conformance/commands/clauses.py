@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from conformance.clauses import Coverage, coverage, load_clauses, scan_scenarios
+from conformance.errors import UsageError
 from conformance.version import CORPUS_DIR, specs_dir
 
 
@@ -39,8 +40,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from conformance.cli import UsageError
-
     root: Path = args.root if args.root is not None else Path(".")
     installed = args.root is None and not (root / "specs").is_dir()
     if not installed and not (root / "specs").is_dir():
@@ -104,7 +103,8 @@ def run(args: argparse.Namespace) -> int:
             )
         else:
             print(
-                f"\n{live} live clauses, {live - len(uncovered)} covered, {len(uncovered)} uncovered"
+                f"\n{live} live clauses, {live - len(uncovered)} covered,"
+                f" {len(uncovered)} uncovered"
             )
         for cid, where in sorted(cov.unknown.items()):
             print(f"cited but not defined: {cid} ({where[0]}{' …' if len(where) > 1 else ''})")

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import TextIO
 
 from conformance.commands.run import add_target_options, build_drivers, new_run_id, open_target
-from conformance.driver import RunContext, StepOutcome
+from conformance.drivers.base import RunContext, StepOutcome
+from conformance.errors import UsageError
 from conformance.jsonutil import short_json
 from conformance.report.console import said_line, sent_line
 from conformance.runner import run_scenario
@@ -95,8 +96,6 @@ def print_side_by_side(o: StepOutcome, out: TextIO, width: int) -> None:
 
 
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
-    from conformance.cli import UsageError
-
     out = out or sys.stdout
     try:
         scenario = load_scenario(args.file)

@@ -1,4 +1,5 @@
-"""``memspec replay-concurrent``: re-run a concurrent counterexample (see conformance.concurrent)."""
+"""``memspec replay-concurrent``: re-run a concurrent counterexample (see
+conformance.concurrent)."""
 
 from conformance.concurrent.command import register, replay_command
 

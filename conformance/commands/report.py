@@ -17,6 +17,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from conformance.errors import UsageError
 from conformance.report.console import print_summary
 from conformance.report.merge import MergeError, load_shards, merge_reports, write_merged
 
@@ -47,8 +48,6 @@ def _usage(p: argparse.ArgumentParser) -> int:
 
 
 def merge(args: argparse.Namespace) -> int:
-    from conformance.cli import UsageError
-
     if args.out.exists() and not args.out.is_dir():
         raise UsageError(f"--out {args.out}: exists and is not a directory")
     if any(args.out.resolve() == d.resolve() for d in args.dirs):

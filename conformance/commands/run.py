@@ -26,8 +26,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from conformance.driver import Driver, RunContext, Secret, TargetConfig
 from conformance.drivers import DRIVERS, driver_factory
+from conformance.drivers.base import Driver, RunContext, Secret, TargetConfig
+from conformance.errors import TargetUnreachable, UsageError
+from conformance.errors import TokenRefused as CliTokenRefused
 from conformance.machines import finding_key, machine_class, run_machine
 from conformance.machines.probes import run_probes
 from conformance.machines.profiles import PROFILES, get_profile
@@ -43,7 +45,7 @@ from conformance.report.expect import (
 )
 from conformance.report.merge import mark_shard_finished, mark_shard_started, shard_report_options
 from conformance.report.model import now_iso
-from conformance.report.progress import Progress
+from conformance.report.progress import Progress as Progress
 from conformance.runner import load_corpus, run_scenario, run_scenarios
 from conformance.scenario import Scenario, ScenarioError
 from conformance.shard import WHOLE, Shard, base_run_id, parse_shard, select_scenarios, shard_run_id
@@ -166,7 +168,8 @@ def add_run_options(p: argparse.ArgumentParser, *, machines: bool = True) -> Non
     p.add_argument(
         "--allow-dirty",
         action="store_true",
-        help="run even when a protocol that cannot be isolated by scope keys (the ledger) finds data in the target",
+        help="run even when a protocol that cannot be isolated by scope keys (the ledger) finds"
+        " data in the target",
     )
     p.add_argument(
         "--jobs",
@@ -237,8 +240,6 @@ def driver_lanes(drivers: dict[str, Driver], jobs: int) -> dict[str, list[Driver
 
 def ledger_lanes(ctx: RunContext, targets: list[TargetConfig], notes: list[str]) -> list[Driver]:
     """A ledger driver for each further instance of the ledger store (one lane each)."""
-    from conformance.cli import TargetUnreachable
-
     def connect(config: TargetConfig) -> Driver | TargetError:
         try:
             return driver_factory("ledger")(dataclasses.replace(ctx, target=config))
@@ -287,8 +288,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 @dataclass
 class TargetSession:
     config: TargetConfig
-    bundled: bool
-    handle: Any = None
     #: more instances of the ledger store (``--ledger-target``, or bundled ones for ``--jobs``)
     ledger_extra: list[TargetConfig] = field(default_factory=list)
 
@@ -309,8 +308,6 @@ def start_bundled_store(token: str, quirks: frozenset[str] = frozenset()) -> Any
 @contextmanager
 def open_target(args: argparse.Namespace) -> Iterator[TargetSession]:
     """The target the options name, or a freshly started bundled store (stopped on exit)."""
-    from conformance.cli import TargetUnreachable, UsageError
-
     profile = None
     try:
         if getattr(args, "target_profile", None):
@@ -375,7 +372,7 @@ def open_target(args: argparse.Namespace) -> Iterator[TargetSession]:
             HttpTarget(config).close()
         except TargetError as exc:
             raise UsageError(str(exc)) from exc
-        yield TargetSession(config, False, ledger_extra=[remote(u) for u in extra_urls])
+        yield TargetSession(config, ledger_extra=[remote(u) for u in extra_urls])
         return
     secret = secrets.token_urlsafe(24)
     handles: list[Any] = []
@@ -395,9 +392,7 @@ def open_target(args: argparse.Namespace) -> Iterator[TargetSession]:
                 label="bundled store", token_source="the bundled store's token",
             )  # fmt: skip
 
-        yield TargetSession(
-            bundled(handles[0]), True, handles[0], ledger_extra=[bundled(h) for h in handles[1:]]
-        )
+        yield TargetSession(bundled(handles[0]), ledger_extra=[bundled(h) for h in handles[1:]])
     finally:
         for h in handles:
             h.stop()
@@ -416,9 +411,6 @@ def build_drivers(
 ) -> dict[str, Driver]:
     """One driver per protocol.  ``strict`` (one protocol asked for): any failure is fatal;
     otherwise a protocol the target does not serve is left out with a note."""
-    from conformance.cli import TargetUnreachable
-    from conformance.cli import TokenRefused as CliTokenRefused
-
     drivers: dict[str, Driver] = {}
     errors: list[str] = []
     for protocol in protocols:
@@ -480,8 +472,6 @@ def execute(
     write: bool = True,
 ) -> RunOutcome:
     """The whole run from command-line options.  Shared by run and fuzz."""
-    from conformance.cli import UsageError
-
     expectations = []
     update, prune = getattr(args, "expect_update", None), getattr(args, "expect_prune", False)
     if update and args.expect and Path(args.expect) != Path(update):
@@ -564,8 +554,6 @@ def run_pipeline(
     contract: str | None = None,
 ) -> RunOutcome:
     """Drivers, corpus, machines, report — against one already reachable target."""
-    from conformance.cli import UsageError
-
     out = out or sys.stdout
     protocols = protocols_for(spec)
     scenarios: list[tuple[Scenario, str]] = []

@@ -62,7 +62,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from conformance.commands import run as run_cmd
-from conformance.driver import Secret, TargetConfig
+from conformance.drivers.base import Secret, TargetConfig
+from conformance.errors import UsageError
 from conformance.machines.profiles import PROFILES
 
 SCHEMA = "memspec-selftest/1"
@@ -160,9 +161,7 @@ def select_cells(
     kinds: Sequence[str] = (),
     protocols: Sequence[str] = (),
 ) -> list[Cell]:
-    """The rows ``--only``/``--kind``/``--protocol`` keep; an unknown name is a usage error."""
-    from conformance.cli import UsageError
-
+    """The rows ``--only``/``--kind``/``--spec`` keep; an unknown name is a usage error."""
     by_name = {c.name: c for c in cells}
     unknown = [n for n in only if n not in by_name]
     if unknown:
@@ -507,7 +506,8 @@ def print_matrix(rows: Sequence[Row], summary: dict[str, Any], out: TextIO, mode
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "selftest",
-        help="check the harness: the bundled store and its allowed variants pass, mutants are killed",
+        help="check the harness: the bundled store and its allowed variants pass, mutants are"
+        " killed",
         description=(
             "Run memspec (corpus + state machines) against the unaltered bundled store, every"
             " allowed variant (each must be conformant) and every mutant of the catalogue (each"
@@ -522,8 +522,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--kind", action="append", choices=KINDS, default=[], help="run rows of this kind"
     )
     p.add_argument(
-        "--protocol", action="append", choices=["memory", "ledger"], default=[],
-        help="run variants and mutants of this protocol (and the unaltered store)",
+        # --spec as in the other commands; --protocol, its first spelling, still accepted
+        "--spec", "--protocol", dest="protocol", action="append", choices=["memory", "ledger"],
+        default=[], help="run variants and mutants of this protocol (and the unaltered store)",
     )  # fmt: skip
     p.add_argument(
         "--jobs", "-j", type=int, metavar="N", help="rows run at once (default: the CPU count)"
@@ -552,8 +553,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
-    from conformance.cli import UsageError
-
     out = out or sys.stdout
     cells = select_cells(
         catalogue_cells(),

@@ -12,6 +12,7 @@ from pathlib import Path
 from types import FrameType
 
 from conformance.embedded.catalogue import Quirks, mutants, variants
+from conformance.errors import UsageError
 
 DEFAULT_DB = "./memspec-data/store.sqlite3"
 DEFAULT_TOKEN_ENV = "MEMSPEC_TOKEN"
@@ -70,8 +71,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def quirks_from_args(variant_names: list[str], mutant_names: list[str]) -> Quirks:
     """The catalogue entries ``--variant`` / ``--mutant`` name, or a usage error naming the
     unknown one and what the catalogue holds."""
-    from conformance.cli import UsageError
-
     names: set[str] = set()
     for kind, given in (("variant", variant_names), ("mutant", mutant_names)):
         known = {e.name for e in (variants() if kind == "variant" else mutants())}
@@ -84,7 +83,6 @@ def quirks_from_args(variant_names: list[str], mutant_names: list[str]) -> Quirk
 
 
 def run(args: argparse.Namespace) -> int:
-    from conformance.cli import UsageError
     from conformance.embedded.server import is_loopback, pause_hook_from_env, start_server
 
     host = args.host if args.host is not None else "127.0.0.1"

@@ -24,15 +24,14 @@ from conformance.concurrent.run import (
     run_concurrent,
     save_replay,
 )
-from conformance.driver import TargetConfig
+from conformance.drivers.base import TargetConfig
+from conformance.errors import UsageError
 from conformance.report.timeline import timeline_page
 
 MAX_CLIENTS = 64
 
 
 def check_clients(n: int | None) -> None:
-    from conformance.cli import UsageError
-
     if n is not None and not 1 <= n <= MAX_CLIENTS:
         raise UsageError(f"--clients must be 1-{MAX_CLIENTS}")
 
@@ -147,7 +146,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def replay_command(args: argparse.Namespace) -> int:
-    from conformance.cli import UsageError
     from conformance.commands.run import new_run_id, open_target
 
     if args.attempts < 1:
@@ -164,10 +162,12 @@ def replay_command(args: argparse.Namespace) -> int:
             if verdict == "not linearizable":
                 print(
                     f"replay-concurrent: NOT LINEARIZABLE on attempt {attempt}"
-                    f" ({len(history.events)} operations; clauses {', '.join(data.get('clauses', []))})"
+                    f" ({len(history.events)} operations;"
+                    f" clauses {', '.join(data.get('clauses', []))})"
                 )
                 return 1
         print(
-            f"replay-concurrent: {verdict} in all {args.attempts} attempt(s) (the race did not reproduce)"
+            f"replay-concurrent: {verdict} in all {args.attempts} attempt(s)"
+            " (the race did not reproduce)"
         )
         return 0

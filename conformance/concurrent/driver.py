@@ -24,7 +24,7 @@ from typing import Any
 
 from conformance.concurrent.memory_model import UNSEEN_SUFFIX
 from conformance.concurrent.workload import PlannedOp
-from conformance.driver import Exchange, TargetConfig
+from conformance.drivers.base import Exchange, TargetConfig
 from conformance.targets.base import HttpTarget
 
 #: Ids a client sends for a record it never saw: a shape the protocol accepts that names no

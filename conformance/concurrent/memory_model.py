@@ -2,7 +2,8 @@
 
 This is the one module that knows how the reference model is called; re-point it here if the
 model's judging functions move (it borrows three private helpers of ``reference.memory.wire``
-— ``_parse_records_body`` and ``_shows`` — for the unordered list).  It uses the model's pure functions only:
+— ``_parse_records_body`` and ``_shows`` — for the unordered list).  It uses the model's pure
+functions only:
 ``plan_write`` / ``mint_record`` / ``plan_eviction`` (a write, over each candidate's pool as the
 seed's store does — ``fast_write``, checked against ``store_write`` by a test),
 ``store_list`` / ``store_forget`` (``reference.memory.store``),

@@ -25,7 +25,7 @@ from conformance.concurrent.workload import (
     plan_from_json,
     plan_to_json,
 )
-from conformance.driver import TargetConfig
+from conformance.drivers.base import TargetConfig
 
 REPLAY_FORMAT = "memspec-concurrent-replay/1"
 
@@ -69,7 +69,8 @@ def _setup(config: TargetConfig, protocol: str) -> None:
             ex = target.request("POST", f"/ledger/{method}", params)
             if ex.status != 200:
                 raise SetupError(
-                    f"ledger concurrent check needs {method} (answered {ex.status or ex.transport_error})"
+                    f"ledger concurrent check needs {method}"
+                    f" (answered {ex.status or ex.transport_error})"
                 )
 
 

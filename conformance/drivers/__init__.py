@@ -1,7 +1,7 @@
 """Protocol drivers, found by protocol name.
 
 ``DRIVERS`` maps a protocol to ``"module:attribute"``; the attribute is a
-:data:`conformance.driver.DriverFactory` (a class taking a ``RunContext`` works).  Modules are
+:data:`conformance.drivers.base.DriverFactory` (a class taking a ``RunContext`` works).  Modules are
 imported only when a run asks for the protocol, so one protocol's dependencies never load for
 another's run.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 from typing import cast
 
-from conformance.driver import DriverFactory
+from conformance.drivers.base import DriverFactory
 
 DRIVERS: dict[str, str] = {
     "memory": "conformance.drivers.memory:MemoryDriver",
@@ -25,19 +25,3 @@ def driver_factory(protocol: str) -> DriverFactory:
     module_name, _, attr = target.partition(":")
     module = importlib.import_module(module_name)
     return cast(DriverFactory, getattr(module, attr))
-
-
-def available_protocols() -> list[str]:
-    """Protocols whose driver module can be imported (a half-built one is left out)."""
-    out = []
-    for name, target in DRIVERS.items():
-        module_name, _, attr = target.partition(":")
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            if exc.name != module_name:  # the driver exists but is broken: say so loudly
-                raise
-            continue
-        if hasattr(module, attr):
-            out.append(name)
-    return out

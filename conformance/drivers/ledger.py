@@ -60,8 +60,16 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any
 
-from conformance.driver import Exchange, RunContext, StepOutcome, scenario_requires
-from conformance.jsonutil import json_subset, short_json
+from conformance.drivers.base import (
+    SPACING_S,
+    Exchange,
+    RunContext,
+    StepError,
+    StepOutcome,
+    scenario_requires,
+)
+from conformance.drivers.common import check_expect, expand_macro, is_macro
+from conformance.jsonutil import short_json
 from conformance.oracle import ledger as oracle
 from conformance.scenario import Scenario, Step
 from conformance.targets.base import TargetError
@@ -84,8 +92,6 @@ from reference.ledger.wire import (
 START_MS = parse_rfc3339("2026-03-02T09:00:00.000Z") or 0
 #: How far the model's clock moves between two mutating steps that did not set it.
 TICK_MS = 1000
-#: Real time kept between mutating steps when the target's clock cannot be pinned.
-SPACING_S = 0.003
 #: :meth:`LedgerDriver._before_mutation`: the clock pin is to go out with the mutation.
 _DEFERRED = "deferred"
 
@@ -127,10 +133,6 @@ OPS: dict[str, Op] = {
     "set_clock": Op("_test/set_clock", control=True, places_instant=True),
     "raw": Op("", mutating=True),
 }
-
-
-class StepError(Exception):
-    """A step the driver cannot run as written (unbound symbol, bad macro, clock backwards)."""
 
 
 def step_requires(step: Step) -> set[str]:
@@ -211,7 +213,8 @@ class LedgerDriver:
             self.target.close()
 
     def begin(self, scenario_name: str, tag: str | None = None) -> None:
-        """``tag`` is unused: the ledger has one account scope per target.  A fresh ledger (reset, or the previous scenario's records forgotten), a fresh model
+        """``tag`` is unused: the ledger has one account scope per target.  A fresh ledger (reset,
+        or the previous scenario's records forgotten), a fresh model
         at :data:`START_MS`, empty symbol table and correspondences."""
         self._setup_error = None
         if self.control:
@@ -247,33 +250,27 @@ class LedgerDriver:
         )
         if op is None:
             return StepOutcome(
-                index,
-                step.op,
-                "indeterminate",
-                base,
-                "",
-                None,
+                index=index,
+                op=step.op,
+                verdict="indeterminate",
+                clauses=base,
                 reason=f"unknown ledger op {step.op!r} (ops: {', '.join(OPS)})",
             )
         if self._setup_error is not None:
             return StepOutcome(
-                index,
-                step.op,
-                "indeterminate",
-                base,
-                "",
-                None,
+                index=index,
+                op=step.op,
+                verdict="indeterminate",
+                clauses=base,
                 reason=f"the ledger could not be prepared for this scenario: {self._setup_error}",
             )
         missing = sorted(step_requires(step) - self._caps)
         if missing:
             return StepOutcome(
-                index,
-                step.op,
-                "skip",
-                base,
-                "",
-                None,
+                index=index,
+                op=step.op,
+                verdict="skip",
+                clauses=base,
                 reason=f"needs {', '.join(missing)}",
             )
         try:
@@ -281,7 +278,9 @@ class LedgerDriver:
                 return self._set_clock(index, step, base)
             return self._call(index, step, op, base)
         except StepError as exc:
-            return StepOutcome(index, step.op, "indeterminate", base, "", None, reason=str(exc))
+            return StepOutcome(
+                index=index, op=step.op, verdict="indeterminate", clauses=base, reason=str(exc)
+            )
 
     # -- preparation ----------------------------------------------------------------------
 
@@ -397,8 +396,8 @@ class LedgerDriver:
         self._clock_pinned = True
         seen = answer_instant(ex.body.get("now")) if isinstance(ex.body, dict) else None
         if ex.status != 200 or seen is None or not same_instant(at, seen):
-            shown = short_json(ex.body or ex.transport_error)
-            return f"_test/set_clock {text} answered {ex.status} {shown}"
+            answer = short_json(ex.body or ex.transport_error)
+            return f"_test/set_clock {text} answered {ex.status} {answer}"
         self._target_clock = at
         return None
 
@@ -419,21 +418,8 @@ class LedgerDriver:
         if isinstance(value, list):
             return [self._expand(v, side, key if key == "targets" else None) for v in value]
         if isinstance(value, dict):
-            if set(value) == {"$repeat", "times"}:
-                unit, times = value["$repeat"], value["times"]
-                if (
-                    not isinstance(unit, str)
-                    or isinstance(times, bool)
-                    or not isinstance(times, int)
-                    or not 0 <= times <= 1_000_000
-                ):
-                    raise StepError("$repeat needs a string and 0 <= times <= 1000000")
-                return unit * times
-            if set(value) == {"$concat"}:
-                parts = [self._expand(v, side) for v in value["$concat"]]
-                if not all(isinstance(p, str) for p in parts):
-                    raise StepError("$concat joins strings only")
-                return "".join(parts)
+            if is_macro(value):
+                return expand_macro(value, lambda part: self._expand(part, side))
             return {k: self._expand(v, side, k) for k, v in value.items()}
         return value
 
@@ -444,7 +430,7 @@ class LedgerDriver:
         if isinstance(value, list):
             return [self._expand_expect(v) for v in value]
         if isinstance(value, dict):
-            if set(value) in ({"$repeat", "times"}, {"$concat"}):
+            if is_macro(value):
                 return self._expand(value, "target")
             return {k: self._expand_expect(v) for k, v in value.items()}
         return value
@@ -554,12 +540,10 @@ class LedgerDriver:
             pin, problem = (self.now, None) if problem == _DEFERRED else (None, problem)
             if problem is not None:
                 return StepOutcome(
-                    index,
-                    step.op,
-                    "indeterminate",
-                    base,
-                    "",
-                    None,
+                    index=index,
+                    op=step.op,
+                    verdict="indeterminate",
+                    clauses=base,
                     reason=f"could not pin the target's clock: {problem}",
                 )
         # Every answer the model allows, in every ledger the answers so far leave possible.
@@ -656,7 +640,7 @@ class LedgerDriver:
                 if problem:
                     j = replace(j, verdict="indeterminate", reason=problem)
             if expect is not None and j.verdict == "pass":
-                problem = _check_expect(expect, ex, self._foreign)
+                problem = check_expect(expect, ex, _bodies(ex, self._foreign), "bodies")
                 if problem:
                     j = replace(j, verdict="diverge", reason=f"hand-written expectation: {problem}")
         return self._outcome(index, step, base, j, ex)
@@ -736,7 +720,16 @@ class LedgerDriver:
             details["diffs"] = [d.text() for d in j.diffs]
         if self._foreign:
             details["dirty"] = f"{len(self._foreign)} record(s) predate the run and are ignored"
-        return StepOutcome(index, step.op, j.verdict, clauses, j.expected, ex, j.reason, details)  # type: ignore[arg-type]
+        return StepOutcome(
+            index=index,
+            op=step.op,
+            verdict=j.verdict,
+            clauses=clauses,
+            expected=j.expected,
+            exchange=ex,
+            reason=j.reason,
+            details=details,
+        )
 
     # -- for machines ---------------------------------------------------------------------
 
@@ -758,26 +751,9 @@ def _parse_body(text: str) -> Any:
 
 
 def _bodies(ex: Exchange, foreign: frozenset[str]) -> list[Any] | None:
+    """The bodies of the answer's records (what a step's ``expect`` names ``texts``), without
+    the records that predate the run."""
     records = ex.body.get("records") if isinstance(ex.body, dict) else None
     if not isinstance(records, list):
         return None
     return [r.get("body") for r in records if isinstance(r, dict) and r.get("id") not in foreign]
-
-
-def _check_expect(expect: dict[str, Any], ex: Exchange, foreign: frozenset[str]) -> str | None:
-    """A hand-written expectation on the target's answer (``texts``/``text_set`` are record
-    bodies here; records that predate the run are not counted)."""
-    if "status" in expect and ex.status != expect["status"]:
-        return f"status {ex.status}, expected {expect['status']}"
-    if "body" in expect and not json_subset(expect["body"], ex.body):
-        return f"body {short_json(ex.body, 200)} lacks {short_json(expect['body'], 200)}"
-    bodies = _bodies(ex, foreign)
-    if "count" in expect and (bodies is None or len(bodies) != expect["count"]):
-        return f"{'no records' if bodies is None else len(bodies)} record(s), expected {expect['count']}"
-    if "texts" in expect and bodies != expect["texts"]:
-        return f"bodies {bodies}, expected {expect['texts']} in this order"
-    if "text_set" in expect and (
-        bodies is None or sorted(map(str, bodies)) != sorted(map(str, expect["text_set"]))
-    ):
-        return f"bodies {bodies}, expected {sorted(expect['text_set'])} in any order"
-    return None

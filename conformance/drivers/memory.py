@@ -11,7 +11,8 @@ Ops (``Step.op``) and their ``args``:
     any request, for the routing/auth/fence/shape cases.  ``body`` is a string (sent as UTF-8,
     byte for byte) or any JSON value (serialized); ``headers`` is an object — a
     ``Content-Length`` given there is sent verbatim (``null``: no such header; ``{"zero_pad": n}``:
-    the true length with leading zeros to ``n`` digits), otherwise the true length is sent.  ``auth`` is ``true`` (the bearer), ``false`` (none), ``"wrong"``
+    the true length with leading zeros to ``n`` digits), otherwise the true length is sent.
+    ``auth`` is ``true`` (the bearer), ``false`` (none), ``"wrong"``
     (same length, one character off), ``"scheme"`` (``Basic <token>``) or ``"empty"``
     (``Bearer `` and nothing).  ``chunked: true`` sends the body with ``Transfer-Encoding:
     chunked`` and no length — the form any client and any edge passes (no ``raw_http``
@@ -50,14 +51,21 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any
 
-from conformance.driver import Exchange, RunContext, StepOutcome, scenario_requires
-from conformance.jsonutil import json_subset
+from conformance.drivers.base import (
+    SPACING_S,
+    Exchange,
+    JudgementVerdict,
+    RunContext,
+    StepError,
+    StepOutcome,
+    scenario_requires,
+)
+from conformance.drivers.common import check_expect, expand_macro, is_macro
 from conformance.oracle.memory import MemoryOracle, SentRequest
 from conformance.scenario import Scenario, Step
 from conformance.targets.base import AUTH, RAW_HTTP, TargetError
 from conformance.targets.memory import CAP, FORGET, LIST, MemoryTarget
 
-SPACING_S = 0.003
 _SCOPE_RE = re.compile(r"\{scope:([A-Za-z0-9_-]{1,24})\}")
 _SYMBOL_RE = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]{0,31})")
 ROUTES = {"write": "/write", "retrieve": "/retrieve", "list": "/list", "forget": "/forget"}
@@ -71,10 +79,6 @@ DEFAULT_CLAUSES: dict[str, tuple[str, ...]] = {
     "raw": ("MEM-WIRE.4",),
     "pause_ms": (),
 }
-
-
-class StepError(Exception):
-    """A step the driver cannot run as written (unknown op, unbound symbol, unsafe scope)."""
 
 
 def step_requires(step: Step) -> set[str]:
@@ -132,7 +136,6 @@ class MemoryDriver:
                 self._written[self._probe_scope] = None
         self.cap_default = int(ctx.options.get("memory_cap_default", 500))
         self.spacing_slept_s = 0.0  # time spent keeping mutating steps apart (benchmarks)
-        self.settling_reads = 0  # follow-up /list reads that told equally legal states apart
         self.begin("<init>")
 
     # -- Driver protocol ------------------------------------------------------------------
@@ -199,35 +202,8 @@ class MemoryDriver:
         if isinstance(value, list):
             return [self.expand(v) for v in value]
         if isinstance(value, dict):
-            if set(value) == {"$repeat", "times"}:
-                unit = self.expand(value["$repeat"])
-                times = value["times"]
-                if (
-                    not isinstance(unit, str)
-                    or not isinstance(times, int)
-                    or not 0 <= times <= 1_000_000
-                ):
-                    raise StepError("$repeat needs a string and 0 <= times <= 1000000")
-                return unit * times
-            if set(value) == {"$pad", "to", "with"}:
-                base, fill, to = self.expand(value["$pad"]), value["with"], value["to"]
-                if (
-                    not isinstance(base, str)
-                    or not isinstance(fill, str)
-                    or len(fill) != 1
-                    or not isinstance(to, int)
-                ):
-                    raise StepError(
-                        "$pad needs a string, a one-character fill and an integer length"
-                    )
-                if len(base) > to:
-                    raise StepError(f"$pad: {base[:40]!r}… is already longer than {to}")
-                return base + fill * (to - len(base))
-            if set(value) == {"$concat"}:
-                parts = [self.expand(v) for v in value["$concat"]]
-                if not all(isinstance(p, str) for p in parts):
-                    raise StepError("$concat joins strings only")
-                return "".join(parts)
+            if is_macro(value):
+                return expand_macro(value, self.expand)
             return {k: self.expand(v) for k, v in value.items()}
         return value
 
@@ -276,7 +252,9 @@ class MemoryDriver:
         try:
             return self._execute(index, step, base_clauses)
         except StepError as exc:
-            return StepOutcome(index, step.op, "skip", base_clauses, "", None, reason=str(exc))
+            return StepOutcome(
+                index=index, op=step.op, verdict="skip", clauses=base_clauses, reason=str(exc)
+            )
 
     def _space(self, scopes: frozenset[str]) -> None:
         """Wait until the last mutating step on each of ``scopes`` is SPACING_S old.
@@ -312,7 +290,9 @@ class MemoryDriver:
             if not isinstance(ms, int) or not 0 <= ms <= 60_000:
                 raise StepError("pause_ms needs 0 <= ms <= 60000")
             time.sleep(ms / 1000)
-            return StepOutcome(index, op, "pass", clauses, "(pause)", None)
+            return StepOutcome(
+                index=index, op=op, verdict="pass", clauses=clauses, expected="(pause)"
+            )
         if op not in ROUTES and op not in ("healthz", "raw"):
             raise StepError(f"unknown memory op {op!r}")
         for cap in step_requires(step):
@@ -337,45 +317,45 @@ class MemoryDriver:
         unobservable = _not_observable(op, sent, ex)
         if unobservable is not None:
             return StepOutcome(
-                index,
-                op,
-                "skip",
-                clauses,
-                _describe_allowed_statuses(allowed),
-                ex,
+                index=index,
+                op=op,
+                verdict="skip",
+                clauses=clauses,
+                expected=_describe_allowed_statuses(allowed),
+                exchange=ex,
                 reason=f"not observable through this target: {unobservable}",
                 details={"unobservable": True},
             )
         judgement = self.oracle.judge(sent, ex, now, allowed)
         if judgement.verdict == "pass" and not _json_media_type(ex.content_type):
             return StepOutcome(
-                index,
-                op,
-                "diverge",
-                tuple(dict.fromkeys(("MEM-WIRE.1", *step.clauses))),
-                judgement.expected,
-                ex,
+                index=index,
+                op=op,
+                verdict="diverge",
+                clauses=tuple(dict.fromkeys(("MEM-WIRE.1", *step.clauses))),
+                expected=judgement.expected,
+                exchange=ex,
                 reason=f"the answer is labelled Content-Type {ex.content_type!r}, not JSON",
             )
         if judgement.verdict != "pass":
             return StepOutcome(
-                index,
-                op,
-                judgement.verdict,  # type: ignore[arg-type]
-                tuple(dict.fromkeys((*judgement.clauses, *step.clauses))),
-                judgement.expected,
-                ex,
+                index=index,
+                op=op,
+                verdict=judgement.verdict,
+                clauses=tuple(dict.fromkeys((*judgement.clauses, *step.clauses))),
+                expected=judgement.expected,
+                exchange=ex,
                 reason=judgement.reason,
             )
-        problem = _check_expect(step.expect, ex) if step.expect else None
+        problem = check_expect(step.expect, ex, _texts(ex), "texts") if step.expect else None
         if problem is not None:
             return StepOutcome(
-                index,
-                op,
-                "diverge",
-                clauses,
-                judgement.expected,
-                ex,
+                index=index,
+                op=op,
+                verdict="diverge",
+                clauses=clauses,
+                expected=judgement.expected,
+                exchange=ex,
                 reason=f"hand-written expectation: {problem}",
             )
         self.oracle.commit(judgement)
@@ -384,23 +364,36 @@ class MemoryDriver:
             if settled is not None:
                 verdict, reason, settle_clauses = settled
                 return StepOutcome(
-                    index,
-                    op,
-                    verdict,  # type: ignore[arg-type]
-                    tuple(dict.fromkeys((*settle_clauses, *step.clauses))),
-                    judgement.expected,
-                    ex,
+                    index=index,
+                    op=op,
+                    verdict=verdict,
+                    clauses=tuple(dict.fromkeys((*settle_clauses, *step.clauses))),
+                    expected=judgement.expected,
+                    exchange=ex,
                     reason=reason,
                 )
         if step.bind:
             bind_problem = self._bind(step.bind, ex)
             if bind_problem is not None:
                 return StepOutcome(
-                    index, op, "indeterminate", clauses, judgement.expected, ex, reason=bind_problem
+                    index=index,
+                    op=op,
+                    verdict="indeterminate",
+                    clauses=clauses,
+                    expected=judgement.expected,
+                    exchange=ex,
+                    reason=bind_problem,
                 )
-        return StepOutcome(index, op, "pass", clauses, judgement.expected, ex)
+        return StepOutcome(
+            index=index,
+            op=op,
+            verdict="pass",
+            clauses=clauses,
+            expected=judgement.expected,
+            exchange=ex,
+        )
 
-    def _settle(self, sent: SentRequest) -> tuple[str, str, tuple[str, ...]] | None:
+    def _settle(self, sent: SentRequest) -> tuple[JudgementVerdict, str, tuple[str, ...]] | None:
         """After a step that left several model states possible (an eviction among equally old
         records, indistinguishable new records), look: one ``/list`` of the scope — which
         changes nothing on a conforming store — shows which state the target is in.  Returns
@@ -415,7 +408,6 @@ class MemoryDriver:
         ex = self.target.request(
             "POST", "/list", content=raw, headers={"Content-Type": "application/json"}
         )
-        self.settling_reads += 1
         judgement = self.oracle.judge(look, ex, self._clock())
         if judgement.verdict == "pass":
             self.oracle.commit(judgement)
@@ -660,23 +652,9 @@ def _describe(parsed: Any, raw: bytes) -> Any:
     return {"raw_bytes": len(raw), "head": raw[:60].decode("utf-8", "replace")}
 
 
-def _check_expect(expect: dict[str, Any], ex: Exchange) -> str | None:
-    if "status" in expect and ex.status != expect["status"]:
-        return f"status {ex.status}, expected {expect['status']}"
-    if "body" in expect and not json_subset(expect["body"], ex.body):
-        return f"body {json.dumps(ex.body)[:200]} lacks {json.dumps(expect['body'])[:200]}"
+def _texts(ex: Exchange) -> list[Any] | None:
+    """The texts of the answer's records (what a step's ``expect`` names ``texts``)."""
     records = ex.body.get("records") if isinstance(ex.body, dict) else None
-    texts = (
-        [r.get("text") for r in records if isinstance(r, dict)]
-        if isinstance(records, list)
-        else None
-    )
-    if "count" in expect and (texts is None or len(texts) != expect["count"]):
-        return (
-            f"{'no records' if texts is None else len(texts)} record(s), expected {expect['count']}"
-        )
-    if "texts" in expect and texts != expect["texts"]:
-        return f"texts {texts}, expected {expect['texts']} in this order"
-    if "text_set" in expect and (texts is None or sorted(texts) != sorted(expect["text_set"])):
-        return f"texts {texts}, expected {sorted(expect['text_set'])} in any order"
-    return None
+    if not isinstance(records, list):
+        return None
+    return [r.get("text") for r in records if isinstance(r, dict)]

@@ -379,13 +379,13 @@ def handle(store: MemoryStore, path: str, raw: bytes) -> Reply:
         return Reply(400, {"error": exc.reason})
 
 
-_OPTIONAL = ("query", "cap")
+_OPTIONAL_IN_BODY = ("query", "cap")
 _OPTIONAL_IN_RECORD = ("keywords", "sourceRunId", "confidence", "supersedes")
 
 
 def _refuse_nulls(body: Mapping[str, Any]) -> None:
     """The other reading of a JSON ``null`` for an optional field: a 400 naming it."""
-    for name in _OPTIONAL:
+    for name in _OPTIONAL_IN_BODY:
         if name in body and body[name] is None:
             raise BadRequest(f"{name} must not be null")
     recs = body.get("records")

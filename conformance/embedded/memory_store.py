@@ -587,11 +587,3 @@ class MemoryStore:
         with self._read() as c:
             row = c.execute(f"SELECT {COLUMNS} FROM records WHERE id = ?", (record_id,)).fetchone()
         return None if row is None else row_record(row)
-
-    def active_count(self, scope_key: str) -> int:
-        with self._read() as c:
-            (n,) = c.execute(
-                "SELECT COUNT(*) FROM records WHERE scope_key = ? AND status = 'active'",
-                (scope_key,),
-            ).fetchone()
-        return int(n)

@@ -10,8 +10,8 @@ minimal failing run become a replay :class:`~conformance.scenario.Scenario` that
 
 **Every distinct divergence, not the first.**  A divergence is known by its *signature*: the
 leading clause the oracle named (the clauses a rule attached to the step itself left out, so
-the same wrong answer seen after a write and after a forget is one divergence).  Once a divergence is
-found and shrunk, exploration goes on in fresh batches with its signature *set aside*: meeting
+the same wrong answer seen after a write and after a forget is one divergence).  Once a divergence
+is found and shrunk, exploration goes on in fresh batches with its signature *set aside*: meeting
 it again ends that one run quietly (a read that changes nothing lets the run go on) instead of
 failing it, so the next, different divergence can be found and shrunk in its turn — up to
 :data:`MAX_FINDINGS`.  A divergence an ``--expect`` entry names is set aside from the start:
@@ -44,7 +44,7 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis.errors import Flaky, HypothesisException
 from hypothesis.stateful import RuleBasedStateMachine, precondition, rule, run_state_machine_as_test
 
-from conformance.driver import Driver, StepOutcome
+from conformance.drivers.base import Driver, ResultVerdict, StepOutcome
 from conformance.machines.profiles import Profile
 from conformance.scenario import Scenario, Step
 
@@ -122,7 +122,6 @@ class MachineSession:
     hunting: Signature | None = None
     failure_steps: list[Step] | None = None
     failure: StepOutcome | None = None
-    failures_seen: int = 0
     first_failure_at: float | None = None
     hunt_started: float = 0.0
     shrink_cut: bool = False
@@ -229,7 +228,6 @@ class DifferentialMachine(RuleBasedStateMachine):
             if session.hunting is None:
                 session.hunting = sig
                 session.hunt_started = time.monotonic()
-            session.failures_seen += 1
             if session.first_failure_at is None:
                 session.first_failure_at = time.monotonic()
             # Hypothesis replays the minimal failing run last, so the last one recorded is it.
@@ -261,7 +259,7 @@ class MachineResult:
     protocol: str
     profile: str
     seed: int
-    verdict: str  # pass | fail | indeterminate | skip
+    verdict: ResultVerdict
     examples: int
     steps: int
     elapsed_s: float
@@ -305,8 +303,9 @@ def _run_batch(
         return factory()
 
     try:
-        run_state_machine_as_test(
-            hypothesis_seed(seed)(make), settings=settings(base, max_examples=size)
+        run_state_machine_as_test(  # Hypothesis accepts a factory as well as the class
+            hypothesis_seed(seed)(make),  # type: ignore[arg-type]
+            settings=settings(base, max_examples=size),
         )
     except Divergence:
         return None  # recorded in the session
@@ -608,7 +607,8 @@ def run_machine(
     # reproducible.  The plan (batch b: its seed and min(BATCH, max_examples - b * BATCH)
     # examples) is fixed up front, so that N shards, each taking every N-th batch, run exactly
     # the batches of one run.  A batch that meets a new divergence ends there and shrinks it;
-    # later batches set it aside, and batches past the plan make up the runs it left.  The time budget (quick/deep only) is checked between
+    # later batches set it aside, and batches past the plan make up the runs it left.  The time
+    # budget (quick/deep only) is checked between
     # windows of batches.
     plan = [
         (b, min(BATCH, profile.max_examples - b * BATCH))
@@ -708,7 +708,8 @@ def run_machine(
 
         result.details["traceback"] = traceback.format_exception(error)[-6:]
         result.verdict = "indeterminate"
-        result.reason = f"harness error: {type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
+        first_line = str(error).splitlines()[0] if str(error) else ""
+        result.reason = f"harness error: {type(error).__name__}: {first_line}"
         return result
     if session.steps == 0:
         result.verdict = "skip"

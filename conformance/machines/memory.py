@@ -37,7 +37,7 @@ from typing import Any
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, initialize, multiple, precondition, rule
 
-from conformance.drivers.memory import DEFAULT_CLAUSES
+from conformance.drivers.memory import DEFAULT_CLAUSES, MemoryDriver
 from conformance.machines import DifferentialMachine, live
 from conformance.scenario import Step
 from conformance.targets.memory import LIST
@@ -89,7 +89,7 @@ queries = st.lists(
 foreign_ids = st.sampled_from(["mem:{scope:z}:1", "nope", "mem:org:elsewhere:1"])
 
 
-def candidate(draw: st.DrawFn, ids: Any) -> dict[str, Any]:
+def candidate(draw: st.DrawFn) -> dict[str, Any]:
     rec: dict[str, Any] = {
         "kind": draw(st.sampled_from(["fact", "summary"])),
         "text": draw(texts()),
@@ -113,7 +113,7 @@ def candidate(draw: st.DrawFn, ids: Any) -> dict[str, Any]:
 
 @st.composite
 def batches(draw: st.DrawFn) -> list[dict[str, Any]]:
-    return [candidate(draw, None) for _ in range(draw(st.integers(1, 4)))]
+    return [candidate(draw) for _ in range(draw(st.integers(1, 4)))]
 
 
 INVALID_BODIES: list[tuple[str, dict[str, Any]]] = [
@@ -200,7 +200,9 @@ class MemoryMachine(DifferentialMachine):
             bind[f"r{self._symbols}"] = {"index": i}
         if not bind:
             return multiple()
-        problem = self.driver.bind_from(outcome.exchange, bind)  # type: ignore[attr-defined]
+        driver = self.driver
+        assert isinstance(driver, MemoryDriver)  # the memory machine runs on the memory driver
+        problem = driver.bind_from(outcome.exchange, bind)
         assert problem is None, problem
         self.recorded[-1] = step.model_copy(update={"bind": bind})
         return multiple(*[f"${name}" for name in bind])

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from conformance.driver import Driver, StepOutcome
+from conformance.drivers.base import Driver, StepOutcome
 from conformance.runner import ScenarioResult, run_scenario
 from conformance.scenario import Scenario, Step
 

@@ -16,7 +16,7 @@ from conformance.pytest_plugin.messages import option_names
 from conformance.pytest_plugin.options import DEFAULT_REPLAY_DIR
 
 if TYPE_CHECKING:
-    from conformance.driver import Driver, TargetConfig
+    from conformance.drivers.base import Driver, TargetConfig
     from conformance.machines.profiles import Profile
     from conformance.report.expect import Expectation
     from conformance.scenario import Scenario
@@ -102,7 +102,7 @@ class MemspecRun:
             self.close()  # the workers open their own, with their own run ids
 
     def _open(self, protocol: str) -> Driver:
-        from conformance.driver import RunContext
+        from conformance.drivers.base import RunContext
         from conformance.session import open_driver
 
         ctx = RunContext(

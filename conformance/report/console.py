@@ -58,7 +58,8 @@ def print_summary(
                 mark = " ✗"
             skip = f"{r['skipped']}" if r["skipped"] else "0"
             out.write(
-                f"{r['id']:<16} {r['passed']:>6} {failed:>6} {skip:>7}  {_trim(r['title'], 60)}{mark}\n"
+                f"{r['id']:<16} {r['passed']:>6} {failed:>6} {skip:>7}"
+                f"  {_trim(r['title'], 60)}{mark}\n"
             )
             if r["skipped"] and not failed:
                 for reason in r["skip_reasons"][:2]:
@@ -116,7 +117,8 @@ def print_summary(
         e = stale["entry"]
         name = f"clause {e['clause']}" if "clause" in e else f"scenario {e['scenario']}"
         out.write(
-            f"  STALE expectation {name}: {stale['status']} — remove it from the expectations file\n"
+            f"  STALE expectation {name}: {stale['status']}"
+            " — remove it from the expectations file\n"
         )
     scopes = sum(len(v) for v in data["scopes_written"].values())
     out.write(f"\nrun {data['run_id']} wrote into {scopes} scope key(s), all listed in the report")

@@ -14,13 +14,17 @@ from typing import Any
 from conformance.report.console import said_line
 
 CSS = """
-body{font:14px/1.45 system-ui,-apple-system,Segoe UI,sans-serif;margin:2em;color:#1d1d1f;max-width:1400px}
+body{font:14px/1.45 system-ui,-apple-system,Segoe UI,sans-serif;margin:2em;color:#1d1d1f;
+max-width:1400px}
 h1{font-size:1.5em;margin:0 0 .3em}h2{font-size:1.2em;margin-top:2em;border-bottom:1px solid #ddd}
 .ok{color:#0a7d32}.bad{color:#b3261e}.warn{color:#8a5a00}.muted{color:#666}
-table{border-collapse:collapse;width:100%;margin:.5em 0}th,td{border:1px solid #ddd;padding:4px 8px;vertical-align:top;text-align:left}
+table{border-collapse:collapse;width:100%;margin:.5em 0}
+th,td{border:1px solid #ddd;padding:4px 8px;vertical-align:top;text-align:left}
 th{background:#f5f5f7}td.n{text-align:right;width:4em}
-tr.pass td.v{background:#e6f4ea}tr.fail td.v{background:#fce8e6}tr.skip td.v{background:#f1f3f4}tr.expected td.v{background:#fef7e0}
-pre{margin:0;white-space:pre-wrap;word-break:break-word;font:12px/1.4 ui-monospace,Menlo,Consolas,monospace}
+tr.pass td.v{background:#e6f4ea}tr.fail td.v{background:#fce8e6}tr.skip td.v{background:#f1f3f4}
+tr.expected td.v{background:#fef7e0}
+pre{margin:0;white-space:pre-wrap;word-break:break-word;
+font:12px/1.4 ui-monospace,Menlo,Consolas,monospace}
 .div{border:1px solid #e0c0bd;border-radius:6px;padding:1em;margin:1em 0;background:#fffafa}
 .div.expected{border-color:#e8d9a8;background:#fffdf5}
 tr.step-diverge td{background:#fce8e6}tr.step-indeterminate td{background:#fef7e0}
@@ -59,10 +63,13 @@ def _steps_table(steps: list[dict[str, Any]]) -> str:
             + _j(ex.get("request"), 1500)
         )
         cls = f"step-{o['verdict']}" if o["verdict"] in ("diverge", "indeterminate") else ""
+        not_reached = (o.get("details") or {}).get("not_reached")
+        state = "not reached" if not_reached else o["verdict"]
         rows.append(
             f"<tr class='{cls}'><td class='n'>{o['index']}</td><td>{escape(o['op'])}<br>"
-            f"<span class='muted'>{escape('not reached' if (o.get('details') or {}).get('not_reached') else o['verdict'])}</span></td>"
-            f"<td><pre>{escape(req)}</pre></td><td><pre>{escape(o.get('expected') or '')}</pre></td>"
+            f"<span class='muted'>{escape(state)}</span></td>"
+            f"<td><pre>{escape(req)}</pre></td><td><pre>{escape(o.get('expected') or '')}</pre>"
+            "</td>"
             f"<td><pre>{escape(_said(ex))}</pre>"
             + (f"<p class='bad'>{escape(o.get('reason', ''))}</p>" if o.get("reason") else "")
             + "</td></tr>"
@@ -81,12 +88,15 @@ def report_html(data: dict[str, Any]) -> str:
         f"<title>memspec report {escape(data['run_id'])}</title><style>{CSS}</style></head><body>",
         f"<h1 class='{'ok' if ok else 'bad'}'>{'Conformant' if ok else 'Not conformant'}</h1>",
         "<p>",
-        f"target <code>{escape(str(data['target'].get('label') or data['target'].get('url')))}</code> · ",
-        f"run <code>{escape(data['run_id'])}</code> · {escape(data['started_at'])} · {data['duration_s']:.1f}s · ",
+        f"target <code>{escape(str(data['target'].get('label') or data['target'].get('url')))}"
+        "</code> · ",
+        f"run <code>{escape(data['run_id'])}"
+        f"</code> · {escape(data['started_at'])} · {data['duration_s']:.1f}s · ",
         f"{s['steps']} steps · {s['divergences']} divergence(s), {s['unexpected']} unexpected",
         "</p>",
         f"<p class='muted'>judged by memspec {escape(str(data.get('memspec_version')))} · spec"
-        f" {escape(str(data.get('spec_revision')))} · corpus {escape(str(data.get('corpus_revision')))}</p>",
+        f" {escape(str(data.get('spec_revision')))}"
+        f" · corpus {escape(str(data.get('corpus_revision')))}</p>",
     ]
     opts = data["options"]
     parts.append(
@@ -120,8 +130,10 @@ def report_html(data: dict[str, Any]) -> str:
             ["expected: " + e for e in r["expected"]] + ["skipped: " + x for x in r["skip_reasons"]]
         )
         parts.append(
-            f"<tr class='{cls}'><td class='v'><code>{escape(r['id'])}</code></td><td>{escape(r['title'])}</td>"
-            f"<td class='n'>{r['passed']}</td><td class='n'>{failed}</td><td class='n'>{r['skipped']}</td>"
+            f"<tr class='{cls}'><td class='v'><code>{escape(r['id'])}</code></td>"
+            f"<td>{escape(r['title'])}</td>"
+            f"<td class='n'>{r['passed']}</td><td class='n'>{failed}</td>"
+            f"<td class='n'>{r['skipped']}</td>"
             f"<td>{escape(notes)}</td></tr>"
         )
     parts.append("</table>")
@@ -135,7 +147,8 @@ def report_html(data: dict[str, Any]) -> str:
         exp = d.get("expected_by")
         parts.append(f"<div class='div{' expected' if exp else ''}'>")
         parts.append(
-            f"<h3>{escape(d['source'])} <code>{escape(d['name'])}</code> — step {d['step']} ({escape(d['op'])})</h3>"
+            f"<h3>{escape(d['source'])} <code>{escape(d['name'])}"
+            f"</code> — step {d['step']} ({escape(d['op'])})</h3>"
             f"<p>clauses: {', '.join('<code>' + escape(c) + '</code>' for c in d['clauses'])}</p>"
             f"<p class='bad'>{escape(d['reason'])}</p>"
         )
@@ -163,28 +176,32 @@ def report_html(data: dict[str, Any]) -> str:
         parts.append("</div>")
     # scenarios
     parts.append(
-        f"<h2>Scenarios ({len(data['scenarios'])})</h2><table><tr><th>scenario</th><th>verdict</th><th>clauses</th><th>reason</th></tr>"
+        f"<h2>Scenarios ({len(data['scenarios'])})</h2><table><tr><th>scenario</th><th>verdict</th>"
+        "<th>clauses</th><th>reason</th></tr>"
     )
     for x in data["scenarios"]:
         cls = {"pass": "pass", "skip": "skip"}.get(
             x["verdict"], "expected" if x.get("expected_by") else "fail"
         )
         parts.append(
-            f"<tr class='{cls}'><td>{escape(x['name'])}<br><span class='muted'>{escape(x.get('path') or '')}</span></td>"
+            f"<tr class='{cls}'><td>{escape(x['name'])}<br>"
+            f"<span class='muted'>{escape(x.get('path') or '')}</span></td>"
             f"<td class='v'>{escape(x['verdict'])}</td><td>{escape(', '.join(x['clauses']))}</td>"
             f"<td>{escape(x['reason'])}</td></tr>"
         )
     parts.append("</table>")
     if data["machines"]:
         parts.append(
-            "<h2>State machines</h2><table><tr><th>machine</th><th>verdict</th><th>runs</th><th>steps</th><th>profile / seed</th><th>reason</th></tr>"
+            "<h2>State machines</h2><table><tr><th>machine</th><th>verdict</th><th>runs</th>"
+            "<th>steps</th><th>profile / seed</th><th>reason</th></tr>"
         )
         for m in data["machines"]:
             cls = {"pass": "pass", "skip": "skip"}.get(
                 m["verdict"], "expected" if m.get("expected_by") else "fail"
             )
             parts.append(
-                f"<tr class='{cls}'><td>{escape(m['name'])}</td><td class='v'>{escape(m['verdict'])}</td>"
+                f"<tr class='{cls}'><td>{escape(m['name'])}</td>"
+                f"<td class='v'>{escape(m['verdict'])}</td>"
                 f"<td class='n'>{m['examples']}</td><td class='n'>{m['steps']}</td>"
                 f"<td>{escape(m['profile'])} / {m['seed']}</td><td>{escape(m['reason'])}</td></tr>"
             )
@@ -192,27 +209,34 @@ def report_html(data: dict[str, Any]) -> str:
     stale = data["expectations"]["stale"]
     if data["expectations"]["entries"]:
         parts.append(
-            f"<h2>Expectations</h2><p>file <code>{escape(str(data['expectations']['file']))}</code></p><ul>"
+            f"<h2>Expectations</h2><p>file <code>{escape(str(data['expectations']['file']))}</code>"
+            "</p><ul>"
         )
         for e in data["expectations"]["entries"]:
             parts.append(f"<li>{escape(json.dumps(e, ensure_ascii=False))}</li>")
         parts.append("</ul>")
         for st in stale:
             parts.append(
-                f"<p class='warn'>stale: {escape(json.dumps(st['entry']))} — {escape(st['status'])}</p>"
+                f"<p class='warn'>stale: {escape(json.dumps(st['entry']))} — {escape(st['status'])}"
+                "</p>"
             )
     scopes = data["scopes_written"]
     total = sum(len(v) for v in scopes.values())
     parts.append(
-        f"<h2>Scopes written</h2><p>Run <code>{escape(data['run_id'])}</code> sent data requests only to these {total} key(s): memory keys are unique to the run; the ledger has one account scope, reset before each scenario or cleaned up after the run.</p>"
+        f"<h2>Scopes written</h2><p>Run <code>{escape(data['run_id'])}"
+        f"</code> sent data requests only to these {total} key(s): memory keys are unique to the"
+        " run; the ledger has one account scope, reset before each scenario or cleaned up after"
+        " the run.</p>"
     )
     for p, keys in scopes.items():
         parts.append(
-            f"<details><summary>{escape(p)}: {len(keys)} key(s)</summary><pre>{escape(chr(10).join(keys))}</pre></details>"
+            f"<details><summary>{escape(p)}: {len(keys)} key(s)</summary>"
+            f"<pre>{escape(chr(10).join(keys))}</pre></details>"
         )
     for note in data.get("notes", []):
         parts.append(f"<p class='muted'>{escape(note)}</p>")
     parts.append(
-        f"<p class='muted'>schema {escape(data['schema'])} · memspec {escape(data['memspec_version'])}</p></body></html>\n"
+        f"<p class='muted'>schema {escape(data['schema'])}"
+        f" · memspec {escape(data['memspec_version'])}</p></body></html>\n"
     )
     return "".join(parts)

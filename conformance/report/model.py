@@ -2,7 +2,8 @@
 
 Schema ``memspec-report/1`` (``report.json``)::
 
-    schema, memspec_version, spec_revision, corpus_revision, run_id, started_at, finished_at, duration_s, exit_code
+    schema, memspec_version, spec_revision, corpus_revision, run_id, started_at, finished_at,
+    duration_s, exit_code
     target        {url, label, token: "set"|"none", timeout_s, declared, denied}   — never the token
     options       {spec, profile, seed, allow_dirty, expect}
     capabilities  {protocol: [capability, …]}
@@ -12,8 +13,8 @@ Schema ``memspec-report/1`` (``report.json``)::
     machines      [{name, protocol, profile, seed, verdict, reason, examples, steps, elapsed_s,
                     clauses, failed_clauses, replay, expected_by, details,
                     divergences: [{clauses, reason, steps, replay, expected_by, details}]}]
-                                                        — every distinct divergence; details.explored
-                                                          counts runs/steps, also after the first
+                    — every distinct divergence; details.explored counts runs/steps,
+                      also after the first
     clauses       [{id, title, level, passed, failed, skipped, indeterminate, skip_reasons,
                     expected}]                          — one row per clause the run touched
     divergences   [{source, name, protocol, clauses, step, op, reason, expected, exchange,
@@ -35,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from conformance.clauses import Clause, load_clauses
+from conformance.drivers.base import ResultVerdict
 from conformance.machines import MachineResult, finding_key
 from conformance.report.expect import Expectation, match
 from conformance.runner import ScenarioResult
@@ -62,7 +64,7 @@ class Tally:
 
     clauses: list[str]
     failed: list[str]
-    verdict: str
+    verdict: ResultVerdict
     reason: str
     expected: str | None = None
 
@@ -132,7 +134,7 @@ class RunReport:
 
     def failing(self) -> list[tuple[str, str, list[str], str]]:
         """(kind, name, failed clauses, verdict) of every failed or indeterminate result."""
-        out = []
+        out: list[tuple[str, str, list[str], str]] = []
         for r in self.scenarios:
             if r.verdict in ("fail", "indeterminate"):
                 out.append(("scenario", r.name, r.failed_clauses(), r.verdict))
@@ -157,7 +159,7 @@ class RunReport:
         items: list[Tally] = []
 
         def add(
-            clauses: list[str], failed: list[str], verdict: str, reason: str, name: str
+            clauses: list[str], failed: list[str], verdict: ResultVerdict, reason: str, name: str
         ) -> None:
             exp = self.expected_by(name, failed) if verdict in ("fail", "indeterminate") else None
             items.append(Tally(clauses, failed, verdict, reason, exp.reason if exp else None))
@@ -181,7 +183,7 @@ class RunReport:
 
     def stale_expectations(self) -> list[dict[str, Any]]:
         failing = self.failing()
-        ran_names = {s.name: s.verdict for s in self.scenarios}
+        ran_names: dict[str, str] = {s.name: s.verdict for s in self.scenarios}
         ran_names.update({machine_name(m): m.verdict for m in self.machines})
         rows = {r["id"]: r for r in self.clause_rows()}
         out = []

@@ -12,7 +12,7 @@ import threading
 import time
 from typing import TextIO
 
-from conformance.driver import StepOutcome
+from conformance.drivers.base import StepOutcome
 
 
 class Progress:

@@ -131,7 +131,8 @@ def timeline_html(events: Iterable[Mapping[str, Any]], *, title: str = "", note:
             style.append("opacity:.45")
         tip = (
             f"#{e['id']} client {e['client']} {e.get('route')} "
-            f"[{float(e['invoke']):.4f}s → {'∞ (no answer)' if done is None else f'{float(done):.4f}s'}]"
+            f"[{float(e['invoke']):.4f}s → "
+            f"{'∞ (no answer)' if done is None else f'{float(done):.4f}s'}]"
             f"\nrequest: {_short(e.get('request'))}"
             f"\nanswer: {e.get('status')} {_short(e.get('answer'))}"
             + ("\n(answer not needed by the counterexample)" if e.get("blurred") else "")

@@ -15,10 +15,10 @@ store.  The client is deliberately defensive, because the stores it talks to may
 * answers are parsed as strict JSON (``NaN``/``Infinity`` are not JSON) at most 64 levels
   deep — anything else is an answer with a ``body_error``, never an exception;
 * answers are kept exactly as the target sent them: the bearer token (a
-  :class:`~conformance.driver.Secret`) is blanked where things are *shown*
+  :class:`~conformance.drivers.base.Secret`) is blanked where things are *shown*
   (:mod:`conformance.scrub`), never before judging;
 * every transport failure (timeout, refused, reset, protocol garbage) becomes an
-  :class:`~conformance.driver.Exchange` with ``transport_error`` set — never an exception;
+  :class:`~conformance.drivers.base.Exchange` with ``transport_error`` set — never an exception;
 * :meth:`HttpTarget.raw` sends a request byte for byte on a fresh connection, for the cases a
   client would not produce (``Content-Length: 0x10``, a length that lies).  It is the
   ``raw_http`` capability, available for ``http://`` targets only (behind TLS and a public
@@ -43,7 +43,7 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from conformance import scrub
-from conformance.driver import Exchange, Secret, TargetConfig
+from conformance.drivers.base import Exchange, Secret, TargetConfig
 from conformance.scrub import MIN_TOKEN_LENGTH
 
 #: Capability of every ``http://`` target: raw socket requests with hand-made headers.
@@ -321,7 +321,6 @@ class HttpTarget:
         self._watchdog = _Watchdog()
         self._silent = 0  # requests in a row that got no HTTP answer
         self._held = 0
-        self.requests_sent = 0
         #: a request written behind the last one on the kept connection, its answer unread:
         #: (socket, the reader holding the bytes past the last answer)
         self._inflight: tuple[socket.socket, Any] | None = None
@@ -575,7 +574,6 @@ class HttpTarget:
                     f"not sent: the target gave no answer to the last {self._silent} requests",
                     shown,
                 )
-        self.requests_sent += 1
         started = time.perf_counter()
         deadline = time.monotonic() + self.config.timeout_s
         reused = keep and self._conn is not None

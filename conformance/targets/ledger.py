@@ -2,7 +2,7 @@
 
 Built on :class:`~conformance.targets.base.HttpTarget` (memspec's own HTTP/1.1 client: a
 deadline on every whole request, bounded answers, no redirects, the bearer token a
-:class:`~conformance.driver.Secret` that never reaches an exchange, a report or a log).
+:class:`~conformance.drivers.base.Secret` that never reaches an exchange, a report or a log).
 
 Capabilities a ledger target can have (probed; a declaration in the target profile wins):
 
@@ -18,14 +18,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.driver import Exchange, TargetConfig
-from conformance.targets.base import AUTH, Auth, HttpTarget, TargetError, token_refused
+from conformance.drivers.base import Exchange, TargetConfig
+from conformance.targets.base import Auth, HttpTarget, TargetError, token_refused
 from reference.ledger.timefmt import parse_rfc3339
 from reference.ledger.wire import answer_instant, same_instant
 
 TEST_CONTROL = "ledger.test_control"
 CLOCK = "ledger.clock"
-LEDGER_CAPABILITIES = frozenset({"raw_http", AUTH, TEST_CONTROL, CLOCK})
 
 _PROBE_INSTANT = "2001-02-03T04:05:06.789Z"
 

@@ -17,14 +17,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.driver import Exchange, TargetConfig
+from conformance.drivers.base import Exchange, TargetConfig
 from conformance.targets.base import AUTH, Auth, HttpTarget, TargetError, token_refused
 
 DATA_ROUTES = ("/retrieve", "/write", "/list", "/forget")
 LIST = "memory.list"
 FORGET = "memory.forget"
 CAP = "memory.cap"
-MEMORY_CAPABILITIES = frozenset({"raw_http", AUTH, LIST, FORGET, CAP})
 
 
 class MemoryTarget(HttpTarget):
@@ -56,7 +55,8 @@ class MemoryTarget(HttpTarget):
             raise TargetError(f"{self.url}: {hz.transport_error}")
         if hz.status != 200 or not isinstance(hz.body, dict) or hz.body.get("ok") is not True:
             raise TargetError(
-                f"{self.url}/healthz answered {hz.status} {hz.body if hz.body is not None else hz.raw_excerpt!r}"
+                f"{self.url}/healthz answered {hz.status}"
+                f" {hz.body if hz.body is not None else hz.raw_excerpt!r}"
                 " — not a Memory Worker"
             )
         caps = set(self.base_capabilities())

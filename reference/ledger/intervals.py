@@ -15,11 +15,6 @@ def interval_contains(rec: LedgerRecord, at: int) -> bool:
     return rec.valid_from <= at and (rec.valid_to is None or at < rec.valid_to)
 
 
-def is_empty_interval(rec: LedgerRecord) -> bool:
-    """True for an interval no instant lies in (LED-INT.2)."""
-    return rec.valid_to is not None and rec.valid_to <= rec.valid_from
-
-
 def list_as_of(state: LedgerState, scope_key: str, at: int) -> list[LedgerRecord]:
     """The scope's records whose interval contains ``at``, newest ``valid_from`` first.
 

@@ -62,11 +62,6 @@ _SOURCE: Final = {
 Result = LedgerRecord | Refused
 
 
-def is_legal_transition(src: str, dst: str) -> bool:
-    """True for a status change the ledger may make (LED-STATUS.2)."""
-    return (src, dst) in LEGAL_TRANSITIONS
-
-
 def lifecycle_refusal(rec: LedgerRecord, target_status: str) -> Refused:
     """Refuse moving ``rec`` to ``target_status``: code 1000, a sentence for a person.
 

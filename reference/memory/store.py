@@ -228,7 +228,7 @@ def store_forget(state: StoreState, scope_key: str, record_id: str) -> tuple[Sto
     return state, False
 
 
-# --------------------------------------------------------------------------- the flag and the null store
+# ---------------------------------------------------------------------- the flag and the null store
 
 
 def memory_enabled(config: Mapping[str, object] | None) -> bool:

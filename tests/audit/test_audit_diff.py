@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from audit_helpers import STYLES, captured, json_value, serialize
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -19,6 +18,7 @@ from conformance.audit.diff import (
     first_difference,
     json_differences,
 )
+from tests.common.audit import STYLES, captured, json_value, serialize
 
 pytestmark = pytest.mark.clause("MEM-FLAG.3")
 

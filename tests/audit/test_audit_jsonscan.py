@@ -6,11 +6,11 @@ import json
 from typing import Any
 
 import pytest
-from audit_helpers import STYLES, json_value, serialize
 from hypothesis import given
 from hypothesis import strategies as st
 
 from conformance.audit.jsonscan import JsonScanError, Node, decode, path_at, scan
+from tests.common.audit import STYLES, json_value, serialize
 
 pytestmark = pytest.mark.clause("MEM-FLAG.3", "MEM-INJECT.3")
 

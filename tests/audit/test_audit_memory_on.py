@@ -13,20 +13,6 @@ import json
 from typing import Any
 
 import pytest
-from audit_helpers import (
-    ABSENT,
-    CHANNEL,
-    ORG,
-    REPO,
-    STYLES,
-    USER,
-    budgeted_block,
-    captured,
-    make_record,
-    provider_request,
-    records,
-    serialize,
-)
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
@@ -41,6 +27,20 @@ from reference.memory.containment import (
     scope_resource,
 )
 from reference.memory.injection import inject
+from tests.common.audit import (
+    ABSENT,
+    CHANNEL,
+    ORG,
+    REPO,
+    STYLES,
+    USER,
+    budgeted_block,
+    captured,
+    make_record,
+    provider_request,
+    records,
+    serialize,
+)
 
 providers = st.sampled_from(["anthropic", "openai"])
 styles = st.sampled_from(sorted(STYLES))

@@ -12,7 +12,7 @@ from conformance.cli import main
 from conformance.commands.run import start_bundled_store
 from conformance.concurrent.command import concurrent_checks
 from conformance.concurrent.run import load_replay, replay_once
-from conformance.driver import Secret, TargetConfig
+from conformance.drivers.base import Secret, TargetConfig
 from conformance.report.timeline import timeline_html
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from conformance.commands.run import start_bundled_store
 from conformance.concurrent.run import run_concurrent
-from conformance.driver import Secret, TargetConfig
+from conformance.drivers.base import Secret, TargetConfig
 from conformance.embedded.catalogue import ENTRIES, mutants
 
 #: A race needs luck: a mutant gets this many whole runs (each up to the profile's rounds,

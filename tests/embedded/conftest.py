@@ -1,5 +1,5 @@
-"""Fixtures for the bundled store's tests (the helpers live in ``memory_helpers``)."""
+"""Fixtures for the bundled store's tests (the helpers live in ``tests.common.memory_store``)."""
 
-from memory_helpers import make_store, scope, store
+from tests.common.memory_store import make_store, scope, store
 
 __all__ = ["make_store", "scope", "store"]

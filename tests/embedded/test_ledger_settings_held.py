@@ -4,7 +4,8 @@ equals the active records plus the proposals awaiting a decision (LED-CONS.2, LE
 from __future__ import annotations
 
 import pytest
-from ledger_helpers import Ledger, ledger, ledger_http_client
+
+from tests.common.ledger_store import Ledger, ledger, ledger_http_client
 
 __all__ = ["ledger", "ledger_http_client"]  # fixtures
 

@@ -17,7 +17,11 @@ from typing import Any
 
 import httpx
 import pytest
-from ledger_helpers import (
+
+from conformance.embedded.ledger_service import LedgerService, record_to_wire
+from conformance.embedded.ledger_store import LedgerStore, Row
+from conformance.embedded.server import start_server
+from tests.common.ledger_store import (
     BUDGET_MSG,
     CREDENTIAL_MSG,
     DAY,
@@ -29,10 +33,6 @@ from ledger_helpers import (
     http_transport,
     iso,
 )
-
-from conformance.embedded.ledger_service import LedgerService, record_to_wire
-from conformance.embedded.ledger_store import LedgerStore, Row
-from conformance.embedded.server import start_server
 
 SEED_COLUMNS = {
     "id",

@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from ledger_helpers import Ledger, ledger, ledger_http_client
+
+from tests.common.ledger_store import Ledger, ledger, ledger_http_client
 
 __all__ = ["ledger", "ledger_http_client"]  # fixtures
 

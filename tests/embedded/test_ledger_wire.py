@@ -11,7 +11,8 @@ import json
 from typing import Any
 
 import pytest
-from ledger_helpers import (
+
+from tests.common.ledger_store import (
     BUDGET_MSG,
     CREDENTIAL_MSG,
     DAY,

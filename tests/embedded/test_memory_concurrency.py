@@ -9,7 +9,8 @@ from typing import Any
 
 import httpx
 import pytest
-from memory_helpers import AUTH, Store, fact, unique_scope
+
+from tests.common.memory_store import AUTH, Store, fact, unique_scope
 
 
 def _post(url: str, path: str, body: dict[str, Any]) -> httpx.Response:

@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from memory_helpers import Store, unique_scope
 
 from reference.memory.judge import is_allowed_ranking
 from reference.memory.records import MemoryRecord
@@ -26,6 +25,7 @@ from reference.memory.store import (
     store_list,
     store_write,
 )
+from tests.common.memory_store import Store, unique_scope
 
 WORDS = ["deploy", "Deploy", "staging", "main", "npm", "yarn", "db", "café", "x", "a1", "run"]
 SEPARATORS = [" ", "  ", "\t", " - ", ", ", "\n"]

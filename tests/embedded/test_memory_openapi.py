@@ -12,7 +12,6 @@ import pytest
 import schemathesis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from memory_helpers import AUTH, ROOT, Store
 from schemathesis.checks import (
     content_type_conformance,
     negative_data_rejection,
@@ -20,6 +19,8 @@ from schemathesis.checks import (
     response_schema_conformance,
     status_code_conformance,
 )
+
+from tests.common.memory_store import AUTH, ROOT, Store
 
 SPEC = ROOT / "specs" / "memory-worker.openapi.yaml"
 BUDGET_S = 20.0  # the whole module, across operations and modes

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import httpx
 import pytest
-from memory_helpers import AUTH, TOKEN, fact, spawn_serve, unique_scope
 
 from conformance.cli import main as cli_main
 from conformance.embedded.memory_store import MemoryStore, fts_document
 from conformance.embedded.server import PAUSE_ENV
 from reference.memory.records import MemoryCandidate
+from tests.common.memory_store import AUTH, TOKEN, fact, spawn_serve, unique_scope
 
 
 def _wait_for(path: Path, deadline_s: float = 15.0) -> bool:

@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from memory_helpers import Store, StoreFactory, fact, unique_scope
 
 from conformance.embedded.memory_store import MemoryStore, fts_document
+from tests.common.memory_store import Store, StoreFactory, fact, unique_scope
 
 
 def _ro(path: str) -> sqlite3.Connection:

@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from memory_helpers import T0, Store, StoreFactory, fact, unique_scope
 
 from reference.memory.engine import fts_match_tokens
+from tests.common.memory_store import T0, Store, StoreFactory, fact, unique_scope
 
 
 def by_id(store: Store, scope: str) -> dict[str, dict[str, Any]]:

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from conformance.driver import RunContext, Secret, TargetConfig
+from conformance.drivers.base import RunContext, Secret, TargetConfig
 from conformance.drivers.memory import MemoryDriver
 from conformance.embedded import catalogue
 from conformance.embedded.server import start_server
@@ -61,7 +61,8 @@ def test_there_is_a_variant_per_memory_open_point() -> None:
     assert len(VARIANTS) >= 9
     covered = {c for v in VARIANTS for c in v.clauses}
     for clause in ("MEM-STORE.9", "MEM-RECORD.5", "MEM-SCORE.5", "MEM-STORE.11", "MEM-RECORD.4",
-                   "MEM-CAP.2", "MEM-WIRE.8", "MEM-STORE.5", "MEM-STORE.6", "MEM-WIRE.2"):  # fmt: skip
+                   "MEM-CAP.2", "MEM-WIRE.8", "MEM-STORE.5", "MEM-STORE.6",
+                   "MEM-WIRE.2"):  # fmt: skip
         assert clause in covered, clause
 
 

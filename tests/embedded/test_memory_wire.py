@@ -13,7 +13,10 @@ import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from memory_helpers import (
+
+from reference.memory.store import empty_store
+from reference.memory.wire import make_request, worker_respond
+from tests.common.memory_store import (
     AUTH,
     TOKEN,
     RawResponse,
@@ -24,9 +27,6 @@ from memory_helpers import (
     raw_exchange,
     unique_scope,
 )
-
-from reference.memory.store import empty_store
-from reference.memory.wire import make_request, worker_respond
 
 AUTH_H = {"Authorization": f"Bearer {TOKEN}"}
 DATA_ROUTES = ("/retrieve", "/write", "/list", "/forget")

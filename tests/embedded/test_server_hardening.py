@@ -20,9 +20,16 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
-from memory_helpers import TOKEN, RawResponse, StoreFactory, fact, http_request, raw_exchange
 
 from conformance.embedded.storage_faults import storage_fault
+from tests.common.memory_store import (
+    TOKEN,
+    RawResponse,
+    StoreFactory,
+    fact,
+    http_request,
+    raw_exchange,
+)
 
 JSON_AUTH = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
 

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from memory_harness_kit import TOKEN, bundled_store, forget_only_claims, make_driver
 
 from conformance.cli import main
 from conformance.commands.selftest import Fault, FaultProxy
@@ -24,6 +23,7 @@ from conformance.machines.probes import LEDGER_PROBES, MEMORY_PROBES, run_probes
 from conformance.machines.profiles import Profile
 from conformance.runner import run_scenario
 from conformance.scenario import load_scenario
+from tests.common.memory_harness import TOKEN, bundled_store, forget_only_claims, make_driver
 
 
 @contextmanager
@@ -218,8 +218,8 @@ def test_transport_probes_are_their_own_set_and_never_all_a_machine_finds() -> N
 
 @pytest.mark.clause("LED-WIRE.1", "LED-WIRE.2")
 def test_ledger_probes_pass_on_the_bundled_store() -> None:
-    from ledger_harness_kit import bundled_store as ledger_store
-    from ledger_harness_kit import make_driver as ledger_driver
+    from tests.common.ledger_harness import bundled_store as ledger_store
+    from tests.common.ledger_harness import make_driver as ledger_driver
 
     with ledger_store() as url:
         driver = ledger_driver(url)

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from conformance.commands.run import run_pipeline
-from conformance.driver import Secret, TargetConfig
-from tests.harness.memory_harness_kit import TOKEN, bundled_store, dedup_disabled, retrieve_reversed
+from conformance.drivers.base import Secret, TargetConfig
+from tests.common.memory_harness import TOKEN, bundled_store, dedup_disabled, retrieve_reversed
 
 
 def _run(url: str, jobs: int, out: Path) -> dict[str, Any]:

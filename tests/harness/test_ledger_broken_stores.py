@@ -6,13 +6,13 @@ from __future__ import annotations
 import threading
 
 import pytest
-from ledger_harness_kit import BROKEN, TOKEN, break_store, bundled_store, make_driver
 
-from conformance.driver import RunContext, Secret, TargetConfig
+from conformance.drivers.base import RunContext, Secret, TargetConfig
 from conformance.drivers.ledger import LedgerDriver
 from conformance.embedded.ledger_service import LedgerService
 from conformance.runner import load_corpus, run_scenario
 from conformance.scenario import Scenario, Step
+from tests.common.ledger_harness import BROKEN, TOKEN, break_store, bundled_store, make_driver
 
 
 def oracle_only(scenario: Scenario) -> Scenario:

@@ -8,13 +8,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from ledger_harness_kit import bundled_store, make_driver
 
 from conformance.clauses import load_clauses
 from conformance.drivers.ledger import LedgerDriver, infer_requires
 from conformance.runner import CORPUS_DIR, run_scenario
 from conformance.scenario import load_scenario
 from conformance.targets.ledger import CLOCK
+from tests.common.ledger_harness import bundled_store, make_driver
 
 ROOT = Path(__file__).resolve().parents[2]
 LEDGER_CORPUS = sorted((CORPUS_DIR / "ledger").glob("*.json"))

@@ -12,12 +12,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from ledger_harness_kit import TOKEN, bundled_store, call, make_driver
 
 from conformance.runner import run_scenario
 from conformance.scenario import Scenario, Step
 from conformance.targets.base import TargetError
 from conformance.targets.ledger import CLOCK, TEST_CONTROL
+from tests.common.ledger_harness import TOKEN, bundled_store, call, make_driver
 
 ROOT = Path(__file__).resolve().parents[2]
 S = "account:local"

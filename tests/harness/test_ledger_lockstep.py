@@ -7,13 +7,13 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-from ledger_harness_kit import bundled_store, make_driver
 
-from conformance.driver import StepOutcome
+from conformance.drivers.base import StepOutcome
 from conformance.machines import run_machine
 from conformance.machines.ledger import LedgerMachine
 from conformance.machines.profiles import Profile
 from conformance.targets.ledger import CLOCK
+from tests.common.ledger_harness import bundled_store, make_driver
 
 PROFILE = Profile("ledger-test", max_examples=40, step_count=25, budget_s=25.0)
 

@@ -15,7 +15,7 @@ import secrets
 import pytest
 
 from conformance.commands.run import start_bundled_store
-from conformance.driver import RunContext, Secret, TargetConfig
+from conformance.drivers.base import RunContext, Secret, TargetConfig
 from conformance.drivers.ledger import LedgerDriver
 from conformance.machines import MachineResult, run_machine
 from conformance.machines.ledger import MACHINE_CLAUSES, LedgerMachine

@@ -7,12 +7,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from ledger_harness_kit import break_store, bundled_store, make_driver
 
 from conformance.machines import run_machine
 from conformance.machines.profiles import Profile
 from conformance.runner import run_scenario
 from conformance.scenario import Scenario, dump_scenario, load_scenario
+from tests.common.ledger_harness import break_store, bundled_store, make_driver
 
 PROFILE = Profile(
     "ledger-broken", max_examples=120, step_count=15, budget_s=30.0, shrink_budget_s=30.0

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from conformance.commands.run import run_pipeline, start_bundled_store
-from conformance.driver import Secret, TargetConfig
+from conformance.drivers.base import Secret, TargetConfig
 from conformance.embedded import catalogue
 from conformance.runner import CORPUS_DIR, load_corpus
 

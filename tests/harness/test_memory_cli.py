@@ -10,7 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from memory_harness_kit import (
+
+from conformance.cli import main
+from conformance.commands.run import run_pipeline
+from conformance.drivers.base import Secret, TargetConfig
+from conformance.report.expect import Expectation
+from conformance.runner import CORPUS_DIR
+from conformance.scenario import load_scenario
+from tests.common.memory_harness import (
     TOKEN,
     bundled_store,
     closed_port,
@@ -19,13 +26,6 @@ from memory_harness_kit import (
     evicts_most_recent,
     forget_only_claims,
 )
-
-from conformance.cli import main
-from conformance.commands.run import run_pipeline
-from conformance.driver import Secret, TargetConfig
-from conformance.report.expect import Expectation
-from conformance.runner import CORPUS_DIR
-from conformance.scenario import load_scenario
 
 CORPUS = CORPUS_DIR / "memory"
 
@@ -311,7 +311,8 @@ def test_expectations_excuse_listed_divergences_and_flag_stale_ones(
 
         def run(expect: list[Expectation]) -> dict:
             res = run_pipeline(cfg, spec="memory", machines=False, expectations=expect, quiet=True,
-                               out=_Sink(), corpus_dir=tmp_path / "corpus", report_dir=tmp_path / "r")  # fmt: skip
+                               out=_Sink(), corpus_dir=tmp_path / "corpus",
+                               report_dir=tmp_path / "r")  # fmt: skip
             assert res.exit_code == res.data["exit_code"]
             return res.data
 

@@ -8,12 +8,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from memory_harness_kit import bundled_store, make_driver
 
 from conformance.clauses import load_clauses
 from conformance.drivers.memory import MemoryDriver, infer_requires
 from conformance.runner import CORPUS_DIR, run_scenario
 from conformance.scenario import load_scenario
+from tests.common.memory_harness import bundled_store, make_driver
 
 ROOT = Path(__file__).resolve().parents[2]
 MEMORY_CORPUS = sorted((CORPUS_DIR / "memory").glob("*.json"))

@@ -6,12 +6,17 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from memory_harness_kit import bundled_store, dedup_disabled, make_driver, retrieve_reversed
 
 from conformance.machines import run_machine
 from conformance.machines.memory import MACHINE_CLAUSES
 from conformance.machines.profiles import Profile
 from conformance.runner import run_scenario
+from tests.common.memory_harness import (
+    bundled_store,
+    dedup_disabled,
+    make_driver,
+    retrieve_reversed,
+)
 
 SMALL = Profile("test", max_examples=12, step_count=15, budget_s=60.0, fixed_seed=7)
 

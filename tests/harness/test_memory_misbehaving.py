@@ -6,11 +6,11 @@ from __future__ import annotations
 import os
 
 import pytest
-from memory_harness_kit import FakeTarget, make_driver
 
 from conformance.cli import main
 from conformance.runner import run_scenario
 from conformance.scenario import Scenario, Step
+from tests.common.memory_harness import FakeTarget, make_driver
 
 SCENARIO = Scenario(
     protocol="memory",
@@ -67,7 +67,8 @@ def test_the_cli_reports_a_broken_target_with_exit_1_and_no_traceback(
     with FakeTarget("500") as fake:
         code = main(
             ["run", "--target", fake.url, "--token-env", "FAKE_TOKEN", "--spec", "memory",
-             "--examples", "2", "--seed", "1", "--report", os.fspath(tmp_path), "--quiet", "--timeout", "2"]
+             "--examples", "2", "--seed", "1", "--report", os.fspath(tmp_path), "--quiet",
+             "--timeout", "2"]
         )  # fmt: skip
     out, err = capsys.readouterr()
     assert code == 1

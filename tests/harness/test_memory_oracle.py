@@ -4,9 +4,8 @@ bijection, the time correspondence, and the driver's safety guards."""
 from __future__ import annotations
 
 import pytest
-from memory_harness_kit import FakeTarget, bundled_store, make_driver
 
-from conformance.driver import Exchange, Secret, TargetConfig
+from conformance.drivers.base import Exchange, Secret, TargetConfig
 from conformance.oracle.memory import (
     MemoryOracle,
     SentRequest,
@@ -17,6 +16,7 @@ from conformance.scenario import Step
 from reference.memory.judge import Problem, eviction_picks, listing_problem, retrieval_problem
 from reference.memory.records import MemoryRecord
 from reference.memory.store import empty_store
+from tests.common.memory_harness import FakeTarget, bundled_store, make_driver
 
 
 def rec(
@@ -184,7 +184,8 @@ def _ex(status: int | None, body: object, error: str | None = None) -> Exchange:
 
 def _wire(rid: str, text: str, created: int, **extra: object) -> dict:
     r = {"id": rid, "scopeKey": "org:t", "kind": "fact", "text": text, "keywords": [text],
-         "sourceThreadKey": "t", "createdAt": created, "useCount": 0, "status": "active"}  # fmt: skip
+         "sourceThreadKey": "t", "createdAt": created, "useCount": 0,
+         "status": "active"}  # fmt: skip
     r.update(extra)
     return r
 
@@ -368,7 +369,7 @@ def test_the_token_never_prints() -> None:
     assert s.reveal() == "s3cr3t-value"
 
 
-# --------------------------------------------------------------------------- open points, end to end
+# ------------------------------------------------------------------------- open points, end to end
 
 
 def _written(o: MemoryOracle, text: str, t: int, **rec: object) -> None:
@@ -513,7 +514,8 @@ def test_post_healthz_may_be_404_or_405(status: int) -> None:
 @pytest.mark.clause("MEM-WIRE.8")
 @pytest.mark.parametrize(
     ("reason", "ok"),
-    [("limit must be an integer from 1 to 50", True), ("Bad request: the value of limit is not accepted.", True),
+    [("limit must be an integer from 1 to 50", True),
+     ("Bad request: the value of limit is not accepted.", True),
      ("invalid request", False)],
 )  # fmt: skip
 def test_any_400_wording_that_names_the_field(reason: str, ok: bool) -> None:

@@ -9,14 +9,14 @@ import threading
 from pathlib import Path
 
 import pytest
-from memory_harness_kit import TOKEN, bundled_store, make_driver
 
 from conformance.cli import main
-from conformance.driver import Secret, TargetConfig
+from conformance.drivers.base import Secret, TargetConfig
 from conformance.runner import CORPUS_DIR, run_scenario
 from conformance.scenario import load_scenario
 from conformance.scrub import clean
 from conformance.targets.base import HttpTarget, TargetError, load_target_profile, load_token
+from tests.common.memory_harness import TOKEN, bundled_store, make_driver
 
 
 class RawCapture:

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from conformance.driver import Secret, TargetConfig
+from conformance.drivers.base import Secret, TargetConfig
 from conformance.targets.base import HttpTarget
 
 TOKEN = "pipelining-test-token-0123456789"

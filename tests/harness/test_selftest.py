@@ -21,7 +21,8 @@ from conformance.embedded.catalogue import Entry
 
 def _fast_subset_clauses() -> tuple[str, ...]:
     return tuple(
-        sorted({c for n in selftest.FAST_SUBSET if n in catalogue.ENTRIES for c in catalogue.ENTRIES[n].clauses})
+        sorted({c for n in selftest.FAST_SUBSET if n in catalogue.ENTRIES
+                for c in catalogue.ENTRIES[n].clauses})
     )  # fmt: skip
 
 

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 import trustme
-from memory_harness_kit import TOKEN
 
 from conformance.cli import main
 from conformance.commands.run import run_pipeline, start_bundled_store
-from conformance.driver import Secret, TargetConfig
+from conformance.drivers.base import Secret, TargetConfig
 from conformance.targets.base import RAW_HTTP
+from tests.common.memory_harness import TOKEN
 
 
 def _pump(src: socket.socket, dst: socket.socket, linger: bool) -> None:

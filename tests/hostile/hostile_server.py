@@ -36,7 +36,8 @@ MODES: dict[str, str] = {
     "wrong-content-type": "the store's answers, labelled text/html",
     "stacked-compression": "257 bytes of gzip(gzip(deflate)) that inflate to 1 GiB",
     "redirect": "answers data routes 307 to another host",
-    "token-echo": "echoes the token in every form: JSON \\u escapes (mixed-case hex), \\/, headers, reason phrase, status line, /healthz",
+    "token-echo": "echoes the token in every form: JSON \\u escapes (mixed-case hex), \\/,"
+    " headers, reason phrase, status line, /healthz",
     "duplicate-ids": "the store's answers with every record id the same",
     "ids-reused-after-forget": "hands a forgotten record's id to the next record listed",
     "time-backwards": "the store's answers with createdAt running backwards",

@@ -9,7 +9,7 @@ import pytest
 
 from conformance import scrub
 from conformance.cli import main
-from conformance.driver import Exchange
+from conformance.drivers.base import Exchange
 from conformance.report.console import said_line, sent_line
 from conformance.targets.base import parse_answer
 

@@ -18,7 +18,7 @@ import pytest
 from hostile_server import HostileServer
 
 from conformance.commands.run import run_pipeline, start_bundled_store
-from conformance.driver import RunContext, Secret, TargetConfig
+from conformance.drivers.base import RunContext, Secret, TargetConfig
 from conformance.drivers.memory import MemoryDriver
 from conformance.runner import run_scenario
 from conformance.scenario import Scenario, Step

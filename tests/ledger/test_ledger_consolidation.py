@@ -7,13 +7,13 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from ledger_strategies import DAY, T0, ok, refused, saved, sentence
 
 from reference.ledger.consolidation import MAX_BATCH, apply_batch
 from reference.ledger.lifecycle import propose, save
 from reference.ledger.outcome import INVALID_PARAMS, REFUSED, Refused
 from reference.ledger.records import LedgerState, empty_state, find_record
 from reference.ledger.timefmt import format_rfc3339
+from tests.common.ledger_strategies import DAY, T0, ok, refused, saved, sentence
 
 LOCAL = "account:local"
 T1 = T0 + 1000

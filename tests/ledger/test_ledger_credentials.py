@@ -7,11 +7,20 @@ import re
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from ledger_strategies import BENIGN, LOOK_ALIKES, SECRETS, T0, embedded, ok, refused, saved
 
 from reference.ledger.consolidation import apply_batch
 from reference.ledger.credentials import CREDENTIAL_MESSAGE, DETECTORS, detect_credential
 from reference.ledger.records import empty_state
+from tests.common.ledger_strategies import (
+    BENIGN,
+    LOOK_ALIKES,
+    SECRETS,
+    T0,
+    embedded,
+    ok,
+    refused,
+    saved,
+)
 
 DETECTOR = dict(DETECTORS)
 

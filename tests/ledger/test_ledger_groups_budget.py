@@ -7,7 +7,6 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from ledger_strategies import DAY, T0, ok, refused, saved
 
 from reference.ledger.budget import budget_message
 from reference.ledger.credentials import CREDENTIAL_MESSAGE
@@ -16,6 +15,7 @@ from reference.ledger.lifecycle import propose
 from reference.ledger.outcome import INVALID_PARAMS, REFUSED, Refused
 from reference.ledger.records import empty_state, find_record, held
 from reference.ledger.timefmt import format_rfc3339
+from tests.common.ledger_strategies import DAY, T0, ok, refused, saved
 
 LOCAL = "account:local"
 

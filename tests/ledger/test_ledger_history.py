@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from ledger_strategies import DAY, T0, ok, refused, saved
 
 from reference.ledger.expiry import set_expiry, sweep_expired
 from reference.ledger.intervals import interval_contains, list_as_of
@@ -15,6 +14,7 @@ from reference.ledger.records import LedgerState, empty_state, find_record
 from reference.ledger.search import search
 from reference.ledger.timefmt import format_rfc3339
 from reference.ledger.wire import handle
+from tests.common.ledger_strategies import DAY, T0, ok, refused, saved
 
 LOCAL = "account:local"
 

@@ -7,7 +7,6 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from ledger_strategies import T0, ok, refused, saved, sentence
 
 from reference.ledger.consolidation import apply_batch
 from reference.ledger.expiry import sweep_expired
@@ -16,6 +15,7 @@ from reference.ledger.outcome import INVALID_PARAMS, REFUSED, Refused
 from reference.ledger.records import STATUSES, LedgerState, empty_state, find_record
 from reference.ledger.timefmt import format_rfc3339
 from reference.ledger.wire import handle
+from tests.common.ledger_strategies import T0, ok, refused, saved, sentence
 
 ALWAYS = {
     "id",

@@ -19,7 +19,6 @@ from hypothesis.stateful import (
     precondition,
     rule,
 )
-from ledger_strategies import DAY, SECRETS, T0, sentence
 
 from reference.ledger import runs
 from reference.ledger.consolidation import apply_batch, update_settings
@@ -38,6 +37,7 @@ from reference.ledger.records import (
 from reference.ledger.search import search, searchable
 from reference.ledger.timefmt import format_rfc3339
 from reference.ledger.wire import handle
+from tests.common.ledger_strategies import DAY, SECRETS, T0, sentence
 
 LOCAL = "account:local"
 OTHER = "account:other"

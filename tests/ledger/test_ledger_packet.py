@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from ledger_strategies import T0, ok, saved
 
 from reference.ledger.packet import PACKET_CHAR_CAP, build_packet, packet_order_key, render_line
 from reference.ledger.records import LedgerRecord, LedgerState, empty_state, record_id
+from tests.common.ledger_strategies import T0, ok, saved
 
 LOCAL = "account:local"
 
@@ -48,7 +48,8 @@ def test_line_format() -> None:
             "[00000001] preference (user_explicit): I prefer tea",
             "[00000002] fact (model_proposal): uses vim",
         ],
-        "text": "[00000001] preference (user_explicit): I prefer tea\n[00000002] fact (model_proposal): uses vim",
+        "text": "[00000001] preference (user_explicit): I prefer tea\n"
+        "[00000002] fact (model_proposal): uses vim",
     }
 
 

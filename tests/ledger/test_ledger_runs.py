@@ -5,13 +5,13 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from ledger_strategies import T0, ok, saved
 
 from reference.ledger import runs
 from reference.ledger.consolidation import BatchReport, update_settings
 from reference.ledger.lifecycle import propose
 from reference.ledger.outcome import Refused
 from reference.ledger.records import ConsolidationSettings, LedgerState, Run, empty_state
+from tests.common.ledger_strategies import T0, ok, saved
 
 LOCAL = "account:local"
 

@@ -8,9 +8,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from ledger_strategies import T0
 
 from reference.ledger.timefmt import format_rfc3339, parse_rfc3339
+from tests.common.ledger_strategies import T0
 
 pytestmark = pytest.mark.clause("LED-WIRE.5")
 

@@ -7,7 +7,6 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from ledger_strategies import DAY, T0, ok, refused, saved, sentence
 
 from reference.ledger.outcome import INVALID_PARAMS, METHOD_NOT_FOUND, REFUSED, Ok, Refused, combine
 from reference.ledger.records import empty_state
@@ -23,6 +22,7 @@ from reference.ledger.wire import (
     handle,
     slash_command,
 )
+from tests.common.ledger_strategies import DAY, T0, ok, refused, saved, sentence
 
 LOCAL = "account:local"
 ALWAYS = set(RECORD_FIELDS)

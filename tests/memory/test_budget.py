@@ -7,10 +7,10 @@ import math
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from mem_strategies import make_record, records
 
 from reference.memory.budget import DEFAULT_LIMIT, DEFAULT_MAX_TOKENS, apply_budget, estimate_tokens
 from reference.memory.containment import render_bullet
+from tests.common.memory_strategies import make_record, records
 
 
 @pytest.mark.clause("MEM-BUDGET.2")

@@ -8,7 +8,6 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
-from mem_strategies import T0, make_record
 
 from reference.memory.commands import (
     EMPTY_SECTION,
@@ -37,6 +36,7 @@ from reference.memory.commands import (
 from reference.memory.containment import flatten_field
 from reference.memory.records import MemoryCandidate
 from reference.memory.store import StoreState, empty_store, store_list, store_write
+from tests.common.memory_strategies import T0, make_record
 
 OPTION_SHAPED = re.compile(r"--?[A-Za-z]")
 

@@ -7,7 +7,6 @@ import re
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from mem_strategies import any_text, make_record, records
 
 from reference.memory.containment import (
     memory_prefix_line,
@@ -18,10 +17,14 @@ from reference.memory.containment import (
     unescape_markup,
 )
 from reference.memory.scoring import collapse_whitespace
+from tests.common.memory_strategies import any_text, make_record, records
 
 FORBIDDEN = re.compile("[<>\n\r\u2028\u2029\x00-\x1f\x7f-\x9f]")
 BARE_AMP = re.compile("&(?!amp;|lt;|gt;)")
-JS_WS = "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+JS_WS = (
+    "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
+    "\u2028\u2029\u202f\u205f\u3000\ufeff"
+)
 
 hostile = st.text(
     alphabet=st.one_of(

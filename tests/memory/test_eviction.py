@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from mem_strategies import T0, make_record, records
 
 from reference.memory.engine import DEFAULT_SCOPE_CAP, eviction_key, plan_eviction
 from reference.memory.judge import eviction_allowed
 from reference.memory.records import STATUSES
+from tests.common.memory_strategies import T0, make_record, records
 
 caps = st.integers(0, 14)
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from mem_strategies import DAY, T0, make_record, query_text, records
 
 from reference.memory.budget import apply_budget
 from reference.memory.containment import memory_prefix_line, render_bullet
 from reference.memory.pool import memory_context_block, pool_records
 from reference.memory.scoring import score_record
+from tests.common.memory_strategies import DAY, T0, make_record, query_text, records
 
 SCOPES = ["org:acme", "repo:o/n", "channel:slack:C1", "user:slack:U1"]
 RANK = {k: i for i, k in enumerate(SCOPES)}
@@ -94,7 +94,8 @@ def test_examples_single_scope_late_repo_and_empty() -> None:
     )
     # a late repo that resolved to nothing is simply not a scope read; the read still works
     assert memory_context_block({"org:acme": [org], "user:slack:U1": []}, "deploy", T0) == (
-        "Background memory for org:acme + user:slack:U1 (may be outdated \u2014 verify before acting):\n"
+        "Background memory for org:acme + user:slack:U1"
+        " (may be outdated \u2014 verify before acting):\n"
         "<background_memory>\n- deploy with make (source: slack:C1:1)\n</background_memory>"
     )
     assert memory_context_block({"org:acme": [], "user:slack:U1": []}, "deploy", T0) is None

@@ -7,11 +7,11 @@ import copy
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from mem_strategies import DAY, T0, make_record, query_text, records
 
 from reference.memory.engine import candidate_cap, fts_match_tokens, rank_records
 from reference.memory.judge import is_allowed_ranking, rank_allowed
 from reference.memory.scoring import keyword_match, score_record, tokenize
+from tests.common.memory_strategies import DAY, T0, make_record, query_text, records
 
 nows = st.integers(T0, T0 + 20 * DAY)
 limits = st.integers(0, 10)

@@ -6,9 +6,9 @@ import dataclasses
 import re
 
 import pytest
-from mem_strategies import make_record
 
 from reference.memory.records import KINDS, STATUSES, MemoryCandidate, MemoryRecord, is_active
+from tests.common.memory_strategies import make_record
 
 WIRE_FIELDS = [
     "id",

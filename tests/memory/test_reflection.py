@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
-from mem_strategies import T0, make_record, query_text, vocab_text
 
 from reference.ledger.credentials import detect_credential
 from reference.memory.budget import utf16_length
@@ -42,6 +41,7 @@ from reference.memory.reflection import (
     utf16_tail,
 )
 from reference.memory.store import empty_store, with_scope_records
+from tests.common.memory_strategies import T0, make_record, query_text, vocab_text
 
 SECRETS = [
     "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8",

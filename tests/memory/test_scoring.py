@@ -8,7 +8,6 @@ import re
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from mem_strategies import DAY, T0, any_text, make_record, query_text, records, word
 
 from reference.memory.scoring import (
     ALPHA,
@@ -20,6 +19,7 @@ from reference.memory.scoring import (
     score_record,
     tokenize,
 )
+from tests.common.memory_strategies import DAY, T0, any_text, make_record, query_text, records, word
 
 
 @pytest.mark.clause("MEM-SCORE.2")

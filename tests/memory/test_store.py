@@ -9,7 +9,6 @@ import json
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from mem_strategies import DAY, T0, candidates, query_text
 
 from reference.memory import store as S
 from reference.memory.engine import plan_write, rank_records
@@ -33,6 +32,7 @@ from reference.memory.store import (
     store_retrieve,
     store_write,
 )
+from tests.common.memory_strategies import DAY, T0, candidates, query_text
 
 ORG = "org:acme"
 

@@ -13,7 +13,6 @@ from typing import Any
 from hypothesis import event
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
-from mem_strategies import DAY, T0
 
 from reference.memory.engine import normalize_text
 from reference.memory.judge import eviction_allowed, is_allowed_ranking
@@ -29,6 +28,7 @@ from reference.memory.store import (
     store_retrieve,
     store_write,
 )
+from tests.common.memory_strategies import DAY, T0
 
 SCOPES = ["org:acme", "user:slack:U1", "channel:slack:C1"]
 TEXTS = [

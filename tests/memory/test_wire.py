@@ -8,7 +8,6 @@ from typing import Any
 import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
-from mem_strategies import T0, make_record, records
 
 from reference.memory.engine import default_keywords
 from reference.memory.records import MemoryCandidate
@@ -43,6 +42,7 @@ from reference.memory.wire import (
     validate_write,
     worker_respond,
 )
+from tests.common.memory_strategies import T0, make_record, records
 
 TOKEN = "s3cret-token"
 SCOPE = "org:acme"

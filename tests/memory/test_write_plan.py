@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from mem_strategies import T0, any_text, candidates, make_record, records
 
 from reference.memory.engine import (
     Dedup,
@@ -16,6 +15,7 @@ from reference.memory.engine import (
     plan_write,
 )
 from reference.memory.records import MemoryCandidate
+from tests.common.memory_strategies import T0, any_text, candidates, make_record, records
 
 
 def cand(text: str, supersedes: str | None = None, kind: str = "fact") -> MemoryCandidate:

@@ -212,7 +212,8 @@ def test_a_missing_capability_skips_with_the_reason(pytester: pytest.Pytester) -
     result.assert_outcomes(passed=1, skipped=1)
     result.stdout.fnmatch_lines(
         [
-            "SKIPPED * *corpus/ledger/test_controls_answer_their_shapes.json:1: target lacks *ledger.test_control*"
+            "SKIPPED * *corpus/ledger/test_controls_answer_their_shapes.json:1:"
+            " target lacks *ledger.test_control*"
         ]
     )
     assert result.ret == pytest.ExitCode.OK
@@ -256,8 +257,10 @@ def test_an_unusable_target_is_one_usage_error_before_any_item(
         (["--memspec-target", dead], f"cannot check {dead}: cannot connect*"),
         (["--memspec-target", dead, "--memspec-spec", "memory"], "cannot check*cannot connect*"),
         (["--memspec-target", "ftp://example.org"], "not an http(s) URL*"),
-        (["--memspec-target", store, "--memspec-token-env", "MEMSPEC_NO_SUCH_VAR"], "*MEMSPEC_NO_SUCH_VAR is not set*"),
-        (["--memspec-target", store, "--memspec-examples", "0"], "*--memspec-examples must be at least 1"),
+        (["--memspec-target", store, "--memspec-token-env", "MEMSPEC_NO_SUCH_VAR"],
+         "*MEMSPEC_NO_SUCH_VAR is not set*"),
+        (["--memspec-target", store, "--memspec-examples", "0"],
+         "*--memspec-examples must be at least 1"),
     ]  # fmt: skip
     for args, message in cases:
         result = run(pytester, *args)
@@ -347,8 +350,8 @@ def test_a_divergence_fails_with_step_clauses_allowed_said_and_replay(
     replay = pytester.path / props["write_counts_add_up"]["replay"]
     assert lines["replay file"].endswith(props["write_counts_add_up"]["replay"])
     assert (
-        f"memspec replay {props['write_counts_add_up']['replay']} --target {url} --token-env MEMSPEC_TOKEN"
-        in lines["rerun"]
+        f"memspec replay {props['write_counts_add_up']['replay']} --target {url}"
+        " --token-env MEMSPEC_TOKEN" in lines["rerun"]
     )
     recorded = load_scenario(replay)
     assert recorded.name == "write_counts_add_up"
@@ -435,7 +438,8 @@ def test_known_divergences_xfail_and_stale_entries_are_named(
     assert second.ret == pytest.ExitCode.OK
     second.stdout.fnmatch_lines(
         [
-            f"XFAIL *write_counts_add_up* - expected divergence (clause {clause}): our counter is off by one (OPS-1)",
+            f"XFAIL *write_counts_add_up* - expected divergence (clause {clause}):"
+            " our counter is off by one (OPS-1)",
             "XPASS *healthz_is_open_and_says_ok* expected: fixed long ago",
         ],
         consecutive=False,
@@ -461,7 +465,8 @@ def test_xdist_workers_write_their_own_scopes_and_the_ledger_stays_on_one(
         start_server(token=TOKEN, test_control=True, access_log=log) as handle,
     ):
         result = pytester.runpytest_subprocess(
-            "-p", "no:cacheprovider", "-p", "no:schemathesis", "-n", "2", "-v", "--memspec-target", handle.url, *EXAMPLES,
+            "-p", "no:cacheprovider", "-p", "no:schemathesis", "-n", "2", "-v",
+            "--memspec-target", handle.url, *EXAMPLES,
             timeout=120,
         )  # fmt: skip
     assert TOKEN not in result.stdout.str() + result.stderr.str()

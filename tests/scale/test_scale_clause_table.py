@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.driver import StepOutcome
+from conformance.drivers.base import StepOutcome
 from conformance.machines import Finding, MachineResult
 from conformance.report.merge import clause_rows
 from conformance.report.model import RunReport
@@ -22,16 +22,30 @@ def _report() -> RunReport:
         steps=[Step(op="raw", args={}, clauses=["MEM-WIRE.6"]), Step(op="healthz", args={})],
     )
     skipped = StepOutcome(
-        0, "raw", "skip", ("MEM-WIRE.6",), "", None, reason="not observable through this target"
+        index=0,
+        op="raw",
+        verdict="skip",
+        clauses=("MEM-WIRE.6",),
+        reason="not observable through this target",
     )
     skipped.details["unobservable"] = True
-    passed = StepOutcome(1, "healthz", "pass", ("MEM-WIRE.1",), "", None)
+    passed = StepOutcome(index=1, op="healthz", verdict="pass", clauses=("MEM-WIRE.1",))
     result = ScenarioResult(scenario, "pass", [skipped, passed])
     failures = [
         StepOutcome(
-            2, "forget", "diverge", ("MEM-STORE.8", "MEM-WIRE.14"), "", None, reason="lies"
+            index=2,
+            op="forget",
+            verdict="diverge",
+            clauses=("MEM-STORE.8", "MEM-WIRE.14"),
+            reason="lies",
         ),
-        StepOutcome(1, "list", "diverge", ("MEM-STORE.7", "MEM-WIRE.14"), "", None, reason="old"),
+        StepOutcome(
+            index=1,
+            op="list",
+            verdict="diverge",
+            clauses=("MEM-STORE.7", "MEM-WIRE.14"),
+            reason="old",
+        ),
     ]
     machine = MachineResult("memory", "ci", 1, "fail", 10, 100, 1.0)
     machine.findings = [Finding(f"sig{i}", f, []) for i, f in enumerate(failures)]

@@ -24,7 +24,7 @@ import pytest
 
 from conformance.cli import main
 from conformance.commands.run import run_pipeline, start_bundled_store
-from conformance.driver import Secret, TargetConfig
+from conformance.drivers.base import Secret, TargetConfig
 from conformance.runner import load_corpus
 from conformance.shard import (
     Shard,

@@ -7,12 +7,12 @@ import io
 
 import pytest
 
-from conformance.driver import StepOutcome
+from conformance.drivers.base import StepOutcome
 from conformance.report.progress import Progress
 
 
 def outcome(verdict: str = "pass") -> StepOutcome:
-    return StepOutcome(0, "write", verdict, (), "", None)  # type: ignore[arg-type]
+    return StepOutcome(index=0, op="write", verdict=verdict, clauses=())  # type: ignore[arg-type]
 
 
 @pytest.mark.clause()

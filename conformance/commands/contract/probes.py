@@ -19,7 +19,7 @@ from conformance.commands.contract.model import (
     TOKEN_PLACEHOLDER,
     Run,
 )
-from conformance.driver import Secret
+from conformance.drivers.base import Secret
 
 
 def excerpt(ex: Exchange, limit: int = 300) -> str:

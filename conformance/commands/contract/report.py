@@ -19,7 +19,7 @@ from conformance.commands.contract.model import (
     FindingRecord,
     Run,
 )
-from conformance.driver import TargetConfig
+from conformance.drivers.base import TargetConfig
 
 
 def build_report(
@@ -177,7 +177,7 @@ def as_results(data: dict[str, Any]) -> list[Any]:
     """A contract report as ``memspec run`` results of kind ``contract``: one failing result
     per finding (its clause, the finding's title and detail, and the ``curl`` line that
     reproduces it, token elided), and one passing result per checked protocol without one."""
-    from conformance.driver import StepOutcome
+    from conformance.drivers.base import StepOutcome
     from conformance.runner import ScenarioResult
     from conformance.scenario import Scenario
 

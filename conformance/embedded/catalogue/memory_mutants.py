@@ -89,7 +89,8 @@ ENTRIES: tuple[Entry, ...] = (
     _m(
         "mem-ids-reused-after-forget",
         ("MEM-STORE.9",),
-        "forget deletes the row, so the next id (highest seq + 1) mints a forgotten newest id again",
+        "forget deletes the row, so the next id (highest seq + 1) mints a forgotten newest id"
+        " again",
     ),
     # ---- writing (MEM-WRITE)
     _m(

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from conformance.drivers.base import JudgementVerdict
 from conformance.oracle.ledger.clauses import (
     CODE_STATUS,
     error_code,
@@ -29,7 +30,7 @@ from reference.ledger.outcome import Ok, Outcome, Refused
 
 @dataclass
 class Judgement:
-    verdict: str  # pass | diverge | indeterminate
+    verdict: JudgementVerdict
     clauses: tuple[str, ...]
     expected: str
     reason: str = ""

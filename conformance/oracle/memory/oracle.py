@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from conformance.driver import Exchange
+from conformance.drivers.base import Exchange, JudgementVerdict
 from conformance.jsonutil import short_json
 from conformance.oracle.memory.answers import View, records_answer
 from conformance.oracle.memory.clauses import Reject, exact_clauses, route_clause, status_clauses
@@ -52,7 +52,7 @@ MAX_WORLDS = 64
 
 @dataclass
 class Judgement:
-    verdict: str  # pass | diverge | indeterminate
+    verdict: JudgementVerdict
     clauses: tuple[str, ...]
     expected: str
     reason: str = ""

@@ -25,11 +25,28 @@ from typing import Any, Literal, Protocol
 
 from conformance.scenario import Scenario, Step
 
-Verdict = Literal["pass", "diverge", "indeterminate", "skip"]
+#: The verdict on one step: the answer is one the model allows (``pass``), is not (``diverge``),
+#: cannot be judged (``indeterminate``: no answer, a harness error), or the step did not run or
+#: says nothing about this target (``skip``).
+StepVerdict = Literal["pass", "diverge", "indeterminate", "skip"]
+Verdict = StepVerdict  # the older name
+#: What an oracle says of one answer (a driver turns it into a :data:`StepVerdict`).
+JudgementVerdict = Literal["pass", "diverge", "indeterminate"]
+#: The verdict on a whole scenario or machine run: ``fail`` where a step diverged.
+ResultVerdict = Literal["pass", "fail", "skip", "indeterminate"]
 
 #: A run id is lower-case letters, digits and ``-`` so that it fits into every protocol's key
 #: rules (no whitespace, no control or format characters) wherever a driver embeds it.
 RUN_ID = re.compile(r"memspec-[a-z0-9]{4,32}")
+
+#: Real time a driver keeps between two mutating steps on the same data when the target stamps
+#: with its own clock, so that the store's stamps of the two come in the steps' order.
+SPACING_S = 0.003
+
+
+class StepError(Exception):
+    """A step the driver cannot run as written (unknown op, unbound symbol, malformed macro,
+    unsafe scope, clock backwards): the step is skipped with this message as the reason."""
 
 
 class Secret:
@@ -161,21 +178,22 @@ class Exchange:
         return out
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class StepOutcome:
-    """The verdict on one step.
+    """The verdict on one step (built with keywords only).
 
     ``expected`` is a human description of every answer the model allows (so a reader sees
     the whole allowed set, not one pick); ``clauses`` are the clause ids the step checked —
-    on a divergence, the clauses the difference touches.
+    on a divergence, the clauses the difference touches.  ``exchange`` is ``None`` for a step
+    that sent nothing.
     """
 
     index: int
     op: str
-    verdict: Verdict
+    verdict: StepVerdict
     clauses: tuple[str, ...]
-    expected: str
-    exchange: Exchange | None
+    expected: str = ""
+    exchange: Exchange | None = None
     reason: str = ""  # why it diverged / is indeterminate / was skipped
     details: dict[str, Any] = field(default_factory=dict)
 
@@ -200,6 +218,10 @@ class Driver(Protocol):
 
     def capabilities(self) -> frozenset[str]:
         """Capabilities the target declared or the driver probed (e.g. ``ledger.test_control``)."""
+
+    def requirements(self, scenario: Scenario) -> set[str]:
+        """Capabilities ``scenario`` needs: its declared ``requires`` plus what its steps use
+        (the protocol's own rule: :func:`scenario_requires`)."""
 
     def begin(self, scenario_name: str, tag: str | None = None) -> None:
         """Start a fresh scenario: reset the model, the symbol table and the id bijection.

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from conformance.driver import RunContext, Secret, TargetConfig
+from conformance.drivers.base import RunContext, Secret, TargetConfig
 from conformance.drivers.ledger import LedgerDriver
 from conformance.embedded.ledger_service import LedgerService
 from conformance.embedded.server import start_server

@@ -2,7 +2,8 @@
 
 Only tests (and the CLI) import ``conformance.embedded``; the harness under test reaches every
 store over HTTP.  A *broken store* is the bundled store with one piece of its engine wiring
-patched for the duration of a ``with`` block (and restored when it ends), so it makes one realistic mistake; a *fake
+patched for the duration of a ``with`` block (and restored when it ends), so it makes one realistic
+mistake; a *fake
 target* is a tiny stdlib server that misbehaves at the transport level.
 """
 
@@ -19,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from conformance.driver import RunContext, Secret, TargetConfig
+from conformance.drivers.base import RunContext, Secret, TargetConfig
 from conformance.drivers.memory import MemoryDriver
 from conformance.embedded import memory_store
 from conformance.embedded.server import start_server
