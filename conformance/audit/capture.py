@@ -373,7 +373,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(
                 503,
                 "application/json",
-                b'{"error":"memspec audit capture: stopped or --max-requests reached; not recorded"}',
+                b'{"error":"memspec audit capture: stopped or --max-requests reached;'
+                b' not recorded"}',
                 close=True,
             )
             return

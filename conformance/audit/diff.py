@@ -35,7 +35,8 @@ class Difference:
     """One readable JSON-level difference between side A and side B."""
 
     path: str
-    kind: str  # value | type | missing | key-order | duplicate-key | length | spelling | whitespace | not-json
+    # value | type | missing | key-order | duplicate-key | length | spelling | whitespace | not-json
+    kind: str
     detail: str
 
     def __str__(self) -> str:

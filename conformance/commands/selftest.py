@@ -511,7 +511,8 @@ def print_matrix(rows: Sequence[Row], summary: dict[str, Any], out: TextIO, mode
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "selftest",
-        help="check the harness: the bundled store and its allowed variants pass, mutants are killed",
+        help="check the harness: the bundled store and its allowed variants pass,"
+        " mutants are killed",
         description=(
             "Run memspec (corpus + state machines) against the unaltered bundled store, every"
             " allowed variant (each must be conformant) and every mutant of the catalogue (each"
