@@ -13,6 +13,7 @@ completion of each shape (streamed as server-sent events when the request asks f
 * OpenAI-compatible chat completions: ``POST /v1/chat/completions``
 
 Any other request is still recorded and answered 404.  The server binds loopback addresses only.
+The answers themselves are built in :mod:`conformance.audit.replies`.
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ import json
 import os
 import socket
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -33,6 +33,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
+
+from conformance.audit.replies import provider_reply
 
 CAPTURE_FORMAT = "memspec.audit.capture/1"
 ANTHROPIC_PATH = "/v1/messages"
@@ -51,7 +53,6 @@ SECRET_HEADERS = frozenset(
     }
 )
 MAX_BODY = 64 * 1024 * 1024
-REPLY_TEXT = "ok"
 
 
 class CaptureError(Exception):
@@ -245,141 +246,6 @@ def read_capture(path: str | Path) -> Capture:
     return Capture(
         path=p, sha256=hashlib.sha256(raw).hexdigest(), size=len(raw), requests=tuple(requests)
     )
-
-
-# --------------------------------------------------------------------------------------------
-# provider-shaped answers
-
-
-def _anthropic_reply(index: int, model: str, stream: bool) -> tuple[str, bytes]:
-    msg_id = f"msg_memspec_audit_{index:06d}"
-    usage_in = {"input_tokens": 0, "output_tokens": 0}
-    if not stream:
-        body = {
-            "id": msg_id,
-            "type": "message",
-            "role": "assistant",
-            "model": model,
-            "content": [{"type": "text", "text": REPLY_TEXT}],
-            "stop_reason": "end_turn",
-            "stop_sequence": None,
-            "usage": {"input_tokens": 0, "output_tokens": 1},
-        }
-        return "application/json", json.dumps(body).encode()
-    events: list[tuple[str, dict[str, Any]]] = [
-        (
-            "message_start",
-            {
-                "type": "message_start",
-                "message": {
-                    "id": msg_id,
-                    "type": "message",
-                    "role": "assistant",
-                    "model": model,
-                    "content": [],
-                    "stop_reason": None,
-                    "stop_sequence": None,
-                    "usage": usage_in,
-                },
-            },
-        ),
-        (
-            "content_block_start",
-            {
-                "type": "content_block_start",
-                "index": 0,
-                "content_block": {"type": "text", "text": ""},
-            },
-        ),
-        (
-            "content_block_delta",
-            {
-                "type": "content_block_delta",
-                "index": 0,
-                "delta": {"type": "text_delta", "text": REPLY_TEXT},
-            },
-        ),
-        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
-        (
-            "message_delta",
-            {
-                "type": "message_delta",
-                "delta": {"stop_reason": "end_turn", "stop_sequence": None},
-                "usage": {"output_tokens": 1},
-            },
-        ),
-        ("message_stop", {"type": "message_stop"}),
-    ]
-    text = "".join(f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in events)
-    return "text/event-stream", text.encode()
-
-
-def _openai_reply(index: int, model: str, stream: bool) -> tuple[str, bytes]:
-    cid = f"chatcmpl-memspec-audit-{index:06d}"
-    created = int(time.time())
-    if not stream:
-        body = {
-            "id": cid,
-            "object": "chat.completion",
-            "created": created,
-            "model": model,
-            "choices": [
-                {
-                    "index": 0,
-                    "message": {"role": "assistant", "content": REPLY_TEXT},
-                    "logprobs": None,
-                    "finish_reason": "stop",
-                }
-            ],
-            "usage": {"prompt_tokens": 0, "completion_tokens": 1, "total_tokens": 1},
-        }
-        return "application/json", json.dumps(body).encode()
-    base = {"id": cid, "object": "chat.completion.chunk", "created": created, "model": model}
-    chunks = [
-        {
-            **base,
-            "choices": [
-                {
-                    "index": 0,
-                    "delta": {"role": "assistant", "content": REPLY_TEXT},
-                    "logprobs": None,
-                    "finish_reason": None,
-                }
-            ],
-        },
-        {
-            **base,
-            "choices": [{"index": 0, "delta": {}, "logprobs": None, "finish_reason": "stop"}],
-        },
-    ]
-    text = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n"
-    return "text/event-stream", text.encode()
-
-
-def provider_reply(provider: str, index: int, body: bytes) -> tuple[int, str, bytes]:
-    """Status, content type and body answering a request of ``provider``'s API."""
-    try:
-        req = json.loads(body)
-    except ValueError:
-        req = None
-    if not isinstance(req, dict):
-        msg = "memspec audit capture: the request body is not a JSON object (recorded anyway)"
-        if provider == "anthropic":
-            err: dict[str, Any] = {
-                "type": "error",
-                "error": {"type": "invalid_request_error", "message": msg},
-            }
-        else:
-            err = {"error": {"message": msg, "type": "invalid_request_error", "code": None}}
-        return 400, "application/json", json.dumps(err).encode()
-    model = req.get("model") if isinstance(req.get("model"), str) else "memspec-audit-capture"
-    assert isinstance(model, str)
-    stream = req.get("stream") is True
-    if provider == "anthropic":
-        ctype, payload = _anthropic_reply(index, model, stream)
-    else:
-        ctype, payload = _openai_reply(index, model, stream)
-    return 200, ctype, payload
 
 
 # --------------------------------------------------------------------------------------------

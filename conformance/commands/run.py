@@ -240,6 +240,7 @@ def driver_lanes(drivers: dict[str, Driver], jobs: int) -> dict[str, list[Driver
 
 def ledger_lanes(ctx: RunContext, targets: list[TargetConfig], notes: list[str]) -> list[Driver]:
     """A ledger driver for each further instance of the ledger store (one lane each)."""
+
     def connect(config: TargetConfig) -> Driver | TargetError:
         try:
             return driver_factory("ledger")(dataclasses.replace(ctx, target=config))

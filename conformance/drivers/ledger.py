@@ -580,9 +580,12 @@ class LedgerDriver:
             problem = self._pinned(pin, pinned)
             if problem is not None:
                 return StepOutcome(
-                    index, step.op, "indeterminate", base, "", None,
+                    index=index,
+                    op=step.op,
+                    verdict="indeterminate",
+                    clauses=base,
                     reason=f"could not pin the target's clock: {problem}",
-                )  # fmt: skip
+                )
         passes: list[tuple[LedgerState, Outcome, oracle.Judgement]] = []
         for (state, ctx), alts in zip(worlds, options, strict=True):
             full_listing, packet = self._read_extras(state, method, params_m, alts[0][1])

@@ -1,9 +1,10 @@
 """The account memory ledger binding of the bundled store (``POST /ledger/...``).
 
-``LedgerService`` is the whole ledger behind the HTTP shell in ``server.py``: it parses and
-validates the params of each method, applies the lifecycle (save, supersede, delete, propose,
-approve, reject, expire, conflict groups, budget, the consolidation gate) in SQLite through
-:mod:`ledger_store`, and serialises records for the wire.  Its parts, one concern each:
+``LedgerService`` is the whole ledger behind the HTTP shell (``server.py``,
+``http_handler.py``): it parses and validates the params of each method, applies the lifecycle
+(save, supersede, delete, propose, approve, reject, expire, conflict groups, budget, the
+consolidation gate) in SQLite through :mod:`ledger_store`, and serialises records for the wire.
+Its parts, one concern each:
 
 * ``ledger_service``       -- the entry points (``handle``/``handle_test``) and the methods;
 * ``ledger_core``          -- the state and the lifecycle steps the methods share;
@@ -11,12 +12,13 @@ approve, reject, expire, conflict groups, budget, the consolidation gate) in SQL
 * ``ledger_consolidation`` -- one consolidation batch through the gate;
 * ``ledger_params``        -- limits, error answers, parsing params;
 * ``ledger_time``          -- RFC 3339 instants and the clock;
-* ``ledger_records``       -- a record's and the settings' wire shapes, new rows, the packet.  It is an independent second
-implementation of ``specs/ledger.md``: apart from the pure credential detector
-(``reference.ledger.credentials.detect_credential``, the spec's exact detector list) it does not
-call the reference model, so the model and this store keep each other honest.  Where the spec
-leaves a choice open this store answers every bad value with ``-32602`` (an unknown record id
-with ``1000``) and leaves tombstones out of history reads.
+* ``ledger_records``       -- a record's and the settings' wire shapes, new rows, the packet.
+
+It is an independent second implementation of ``specs/ledger.md``: apart from the pure
+credential detector (``reference.ledger.credentials.detect_credential``, the spec's exact
+detector list) it does not call the reference model, so the model and this store keep each
+other honest.  Where the spec leaves a choice open this store answers every bad value with
+``-32602`` (an unknown record id with ``1000``) and leaves tombstones out of history reads.
 
 Every call returns ``(http_status, json_body)``:
 

@@ -21,6 +21,10 @@ operation is one ``BEGIN IMMEDIATE`` transaction, so a batch commits whole or no
 concurrent writers to one scope can never interleave between the ``seq`` read and the
 inserts.  File databases run in WAL mode with ``synchronous=NORMAL``: every committed
 transaction survives a process crash (SIGKILL); an OS crash may roll back the last few.
+
+The schema and the small helpers around it live in :mod:`memory_schema`; what stays here is the
+one class whose methods share a transaction discipline (about 600 lines).  ``plan_write`` and
+``plan_eviction`` are looked up in this module's namespace: tests replace them here.
 """
 
 from __future__ import annotations

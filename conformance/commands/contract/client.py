@@ -147,7 +147,10 @@ class Http:
             prefix = ex.body.rstrip(b" ")
             if len(prefix) <= 2048 and prefix.isascii():
                 pad = len(ex.body) - len(prefix)
-                gen = f"{{ printf %s {shlex.quote(prefix.decode())}; head -c {pad} /dev/zero | tr '\\0' ' '; }}"
+                gen = (
+                    f"{{ printf %s {shlex.quote(prefix.decode())}; "
+                    f"head -c {pad} /dev/zero | tr '\\0' ' '; }}"
+                )
                 return f"{gen} | {' '.join(parts)} --data-binary @-"
             return " ".join(parts) + f" --data-binary @body-{len(ex.body)}-bytes.bin"
         try:

@@ -14,6 +14,7 @@ from conformance.commands.contract.model import BUDGETS_S, PROFILES, Run, Scrubb
 from conformance.commands.contract.probes import probe_auth, probe_fence
 from conformance.commands.contract.report import build_report, print_summary, write_report
 from conformance.drivers.base import TargetConfig
+from conformance.errors import TargetUnreachable, UsageError
 
 
 def served(http: Http, protocol: str) -> str | None:
@@ -43,8 +44,6 @@ def run_contract(
     quiet: bool = False,
 ) -> dict[str, Any]:
     """Probe and fuzz one reachable target; write the report; return its JSON."""
-    from conformance.cli import TargetUnreachable
-
     out = out or sys.stdout
     started = time.monotonic()
     http = Http(config)
@@ -125,7 +124,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from conformance.cli import UsageError
     from conformance.commands.run import open_target
 
     if args.examples is not None and args.examples < 1:

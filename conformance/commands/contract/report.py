@@ -20,6 +20,7 @@ from conformance.commands.contract.model import (
     Run,
 )
 from conformance.drivers.base import TargetConfig
+from conformance.errors import UsageError
 
 
 def build_report(
@@ -61,8 +62,6 @@ def _slug(text: str) -> str:
 
 def write_report(run: Run, data: dict[str, Any], report_dir: Path) -> None:
     """``contract.json`` and one replay file per finding (strict JSON, the token scrubbed)."""
-    from conformance.cli import UsageError
-
     if report_dir.exists() and not report_dir.is_dir():
         raise UsageError(f"--report {report_dir}: exists and is not a directory")
     replays = report_dir / REPLAY_DIR
@@ -179,7 +178,7 @@ def as_results(data: dict[str, Any]) -> list[Any]:
     reproduces it, token elided), and one passing result per checked protocol without one."""
     from conformance.drivers.base import StepOutcome
     from conformance.runner import ScenarioResult
-    from conformance.scenario import Scenario
+    from conformance.scenario import Scenario, Step
 
     out: list[Any] = []
     for protocol in data.get("options", {}).get("protocols", []):
@@ -189,7 +188,7 @@ def as_results(data: dict[str, Any]) -> list[Any]:
                 protocol=protocol,
                 name=f"contract-{protocol}",
                 clauses=list(CONTRACT_CLAUSES[protocol]),
-                steps=[{"op": "contract", "args": {}}],  # type: ignore[list-item]
+                steps=[Step(op="contract", args={})],
                 origin="memspec contract",
             )
             result = ScenarioResult(scenario, "pass", kind="contract")
@@ -201,11 +200,13 @@ def as_results(data: dict[str, Any]) -> list[Any]:
                 protocol=protocol,
                 name=f"contract-{protocol}-{n:03d}-{_slug(f['check'])}",
                 clauses=[f["clause"]],
-                steps=[{"op": "contract", "args": {"route": f["route"], "check": f["check"]}}],  # type: ignore[list-item]
+                steps=[Step(op="contract", args={"route": f["route"], "check": f["check"]})],
                 origin="memspec contract",
             )
             reason = f"{f['title']}: {f['detail']} — reproduce: {f['curl']}"
-            outcome = StepOutcome(0, "contract", "diverge", (f["clause"],), "", None, reason=reason)
+            outcome = StepOutcome(
+                index=0, op="contract", verdict="diverge", clauses=(f["clause"],), reason=reason
+            )
             result = ScenarioResult(
                 scenario, "fail", [outcome], reason=reason, kind="contract", path=f.get("replay")
             )

@@ -87,7 +87,8 @@ def narrowest_audience(audiences: Sequence[str]) -> str:
 def _parse_fact(
     item: object, shown: frozenset[str], thread_key: str, run_id: str | None
 ) -> ReflectionCandidate | None:
-    """One fact as a candidate, or ``None`` when it does not stand (MEM-REFLECT.8, MEM-REFLECT.10)."""
+    """One fact as a candidate, or ``None`` when it does not stand (MEM-REFLECT.8,
+    MEM-REFLECT.10)."""
     if not isinstance(item, dict):
         return None
     text = item.get("text")
