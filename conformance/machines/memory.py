@@ -32,7 +32,7 @@ rules (ties, ids, times) are exactly the scenario runner's.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, initialize, multiple, precondition, rule
@@ -41,6 +41,7 @@ from conformance.drivers.memory import DEFAULT_CLAUSES
 from conformance.machines import DifferentialMachine, live
 from conformance.scenario import Step
 from conformance.targets.memory import LIST
+from reference.memory.engine import normalize_text
 
 VOCAB = ("deploy", "staging", "alpha", "beta", "gamma", "prod")
 #: Words outside ASCII: each is a tokenizer trap (ASCII ``[a-z0-9]+`` after lower-casing).
@@ -87,6 +88,13 @@ queries = st.lists(
 # of this run, a non-id string, a key of no run at all.  Guessing an id *inside* a written
 # scope would assume the target's numbering, which is implementation-defined.
 foreign_ids = st.sampled_from(["mem:{scope:z}:1", "nope", "mem:org:elsewhere:1"])
+
+#: Long queries: ``deploy`` then spaces, 3999 (and 3998) UTF-16 units in all.
+PAD_3999: dict[str, Any] = {"$concat": ["deploy", {"$repeat": " ", "times": 3993}]}
+PAD_3998: dict[str, Any] = {"$concat": ["deploy", {"$repeat": " ", "times": 3992}]}
+#: 24 distinct two-letter tokens no text of the machine contains: with one longer word they make
+#: a query of 25 distinct tokens, one past the prefilter's 24 (the longest are kept).
+FILLER_TOKENS = tuple(f"q{c}" for c in "abcdefghijklmnopqrstuvwx")
 
 
 def candidate(draw: st.DrawFn, ids: Any) -> dict[str, Any]:
@@ -169,6 +177,83 @@ INVALID_BODIES: list[tuple[str, dict[str, Any]]] = [
     ("write", {"scopeKey": "{scope:a}", "records": [], "cap": None}),
     # JavaScript integers: 5.0 is 5
     ("retrieve", {"scopeKey": "{scope:a}", "query": "deploy", "limit": 5.0}),
+    # one past a bound (the bound itself: ``AT_THE_BOUNDS``)
+    ("write", {"scopeKey": "{scope:a}", "records": [], "cap": 10_001}),
+    ("retrieve", {"scopeKey": "{scope:a}", "query": {"$repeat": "x", "times": 4001}, "limit": 5}),
+    # lengths are UTF-16 code units: 4000 code points, 4001 units (the last one astral) ...
+    (
+        "retrieve",
+        {"scopeKey": "{scope:a}", "query": {"$concat": [PAD_3999, "🚀"]}, "limit": 5},
+    ),
+    # ... and 2001 astral characters, 4002 units
+    ("retrieve", {"scopeKey": "{scope:a}", "query": {"$repeat": "🚀", "times": 2001}, "limit": 5}),
+]
+
+#: Valid requests exactly at a bound: limit 50, a query of 4000 UTF-16 units (ASCII, or ending
+#: in an astral character), cap 10000.
+AT_THE_BOUNDS: list[tuple[str, dict[str, Any]]] = [
+    ("retrieve", {"scopeKey": "{scope:a}", "query": "deploy alpha", "limit": 50}),
+    ("list", {"scopeKey": "{scope:a}", "limit": 50, "query": "deploy"}),
+    ("retrieve", {"scopeKey": "{scope:a}", "query": {"$concat": [PAD_3999, "x"]}, "limit": 5}),
+    (
+        "retrieve",
+        {"scopeKey": "{scope:a}", "query": {"$concat": [PAD_3998, "🚀"]}, "limit": 5},
+    ),
+    ("write", {"scopeKey": "{scope:a}", "records": [], "cap": 10_000}),
+]
+
+
+#: Clauses the memory machine exercises (for ``memspec clauses`` via the harness tests).  The
+#: routing, auth and fence clauses (MEM-WIRE.1–7) are the transport probes' (probes.py).
+MACHINE_CLAUSES: tuple[str, ...] = (
+    "MEM-SEAM.2",
+    "MEM-RECORD.1",
+    "MEM-RECORD.2",
+    "MEM-RECORD.3",
+    "MEM-RECORD.4",
+    "MEM-RECORD.5",
+    "MEM-SCOPE.5",
+    "MEM-SCORE.1",
+    "MEM-SCORE.2",
+    "MEM-SCORE.4",
+    "MEM-SCORE.5",
+    "MEM-WRITE.1",
+    "MEM-WRITE.2",
+    "MEM-WRITE.3",
+    "MEM-WRITE.4",
+    "MEM-WRITE.5",
+    "MEM-WRITE.6",
+    "MEM-WRITE.7",
+    "MEM-WRITE.8",
+    "MEM-STORE.2",
+    "MEM-STORE.3",
+    "MEM-STORE.4",
+    "MEM-STORE.5",
+    "MEM-STORE.7",
+    "MEM-STORE.8",
+    "MEM-STORE.9",
+    "MEM-STORE.11",
+    "MEM-CAP.1",
+    "MEM-CAP.2",
+    "MEM-CAP.3",
+    "MEM-WIRE.8",
+    "MEM-WIRE.9",
+    "MEM-WIRE.10",
+    "MEM-WIRE.11",
+    "MEM-WIRE.12",
+    "MEM-WIRE.13",
+    "MEM-WIRE.14",
+    "MEM-WIRE.15",
+    "MEM-WIRE.16",
+)
+
+
+#: Candidates a write must refuse (400), put last in an otherwise valid batch.
+INVALID_CANDIDATES: list[dict[str, Any]] = [
+    {"kind": "opinion", "text": "deploy", "sourceThreadKey": "thread:1"},
+    {"kind": "fact", "text": "   ", "sourceThreadKey": "thread:1"},
+    {"kind": "fact", "text": "deploy"},
+    {"kind": "fact", "text": "deploy", "sourceThreadKey": "thread:1", "confidence": 1.5},
 ]
 
 
@@ -176,6 +261,8 @@ class MemoryMachine(DifferentialMachine):
     """Differential exploration of the Memory Worker protocol (see module docstring)."""
 
     protocol = "memory"
+    #: the clauses this machine checks (``MACHINE_CLAUSES``, kept as the module-level name)
+    clauses: ClassVar[tuple[str, ...]] = MACHINE_CLAUSES
     READ_ONLY_OPS = frozenset({"list"})
     ids = Bundle("ids")
 
@@ -188,36 +275,45 @@ class MemoryMachine(DifferentialMachine):
     def _step(self, op: str, args: dict[str, Any], clauses: tuple[str, ...] = ()) -> Any:
         return self.run_step(Step(op=op, args=args, clauses=list(clauses)))
 
-    def _read_and_bind(self, step: Step) -> Any:
-        """Run a ``/list`` or ``/retrieve`` step and put the ids it shows into the bundle."""
+    def _read(self, step: Step) -> list[tuple[str, dict[str, Any]]]:
+        """Run a ``/list`` or ``/retrieve`` step and bind a symbol to each record it shows:
+        ``[("$rN", record as answered), …]``."""
         outcome = self.run_step(step)
         if outcome.verdict != "pass" or outcome.exchange is None:
-            return multiple()
+            return []
         records = outcome.exchange.body.get("records", [])
         bind: dict[str, Any] = {}
         for i in range(len(records)):
             self._symbols += 1
             bind[f"r{self._symbols}"] = {"index": i}
         if not bind:
-            return multiple()
+            return []
         problem = self.driver.bind_from(outcome.exchange, bind)  # type: ignore[attr-defined]
         assert problem is None, problem
         self.recorded[-1] = step.model_copy(update={"bind": bind})
-        return multiple(*[f"${name}" for name in bind])
+        return [(f"${name}", rec) for name, rec in zip(bind, records, strict=True)]
 
-    def _mutate(self, op: str, args: dict[str, Any]) -> Any:
+    def _read_and_bind(self, step: Step) -> Any:
+        """Run a ``/list`` or ``/retrieve`` step and put the ids it shows into the bundle."""
+        return multiple(*[name for name, _ in self._read(step)])
+
+    def _mutate_and_read(self, op: str, args: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
         """A step that may change ``args["scopeKey"]``, then one ``/list`` of that scope under
         the step's clauses, so a wrong state is blamed on the step that made it."""
         outcome = self._step(op, args)
         if outcome.verdict != "pass" or LIST not in self.driver.capabilities():
-            return multiple()
+            return []
         check = Step(
             op="list",
             args={"scopeKey": args["scopeKey"], "limit": 50},
             clauses=list(DEFAULT_CLAUSES[op]),
             note=f"what the scope holds right after step {outcome.index} ({op})",
         )
-        return self._read_and_bind(check)
+        return self._read(check)
+
+    def _mutate(self, op: str, args: dict[str, Any]) -> Any:
+        """:meth:`_mutate_and_read`, the ids shown going into the bundle."""
+        return multiple(*[name for name, _ in self._mutate_and_read(op, args)])
 
     # -- setup ----------------------------------------------------------------------------
 
@@ -281,6 +377,59 @@ class MemoryMachine(DifferentialMachine):
             args["query"] = query
         return self._read_and_bind(Step(op="list", args=args))
 
+    @precondition(live)
+    @rule(
+        target=ids,
+        scope=scopes,
+        word=st.sampled_from((*VOCAB, "kelvin", "cafe")),
+        limit=st.integers(1, 6),
+        first=st.booleans(),
+    )
+    def retrieve_past_24_tokens(self, scope: str, word: str, limit: int, first: bool) -> Any:
+        """A query of 25 distinct tokens: 24 two-letter ones no record holds and one word.  The
+        prefilter keeps the 24 longest (MEM-STORE.5), so the word is kept and the records it
+        matches must be found."""
+        fill = " ".join(FILLER_TOKENS)
+        query = f"{word} {fill}" if first else f"{fill} {word}"
+        args = {"scopeKey": f"{{scope:{scope}}}", "query": query, "limit": limit}
+        return self._read_and_bind(Step(op="retrieve", args=args))
+
+    # -- the collision guard's twins ------------------------------------------------------
+
+    @precondition(live)
+    @rule(
+        target=ids,
+        scope=scopes,
+        text=texts(),
+        other=texts(),
+        restate=st.sampled_from(["no", "same", "upper", "spaces"]),
+    )
+    def correct_into_a_twin(self, scope: str, text: str, other: str, restate: str) -> Any:
+        """Two active records with one text, which only the collision guard makes
+        (MEM-WRITE.5): write ``text`` and ``other``, correct ``other`` into ``text`` — a new
+        record beside the old one, not a dedup — then (mostly) restate ``text``: the dedup
+        bumps the earliest of the twins (MEM-WRITE.2)."""
+        key = f"{{scope:{scope}}}"
+        if normalize_text(other) == normalize_text(text):
+            other = f"{other} zeta"
+        base = {"kind": "fact", "sourceThreadKey": "thread:1"}
+        seen = self._mutate_and_read(
+            "write", {"scopeKey": key, "records": [{**base, "text": text}, {**base, "text": other}]}
+        )
+        names = [name for name, _ in seen]
+        old = next((n for n, r in seen if normalize_text(r["text"]) == normalize_text(other)), None)
+        if old is None:
+            return multiple(*names)
+        fix = {**base, "text": text, "sourceThreadKey": "thread:2", "supersedes": old}
+        names += [n for n, _ in self._mutate_and_read("write", {"scopeKey": key, "records": [fix]})]
+        if restate != "no":
+            again = {"same": text, "upper": text.upper(), "spaces": f"  {text}  "}[restate]
+            rec = {**base, "text": again}
+            names += [
+                n for n, _ in self._mutate_and_read("write", {"scopeKey": key, "records": [rec]})
+            ]
+        return multiple(*names)
+
     # -- invalid requests -----------------------------------------------------------------
 
     @precondition(live)
@@ -289,46 +438,23 @@ class MemoryMachine(DifferentialMachine):
         op, args = case
         self._step(op, args)
 
+    @precondition(live)
+    @rule(target=ids, scope=scopes, records=batches(), bad=st.sampled_from(INVALID_CANDIDATES))
+    def write_with_an_invalid_last(
+        self, scope: str, records: list[dict[str, Any]], bad: dict[str, Any]
+    ) -> Any:
+        """A batch whose last candidate is invalid: 400, and nothing of it written (the list
+        after it shows the scope unchanged; MEM-WIRE.12)."""
+        return self._mutate("write", {"scopeKey": f"{{scope:{scope}}}", "records": [*records, bad]})
 
-#: Clauses the memory machine exercises (for ``memspec clauses`` via the harness tests).  The
-#: routing, auth and fence clauses (MEM-WIRE.1–7) are the transport probes' (probes.py).
-MACHINE_CLAUSES = (
-    "MEM-SEAM.2",
-    "MEM-RECORD.1",
-    "MEM-RECORD.2",
-    "MEM-RECORD.3",
-    "MEM-RECORD.4",
-    "MEM-RECORD.5",
-    "MEM-SCOPE.5",
-    "MEM-SCORE.1",
-    "MEM-SCORE.2",
-    "MEM-SCORE.4",
-    "MEM-SCORE.5",
-    "MEM-WRITE.1",
-    "MEM-WRITE.2",
-    "MEM-WRITE.3",
-    "MEM-WRITE.4",
-    "MEM-WRITE.5",
-    "MEM-WRITE.6",
-    "MEM-WRITE.7",
-    "MEM-WRITE.8",
-    "MEM-STORE.2",
-    "MEM-STORE.3",
-    "MEM-STORE.4",
-    "MEM-STORE.7",
-    "MEM-STORE.8",
-    "MEM-STORE.9",
-    "MEM-STORE.11",
-    "MEM-CAP.1",
-    "MEM-CAP.2",
-    "MEM-CAP.3",
-    "MEM-WIRE.8",
-    "MEM-WIRE.9",
-    "MEM-WIRE.10",
-    "MEM-WIRE.11",
-    "MEM-WIRE.12",
-    "MEM-WIRE.13",
-    "MEM-WIRE.14",
-    "MEM-WIRE.15",
-    "MEM-WIRE.16",
-)
+    # -- bounds ---------------------------------------------------------------------------
+
+    @precondition(live)
+    @rule(target=ids, case=st.sampled_from(AT_THE_BOUNDS))
+    def at_a_bound(self, case: tuple[str, dict[str, Any]]) -> Any:
+        """A valid request exactly at a bound (limit 50, a query of 4000 UTF-16 units, cap
+        10000); one past each is in ``INVALID_BODIES``."""
+        op, args = case
+        if op == "write":
+            return self._mutate(op, args)
+        return self._read_and_bind(Step(op=op, args=args))
