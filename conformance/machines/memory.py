@@ -32,15 +32,16 @@ rules (ties, ids, times) are exactly the scenario runner's.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, initialize, multiple, precondition, rule
 
-from conformance.drivers.memory import DEFAULT_CLAUSES
+from conformance.drivers.memory import DEFAULT_CLAUSES, step_requires
 from conformance.machines import DifferentialMachine, live
 from conformance.scenario import Step
-from conformance.targets.memory import LIST
+from conformance.targets.memory import CAP, FORGET, LIST
 from reference.memory.engine import normalize_text
 
 VOCAB = ("deploy", "staging", "alpha", "beta", "gamma", "prod")
@@ -257,6 +258,17 @@ INVALID_CANDIDATES: list[dict[str, Any]] = [
 ]
 
 
+def able(*capabilities: str) -> Callable[[Any], bool]:
+    """Precondition: the run is live and the target has every one of ``capabilities`` (a rule
+    whose every request needs one the target lacks is never drawn, rather than drawn to skip
+    and stop the run)."""
+
+    def ok(machine: Any) -> bool:
+        return live(machine) and set(capabilities) <= machine.driver.capabilities()
+
+    return ok
+
+
 class MemoryMachine(DifferentialMachine):
     """Differential exploration of the Memory Worker protocol (see module docstring)."""
 
@@ -335,7 +347,7 @@ class MemoryMachine(DifferentialMachine):
     @rule(target=ids, scope=scopes, records=batches(), cap=st.none() | st.integers(1, 5))
     def write(self, scope: str, records: list[dict[str, Any]], cap: int | None) -> Any:
         args: dict[str, Any] = {"scopeKey": f"{{scope:{scope}}}", "records": records}
-        if cap is not None:
+        if cap is not None and CAP in self.driver.capabilities():  # else the default cap
             args["cap"] = cap
         return self._mutate("write", args)
 
@@ -351,12 +363,12 @@ class MemoryMachine(DifferentialMachine):
         rec = {"kind": "summary", "text": text, "sourceThreadKey": "thread:2", "supersedes": ptr}
         self._mutate("write", {"scopeKey": f"{{scope:{scope}}}", "records": [rec]})
 
-    @precondition(live)
+    @precondition(able(FORGET))
     @rule(scope=scopes, target_id=ids)
     def forget(self, scope: str, target_id: str) -> None:
         self._mutate("forget", {"scopeKey": f"{{scope:{scope}}}", "id": target_id})
 
-    @precondition(live)
+    @precondition(able(FORGET))
     @rule(scope=scopes, target_id=foreign_ids)
     def forget_unknown(self, scope: str, target_id: str) -> None:
         self._step("forget", {"scopeKey": f"{{scope:{scope}}}", "id": target_id})
@@ -369,7 +381,7 @@ class MemoryMachine(DifferentialMachine):
         args = {"scopeKey": f"{{scope:{scope}}}", "query": query, "limit": limit}
         return self._read_and_bind(Step(op="retrieve", args=args))
 
-    @precondition(live)
+    @precondition(able(LIST))
     @rule(target=ids, scope=scopes, limit=st.integers(1, 8), query=st.none() | queries)
     def list_records(self, scope: str, limit: int, query: str | None) -> Any:
         args: dict[str, Any] = {"scopeKey": f"{{scope:{scope}}}", "limit": limit}
@@ -396,19 +408,23 @@ class MemoryMachine(DifferentialMachine):
 
     # -- the collision guard's twins ------------------------------------------------------
 
-    @precondition(live)
+    @precondition(able(LIST))  # the corrected record's id is read from a list
     @rule(
         target=ids,
         scope=scopes,
         text=texts(),
         other=texts(),
-        restate=st.sampled_from(["no", "same", "upper", "spaces"]),
+        restate=st.sampled_from(["text", "text", "other", "nothing"]),
+        style=st.sampled_from(["same", "upper", "spaces"]),
     )
-    def correct_into_a_twin(self, scope: str, text: str, other: str, restate: str) -> Any:
+    def correct_into_a_twin(
+        self, scope: str, text: str, other: str, restate: str, style: str
+    ) -> Any:
         """Two active records with one text, which only the collision guard makes
         (MEM-WRITE.5): write ``text`` and ``other``, correct ``other`` into ``text`` — a new
-        record beside the old one, not a dedup — then (mostly) restate ``text``: the dedup
-        bumps the earliest of the twins (MEM-WRITE.2)."""
+        record beside the old one, not a dedup — then restate (in another case or spacing)
+        ``text``: the dedup bumps the earliest of the twins (MEM-WRITE.2); or ``other``: the
+        superseded record is no dedup target, so it is a new record (MEM-WRITE.8)."""
         key = f"{{scope:{scope}}}"
         if normalize_text(other) == normalize_text(text):
             other = f"{other} zeta"
@@ -422,8 +438,13 @@ class MemoryMachine(DifferentialMachine):
             return multiple(*names)
         fix = {**base, "text": text, "sourceThreadKey": "thread:2", "supersedes": old}
         names += [n for n, _ in self._mutate_and_read("write", {"scopeKey": key, "records": [fix]})]
-        if restate != "no":
-            again = {"same": text, "upper": text.upper(), "spaces": f"  {text}  "}[restate]
+        if restate != "nothing":
+            said = text if restate == "text" else other
+            again = {
+                "same": said,
+                "upper": said.upper(),
+                "spaces": "  " + "   ".join(said.split()) + " ",  # inner whitespace too
+            }[style]
             rec = {**base, "text": again}
             names += [
                 n for n, _ in self._mutate_and_read("write", {"scopeKey": key, "records": [rec]})
@@ -432,10 +453,17 @@ class MemoryMachine(DifferentialMachine):
 
     # -- invalid requests -----------------------------------------------------------------
 
-    @precondition(live)
-    @rule(case=st.sampled_from(INVALID_BODIES))
-    def invalid_request(self, case: tuple[str, dict[str, Any]]) -> None:
-        op, args = case
+    def _sendable(
+        self, cases: list[tuple[str, dict[str, Any]]]
+    ) -> list[tuple[str, dict[str, Any]]]:
+        """The ``(op, args)`` cases whose request the target can take (its capabilities)."""
+        have = self.driver.capabilities()
+        return [(op, a) for op, a in cases if step_requires(Step(op=op, args=a)) <= have]
+
+    @precondition(lambda self: live(self) and bool(self._sendable(INVALID_BODIES)))
+    @rule(data=st.data())
+    def invalid_request(self, data: st.DataObject) -> None:
+        op, args = data.draw(st.sampled_from(self._sendable(INVALID_BODIES)), label="case")
         self._step(op, args)
 
     @precondition(live)
@@ -449,12 +477,12 @@ class MemoryMachine(DifferentialMachine):
 
     # -- bounds ---------------------------------------------------------------------------
 
-    @precondition(live)
-    @rule(target=ids, case=st.sampled_from(AT_THE_BOUNDS))
-    def at_a_bound(self, case: tuple[str, dict[str, Any]]) -> Any:
+    @precondition(lambda self: live(self) and bool(self._sendable(AT_THE_BOUNDS)))
+    @rule(target=ids, data=st.data())
+    def at_a_bound(self, data: st.DataObject) -> Any:
         """A valid request exactly at a bound (limit 50, a query of 4000 UTF-16 units, cap
         10000); one past each is in ``INVALID_BODIES``."""
-        op, args = case
+        op, args = data.draw(st.sampled_from(self._sendable(AT_THE_BOUNDS)), label="case")
         if op == "write":
             return self._mutate(op, args)
         return self._read_and_bind(Step(op=op, args=args))
