@@ -16,7 +16,17 @@ The alphabet is chosen so that the interesting rules fire often in short runs:
 * small caps (1–5) so eviction and its ties happen (MEM-CAP.1–3), and a run may start with
   scope ``a`` already holding a few records (:meth:`MemoryMachine.prefill`) so the cap bites
   at once;
-* invalid bodies mixed in (MEM-WIRE.*).
+* invalid bodies mixed in (MEM-WIRE.*), among them each bound one past its limit (cap 10001,
+  a query of 4001 UTF-16 units — also one of 4000 code points whose last is astral), and valid
+  requests exactly at each bound (``AT_THE_BOUNDS``);
+* a valid batch whose last candidate is invalid: refused whole (MEM-WIRE.12);
+* queries of 25 distinct tokens, one past the prefilter's 24 (MEM-STORE.5);
+* twins: two active records with one text, which only the collision guard makes
+  (MEM-WRITE.5), then a restatement of that text (the earliest twin is bumped, MEM-WRITE.2) or
+  of the superseded one (no dedup target, MEM-WRITE.8).
+
+A rule whose every request needs a capability the target lacks (``list``, ``forget``, ``cap``)
+is preconditioned out; case lists are drawn from the cases the target can take.
 
 **Blame the cause.**  After every step that may change a scope, one ``/list`` of that scope
 (limit 50) shows what the target now holds, under the clauses of the step that changed it: a
