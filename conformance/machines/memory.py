@@ -88,13 +88,19 @@ def texts(draw: st.DrawFn) -> str:
     return text
 
 
-queries = st.lists(
+_plain_queries = st.lists(
     st.sampled_from(
         (*VOCAB, "zeta", "a", "cafe", "kelvin", "CAFÉ", "Straße", "東京", "\u212aelvin", "deploy🚀")
     ),
     min_size=0,
     max_size=3,
 ).map(" ".join)
+# One query in four repeats a word: a repeated query token counts each time (MEM-SCORE.2), so
+# "deploy deploy alpha" ranks a deploy record above an alpha one.
+_repeating_queries = st.tuples(st.sampled_from(VOCAB), st.sampled_from(VOCAB)).map(
+    lambda ab: f"{ab[0]} {ab[0]} {ab[1]}"
+)
+queries = st.one_of(_plain_queries, _plain_queries, _plain_queries, _repeating_queries)
 # Ids that can name no record of the scopes the machine writes: another (never written) scope
 # of this run, a non-id string, a key of no run at all.  Guessing an id *inside* a written
 # scope would assume the target's numbering, which is implementation-defined.
