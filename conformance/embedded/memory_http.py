@@ -258,7 +258,7 @@ def candidates(body: Mapping[str, Any]) -> list[MemoryCandidate]:
 # --------------------------------------------------------------------------- serialization
 
 
-_OPTIONAL = ("sourceRunId", "lastUsedAt", "confidence", "supersedes")
+_OPTIONAL_ANSWER = ("sourceRunId", "lastUsedAt", "confidence", "supersedes")
 
 
 def record_json(r: MemoryRecord) -> dict[str, Any]:
@@ -302,7 +302,7 @@ def _retrieve(store: MemoryStore, body: Mapping[str, Any]) -> Reply:
     found = store.retrieve(key, raw_q if isinstance(raw_q, str) else q, n)
     records = [record_json(r) for r in found]
     if store.quirks("mem-optional-fields-null"):  # mutant: unset optionals sent as null
-        records = [{**dict.fromkeys(_OPTIONAL), **r} for r in records]
+        records = [{**dict.fromkeys(_OPTIONAL_ANSWER), **r} for r in records]
     return Reply(200, {"records": records}, {"scopeKey": key, "records": len(found)})
 
 
@@ -340,7 +340,7 @@ def _list(store: MemoryStore, body: Mapping[str, Any]) -> Reply:
     found = store.list(key, n, q)
     records = [record_json(r) for r in found]
     if store.quirks("mem-optional-fields-null"):  # mutant: unset optionals sent as null
-        records = [{**dict.fromkeys(_OPTIONAL), **r} for r in records]
+        records = [{**dict.fromkeys(_OPTIONAL_ANSWER), **r} for r in records]
     return Reply(
         200,
         {"records": records},

@@ -16,7 +16,17 @@ The alphabet is chosen so that the interesting rules fire often in short runs:
 * small caps (1–5) so eviction and its ties happen (MEM-CAP.1–3), and a run may start with
   scope ``a`` already holding a few records (:meth:`MemoryMachine.prefill`) so the cap bites
   at once;
-* invalid bodies mixed in (MEM-WIRE.*).
+* invalid bodies mixed in (MEM-WIRE.*), among them each bound one past its limit (cap 10001,
+  a query of 4001 UTF-16 units — also one of 4000 code points whose last is astral), and valid
+  requests exactly at each bound (``AT_THE_BOUNDS``);
+* a valid batch whose last candidate is invalid: refused whole (MEM-WIRE.12);
+* queries of 25 distinct tokens, one past the prefilter's 24 (MEM-STORE.5);
+* twins: two active records with one text, which only the collision guard makes
+  (MEM-WRITE.5), then a restatement of that text (the earliest twin is bumped, MEM-WRITE.2) or
+  of the superseded one (no dedup target, MEM-WRITE.8).
+
+A rule whose every request needs a capability the target lacks (``list``, ``forget``, ``cap``)
+is preconditioned out; case lists are drawn from the cases the target can take.
 
 **Blame the cause.**  After every step that may change a scope, one ``/list`` of that scope
 (limit 50) shows what the target now holds, under the clauses of the step that changed it: a
@@ -32,15 +42,17 @@ rules (ties, ids, times) are exactly the scenario runner's.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, ClassVar
 
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, initialize, multiple, precondition, rule
 
-from conformance.drivers.memory import DEFAULT_CLAUSES, MemoryDriver
+from conformance.drivers.memory import DEFAULT_CLAUSES, MemoryDriver, step_requires
 from conformance.machines import DifferentialMachine, live
 from conformance.scenario import Step
-from conformance.targets.memory import LIST
+from conformance.targets.memory import CAP, FORGET, LIST
+from reference.memory.engine import normalize_text
 
 VOCAB = ("deploy", "staging", "alpha", "beta", "gamma", "prod")
 #: Words outside ASCII: each is a tokenizer trap (ASCII ``[a-z0-9]+`` after lower-casing).
@@ -76,17 +88,30 @@ def texts(draw: st.DrawFn) -> str:
     return text
 
 
-queries = st.lists(
+_plain_queries = st.lists(
     st.sampled_from(
         (*VOCAB, "zeta", "a", "cafe", "kelvin", "CAFÉ", "Straße", "東京", "\u212aelvin", "deploy🚀")
     ),
     min_size=0,
     max_size=3,
 ).map(" ".join)
+# One query in four repeats a word: a repeated query token counts each time (MEM-SCORE.2), so
+# "deploy deploy alpha" ranks a deploy record above an alpha one.
+_repeating_queries = st.tuples(st.sampled_from(VOCAB), st.sampled_from(VOCAB)).map(
+    lambda ab: f"{ab[0]} {ab[0]} {ab[1]}"
+)
+queries = st.one_of(_plain_queries, _plain_queries, _plain_queries, _repeating_queries)
 # Ids that can name no record of the scopes the machine writes: another (never written) scope
 # of this run, a non-id string, a key of no run at all.  Guessing an id *inside* a written
 # scope would assume the target's numbering, which is implementation-defined.
 foreign_ids = st.sampled_from(["mem:{scope:z}:1", "nope", "mem:org:elsewhere:1"])
+
+#: Long queries: ``deploy`` then spaces, 3999 (and 3998) UTF-16 units in all.
+PAD_3999: dict[str, Any] = {"$concat": ["deploy", {"$repeat": " ", "times": 3993}]}
+PAD_3998: dict[str, Any] = {"$concat": ["deploy", {"$repeat": " ", "times": 3992}]}
+#: 24 distinct two-letter tokens no text of the machine contains: with one longer word they make
+#: a query of 25 distinct tokens, one past the prefilter's 24 (the longest are kept).
+FILLER_TOKENS = tuple(f"q{c}" for c in "abcdefghijklmnopqrstuvwx")
 
 
 def candidate(draw: st.DrawFn) -> dict[str, Any]:
@@ -169,132 +194,35 @@ INVALID_BODIES: list[tuple[str, dict[str, Any]]] = [
     ("write", {"scopeKey": "{scope:a}", "records": [], "cap": None}),
     # JavaScript integers: 5.0 is 5
     ("retrieve", {"scopeKey": "{scope:a}", "query": "deploy", "limit": 5.0}),
+    # one past a bound (the bound itself: ``AT_THE_BOUNDS``)
+    ("write", {"scopeKey": "{scope:a}", "records": [], "cap": 10_001}),
+    ("retrieve", {"scopeKey": "{scope:a}", "query": {"$repeat": "x", "times": 4001}, "limit": 5}),
+    # lengths are UTF-16 code units: 4000 code points, 4001 units (the last one astral) ...
+    (
+        "retrieve",
+        {"scopeKey": "{scope:a}", "query": {"$concat": [PAD_3999, "🚀"]}, "limit": 5},
+    ),
+    # ... and 2001 astral characters, 4002 units
+    ("retrieve", {"scopeKey": "{scope:a}", "query": {"$repeat": "🚀", "times": 2001}, "limit": 5}),
 ]
 
-
-class MemoryMachine(DifferentialMachine):
-    """Differential exploration of the Memory Worker protocol (see module docstring)."""
-
-    protocol = "memory"
-    READ_ONLY_OPS = frozenset({"list"})
-    ids = Bundle("ids")
-
-    def __init__(self, session: Any) -> None:
-        super().__init__(session)
-        self._symbols = 0
-
-    # -- helpers --------------------------------------------------------------------------
-
-    def _step(self, op: str, args: dict[str, Any], clauses: tuple[str, ...] = ()) -> Any:
-        return self.run_step(Step(op=op, args=args, clauses=list(clauses)))
-
-    def _read_and_bind(self, step: Step) -> Any:
-        """Run a ``/list`` or ``/retrieve`` step and put the ids it shows into the bundle."""
-        outcome = self.run_step(step)
-        if outcome.verdict != "pass" or outcome.exchange is None:
-            return multiple()
-        records = outcome.exchange.body.get("records", [])
-        bind: dict[str, Any] = {}
-        for i in range(len(records)):
-            self._symbols += 1
-            bind[f"r{self._symbols}"] = {"index": i}
-        if not bind:
-            return multiple()
-        driver = self.driver
-        assert isinstance(driver, MemoryDriver)  # the memory machine runs on the memory driver
-        problem = driver.bind_from(outcome.exchange, bind)
-        assert problem is None, problem
-        self.recorded[-1] = step.model_copy(update={"bind": bind})
-        return multiple(*[f"${name}" for name in bind])
-
-    def _mutate(self, op: str, args: dict[str, Any]) -> Any:
-        """A step that may change ``args["scopeKey"]``, then one ``/list`` of that scope under
-        the step's clauses, so a wrong state is blamed on the step that made it."""
-        outcome = self._step(op, args)
-        if outcome.verdict != "pass" or LIST not in self.driver.capabilities():
-            return multiple()
-        check = Step(
-            op="list",
-            args={"scopeKey": args["scopeKey"], "limit": 50},
-            clauses=list(DEFAULT_CLAUSES[op]),
-            note=f"what the scope holds right after step {outcome.index} ({op})",
-        )
-        return self._read_and_bind(check)
-
-    # -- setup ----------------------------------------------------------------------------
-
-    @initialize(target=ids, fill=st.sampled_from([0, 0, 2, 3, 4]))
-    def prefill(self, fill: int) -> Any:
-        """Start with scope ``a`` holding ``fill`` distinct records (none: the simplest), so
-        the small caps the write rule draws evict at once."""
-        if fill == 0:
-            return multiple()
-        records = [
-            {"kind": "fact", "text": f"{VOCAB[i]} {VOCAB[-1 - i]}", "sourceThreadKey": "thread:1"}
-            for i in range(fill)
-        ]
-        return self._mutate("write", {"scopeKey": "{scope:a}", "records": records})
-
-    # -- writes ---------------------------------------------------------------------------
-
-    @precondition(live)
-    @rule(target=ids, scope=scopes, records=batches(), cap=st.none() | st.integers(1, 5))
-    def write(self, scope: str, records: list[dict[str, Any]], cap: int | None) -> Any:
-        args: dict[str, Any] = {"scopeKey": f"{{scope:{scope}}}", "records": records}
-        if cap is not None:
-            args["cap"] = cap
-        return self._mutate("write", args)
-
-    @precondition(live)
-    @rule(target=ids, scope=scopes, target_id=ids, text=texts())
-    def supersede(self, scope: str, target_id: str, text: str) -> Any:
-        rec = {"kind": "fact", "text": text, "sourceThreadKey": "thread:1", "supersedes": target_id}
-        return self._mutate("write", {"scopeKey": f"{{scope:{scope}}}", "records": [rec]})
-
-    @precondition(live)
-    @rule(scope=scopes, text=texts(), ptr=st.sampled_from(["", "mem:{scope:z}:1", "garbage"]))
-    def supersede_nothing(self, scope: str, text: str, ptr: str) -> None:
-        rec = {"kind": "summary", "text": text, "sourceThreadKey": "thread:2", "supersedes": ptr}
-        self._mutate("write", {"scopeKey": f"{{scope:{scope}}}", "records": [rec]})
-
-    @precondition(live)
-    @rule(scope=scopes, target_id=ids)
-    def forget(self, scope: str, target_id: str) -> None:
-        self._mutate("forget", {"scopeKey": f"{{scope:{scope}}}", "id": target_id})
-
-    @precondition(live)
-    @rule(scope=scopes, target_id=foreign_ids)
-    def forget_unknown(self, scope: str, target_id: str) -> None:
-        self._step("forget", {"scopeKey": f"{{scope:{scope}}}", "id": target_id})
-
-    # -- reads ----------------------------------------------------------------------------
-
-    @precondition(live)
-    @rule(target=ids, scope=scopes, query=queries, limit=st.integers(1, 6))
-    def retrieve(self, scope: str, query: str, limit: int) -> Any:
-        args = {"scopeKey": f"{{scope:{scope}}}", "query": query, "limit": limit}
-        return self._read_and_bind(Step(op="retrieve", args=args))
-
-    @precondition(live)
-    @rule(target=ids, scope=scopes, limit=st.integers(1, 8), query=st.none() | queries)
-    def list_records(self, scope: str, limit: int, query: str | None) -> Any:
-        args: dict[str, Any] = {"scopeKey": f"{{scope:{scope}}}", "limit": limit}
-        if query is not None:
-            args["query"] = query
-        return self._read_and_bind(Step(op="list", args=args))
-
-    # -- invalid requests -----------------------------------------------------------------
-
-    @precondition(live)
-    @rule(case=st.sampled_from(INVALID_BODIES))
-    def invalid_request(self, case: tuple[str, dict[str, Any]]) -> None:
-        op, args = case
-        self._step(op, args)
+#: Valid requests exactly at a bound: limit 50, a query of 4000 UTF-16 units (ASCII, or ending
+#: in an astral character), cap 10000.
+AT_THE_BOUNDS: list[tuple[str, dict[str, Any]]] = [
+    ("retrieve", {"scopeKey": "{scope:a}", "query": "deploy alpha", "limit": 50}),
+    ("list", {"scopeKey": "{scope:a}", "limit": 50, "query": "deploy"}),
+    ("retrieve", {"scopeKey": "{scope:a}", "query": {"$concat": [PAD_3999, "x"]}, "limit": 5}),
+    (
+        "retrieve",
+        {"scopeKey": "{scope:a}", "query": {"$concat": [PAD_3998, "🚀"]}, "limit": 5},
+    ),
+    ("write", {"scopeKey": "{scope:a}", "records": [], "cap": 10_000}),
+]
 
 
 #: Clauses the memory machine exercises (for ``memspec clauses`` via the harness tests).  The
 #: routing, auth and fence clauses (MEM-WIRE.1–7) are the transport probes' (probes.py).
-MACHINE_CLAUSES = (
+MACHINE_CLAUSES: tuple[str, ...] = (
     "MEM-SEAM.2",
     "MEM-RECORD.1",
     "MEM-RECORD.2",
@@ -317,6 +245,7 @@ MACHINE_CLAUSES = (
     "MEM-STORE.2",
     "MEM-STORE.3",
     "MEM-STORE.4",
+    "MEM-STORE.5",
     "MEM-STORE.7",
     "MEM-STORE.8",
     "MEM-STORE.9",
@@ -334,3 +263,244 @@ MACHINE_CLAUSES = (
     "MEM-WIRE.15",
     "MEM-WIRE.16",
 )
+
+
+#: Candidates a write must refuse (400), put last in an otherwise valid batch.
+INVALID_CANDIDATES: list[dict[str, Any]] = [
+    {"kind": "opinion", "text": "deploy", "sourceThreadKey": "thread:1"},
+    {"kind": "fact", "text": "   ", "sourceThreadKey": "thread:1"},
+    {"kind": "fact", "text": "deploy"},
+    {"kind": "fact", "text": "deploy", "sourceThreadKey": "thread:1", "confidence": 1.5},
+]
+
+
+def able(*capabilities: str) -> Callable[[Any], bool]:
+    """Precondition: the run is live and the target has every one of ``capabilities`` (a rule
+    whose every request needs one the target lacks is never drawn, rather than drawn to skip
+    and stop the run)."""
+
+    def ok(machine: Any) -> bool:
+        return live(machine) and set(capabilities) <= machine.driver.capabilities()
+
+    return ok
+
+
+class MemoryMachine(DifferentialMachine):
+    """Differential exploration of the Memory Worker protocol (see module docstring)."""
+
+    protocol = "memory"
+    #: the clauses this machine checks (``MACHINE_CLAUSES``, kept as the module-level name)
+    clauses: ClassVar[tuple[str, ...]] = MACHINE_CLAUSES
+    READ_ONLY_OPS = frozenset({"list"})
+    ids = Bundle("ids")
+
+    def __init__(self, session: Any) -> None:
+        super().__init__(session)
+        self._symbols = 0
+
+    # -- helpers --------------------------------------------------------------------------
+
+    def _step(self, op: str, args: dict[str, Any], clauses: tuple[str, ...] = ()) -> Any:
+        return self.run_step(Step(op=op, args=args, clauses=list(clauses)))
+
+    def _read(self, step: Step) -> list[tuple[str, dict[str, Any]]]:
+        """Run a ``/list`` or ``/retrieve`` step and bind a symbol to each record it shows:
+        ``[("$rN", record as answered), …]``."""
+        outcome = self.run_step(step)
+        if outcome.verdict != "pass" or outcome.exchange is None:
+            return []
+        records = outcome.exchange.body.get("records", [])
+        bind: dict[str, Any] = {}
+        for i in range(len(records)):
+            self._symbols += 1
+            bind[f"r{self._symbols}"] = {"index": i}
+        if not bind:
+            return []
+        driver = self.driver
+        assert isinstance(driver, MemoryDriver)  # the memory machine runs on the memory driver
+        problem = driver.bind_from(outcome.exchange, bind)
+        assert problem is None, problem
+        self.recorded[-1] = step.model_copy(update={"bind": bind})
+        return [(f"${name}", rec) for name, rec in zip(bind, records, strict=True)]
+
+    def _read_and_bind(self, step: Step) -> Any:
+        """Run a ``/list`` or ``/retrieve`` step and put the ids it shows into the bundle."""
+        return multiple(*[name for name, _ in self._read(step)])
+
+    def _mutate_and_read(self, op: str, args: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+        """A step that may change ``args["scopeKey"]``, then one ``/list`` of that scope under
+        the step's clauses, so a wrong state is blamed on the step that made it."""
+        outcome = self._step(op, args)
+        if outcome.verdict != "pass" or LIST not in self.driver.capabilities():
+            return []
+        check = Step(
+            op="list",
+            args={"scopeKey": args["scopeKey"], "limit": 50},
+            clauses=list(DEFAULT_CLAUSES[op]),
+            note=f"what the scope holds right after step {outcome.index} ({op})",
+        )
+        return self._read(check)
+
+    def _mutate(self, op: str, args: dict[str, Any]) -> Any:
+        """:meth:`_mutate_and_read`, the ids shown going into the bundle."""
+        return multiple(*[name for name, _ in self._mutate_and_read(op, args)])
+
+    # -- setup ----------------------------------------------------------------------------
+
+    @initialize(target=ids, fill=st.sampled_from([0, 0, 2, 3, 4]))
+    def prefill(self, fill: int) -> Any:
+        """Start with scope ``a`` holding ``fill`` distinct records (none: the simplest), so
+        the small caps the write rule draws evict at once."""
+        if fill == 0:
+            return multiple()
+        records = [
+            {"kind": "fact", "text": f"{VOCAB[i]} {VOCAB[-1 - i]}", "sourceThreadKey": "thread:1"}
+            for i in range(fill)
+        ]
+        return self._mutate("write", {"scopeKey": "{scope:a}", "records": records})
+
+    # -- writes ---------------------------------------------------------------------------
+
+    @precondition(live)
+    @rule(target=ids, scope=scopes, records=batches(), cap=st.none() | st.integers(1, 5))
+    def write(self, scope: str, records: list[dict[str, Any]], cap: int | None) -> Any:
+        args: dict[str, Any] = {"scopeKey": f"{{scope:{scope}}}", "records": records}
+        if cap is not None and CAP in self.driver.capabilities():  # else the default cap
+            args["cap"] = cap
+        return self._mutate("write", args)
+
+    @precondition(live)
+    @rule(target=ids, scope=scopes, target_id=ids, text=texts())
+    def supersede(self, scope: str, target_id: str, text: str) -> Any:
+        rec = {"kind": "fact", "text": text, "sourceThreadKey": "thread:1", "supersedes": target_id}
+        return self._mutate("write", {"scopeKey": f"{{scope:{scope}}}", "records": [rec]})
+
+    @precondition(live)
+    @rule(scope=scopes, text=texts(), ptr=st.sampled_from(["", "mem:{scope:z}:1", "garbage"]))
+    def supersede_nothing(self, scope: str, text: str, ptr: str) -> None:
+        rec = {"kind": "summary", "text": text, "sourceThreadKey": "thread:2", "supersedes": ptr}
+        self._mutate("write", {"scopeKey": f"{{scope:{scope}}}", "records": [rec]})
+
+    @precondition(able(FORGET))
+    @rule(scope=scopes, target_id=ids)
+    def forget(self, scope: str, target_id: str) -> None:
+        self._mutate("forget", {"scopeKey": f"{{scope:{scope}}}", "id": target_id})
+
+    @precondition(able(FORGET))
+    @rule(scope=scopes, target_id=foreign_ids)
+    def forget_unknown(self, scope: str, target_id: str) -> None:
+        self._step("forget", {"scopeKey": f"{{scope:{scope}}}", "id": target_id})
+
+    # -- reads ----------------------------------------------------------------------------
+
+    @precondition(live)
+    @rule(target=ids, scope=scopes, query=queries, limit=st.integers(1, 6))
+    def retrieve(self, scope: str, query: str, limit: int) -> Any:
+        args = {"scopeKey": f"{{scope:{scope}}}", "query": query, "limit": limit}
+        return self._read_and_bind(Step(op="retrieve", args=args))
+
+    @precondition(able(LIST))
+    @rule(target=ids, scope=scopes, limit=st.integers(1, 8), query=st.none() | queries)
+    def list_records(self, scope: str, limit: int, query: str | None) -> Any:
+        args: dict[str, Any] = {"scopeKey": f"{{scope:{scope}}}", "limit": limit}
+        if query is not None:
+            args["query"] = query
+        return self._read_and_bind(Step(op="list", args=args))
+
+    @precondition(live)
+    @rule(
+        target=ids,
+        scope=scopes,
+        word=st.sampled_from((*VOCAB, "kelvin", "cafe")),
+        limit=st.integers(1, 6),
+        first=st.booleans(),
+    )
+    def retrieve_past_24_tokens(self, scope: str, word: str, limit: int, first: bool) -> Any:
+        """A query of 25 distinct tokens: 24 two-letter ones no record holds and one word.  The
+        prefilter keeps the 24 longest (MEM-STORE.5), so the word is kept and the records it
+        matches must be found."""
+        fill = " ".join(FILLER_TOKENS)
+        query = f"{word} {fill}" if first else f"{fill} {word}"
+        args = {"scopeKey": f"{{scope:{scope}}}", "query": query, "limit": limit}
+        return self._read_and_bind(Step(op="retrieve", args=args))
+
+    # -- the collision guard's twins ------------------------------------------------------
+
+    @precondition(able(LIST))  # the corrected record's id is read from a list
+    @rule(
+        target=ids,
+        scope=scopes,
+        text=texts(),
+        other=texts(),
+        restate=st.sampled_from(["text", "text", "other", "nothing"]),
+        style=st.sampled_from(["same", "upper", "spaces"]),
+    )
+    def correct_into_a_twin(
+        self, scope: str, text: str, other: str, restate: str, style: str
+    ) -> Any:
+        """Two active records with one text, which only the collision guard makes
+        (MEM-WRITE.5): write ``text`` and ``other``, correct ``other`` into ``text`` — a new
+        record beside the old one, not a dedup — then restate (in another case or spacing)
+        ``text``: the dedup bumps the earliest of the twins (MEM-WRITE.2); or ``other``: the
+        superseded record is no dedup target, so it is a new record (MEM-WRITE.8)."""
+        key = f"{{scope:{scope}}}"
+        if normalize_text(other) == normalize_text(text):
+            other = f"{other} zeta"
+        base = {"kind": "fact", "sourceThreadKey": "thread:1"}
+        seen = self._mutate_and_read(
+            "write", {"scopeKey": key, "records": [{**base, "text": text}, {**base, "text": other}]}
+        )
+        names = [name for name, _ in seen]
+        old = next((n for n, r in seen if normalize_text(r["text"]) == normalize_text(other)), None)
+        if old is None:
+            return multiple(*names)
+        fix = {**base, "text": text, "sourceThreadKey": "thread:2", "supersedes": old}
+        names += [n for n, _ in self._mutate_and_read("write", {"scopeKey": key, "records": [fix]})]
+        if restate != "nothing":
+            said = text if restate == "text" else other
+            again = {
+                "same": said,
+                "upper": said.upper(),
+                "spaces": "  " + "   ".join(said.split()) + " ",  # inner whitespace too
+            }[style]
+            rec = {**base, "text": again}
+            names += [
+                n for n, _ in self._mutate_and_read("write", {"scopeKey": key, "records": [rec]})
+            ]
+        return multiple(*names)
+
+    # -- invalid requests -----------------------------------------------------------------
+
+    def _sendable(
+        self, cases: list[tuple[str, dict[str, Any]]]
+    ) -> list[tuple[str, dict[str, Any]]]:
+        """The ``(op, args)`` cases whose request the target can take (its capabilities)."""
+        have = self.driver.capabilities()
+        return [(op, a) for op, a in cases if step_requires(Step(op=op, args=a)) <= have]
+
+    @precondition(lambda self: live(self) and bool(self._sendable(INVALID_BODIES)))
+    @rule(data=st.data())
+    def invalid_request(self, data: st.DataObject) -> None:
+        op, args = data.draw(st.sampled_from(self._sendable(INVALID_BODIES)), label="case")
+        self._step(op, args)
+
+    @precondition(live)
+    @rule(target=ids, scope=scopes, records=batches(), bad=st.sampled_from(INVALID_CANDIDATES))
+    def write_with_an_invalid_last(
+        self, scope: str, records: list[dict[str, Any]], bad: dict[str, Any]
+    ) -> Any:
+        """A batch whose last candidate is invalid: 400, and nothing of it written (the list
+        after it shows the scope unchanged; MEM-WIRE.12)."""
+        return self._mutate("write", {"scopeKey": f"{{scope:{scope}}}", "records": [*records, bad]})
+
+    # -- bounds ---------------------------------------------------------------------------
+
+    @precondition(lambda self: live(self) and bool(self._sendable(AT_THE_BOUNDS)))
+    @rule(target=ids, data=st.data())
+    def at_a_bound(self, data: st.DataObject) -> Any:
+        """A valid request exactly at a bound (limit 50, a query of 4000 UTF-16 units, cap
+        10000); one past each is in ``INVALID_BODIES``."""
+        op, args = data.draw(st.sampled_from(self._sendable(AT_THE_BOUNDS)), label="case")
+        if op == "write":
+            return self._mutate(op, args)
+        return self._read_and_bind(Step(op=op, args=args))

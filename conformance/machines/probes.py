@@ -51,7 +51,31 @@ MEMORY_PROBES: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
             "body": {"scopeKey": "{scope:a}", "limit": 1},
         },
     ),
+    "forget-empty-bearer": (  # "Bearer " and nothing: a prefix compare lets it in
+        ("MEM-WIRE.3",),
+        {
+            "method": "POST",
+            "path": "/forget",
+            "auth": "empty",
+            "body": {"scopeKey": "{scope:a}", "id": "nope"},
+        },
+    ),
     "get-retrieve": (("MEM-WIRE.2",), {"method": "GET", "path": "/retrieve"}),
+    # the order of the checks: 405 before 401, 401 before 411
+    "get-write-without-bearer": (
+        ("MEM-WIRE.4", "MEM-WIRE.2"),
+        {"method": "GET", "path": "/write", "auth": False},
+    ),
+    "hex-length-without-bearer": (
+        ("MEM-WIRE.4", "MEM-WIRE.3"),
+        {
+            "method": "POST",
+            "path": "/write",
+            "auth": False,
+            "headers": {"Content-Length": "0x8"},
+            "body": "not json",
+        },
+    ),
     "post-healthz": (
         ("MEM-WIRE.1", "MEM-WIRE.2"),
         {"method": "POST", "path": "/healthz", "auth": False},
@@ -63,9 +87,16 @@ MEMORY_PROBES: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
         ("MEM-WIRE.5",),
         {"method": "POST", "path": "/write", "headers": {"Content-Length": None}, "body": ""},
     ),
+    # the body is exactly as long as the hex number says: a store that parses hex reads it
+    # and answers (400) instead of hanging for bytes that never come
     "hex-content-length": (
         ("MEM-WIRE.5",),
-        {"method": "POST", "path": "/list", "headers": {"Content-Length": "0x10"}, "body": "{}"},
+        {
+            "method": "POST",
+            "path": "/list",
+            "headers": {"Content-Length": "0x7"},
+            "body": '{"x":1}',
+        },
     ),
     "oversized-content-length": (
         ("MEM-WIRE.6",),
@@ -74,6 +105,25 @@ MEMORY_PROBES: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
             "path": "/retrieve",
             "headers": {"Content-Length": "600000"},
             "body": "",
+        },
+    ),
+    # the size fence at its edge: 524288 bytes pass, 524289 do not (bodies sent in full)
+    "exactly-512-kib": (
+        ("MEM-WIRE.6",),
+        {
+            "method": "POST",
+            "path": "/retrieve",
+            "body": {"scopeKey": "{scope:a}", "query": "deploy", "limit": 1},
+            "pad_to": 524288,
+        },
+    ),
+    "one-byte-over-512-kib": (
+        ("MEM-WIRE.6",),
+        {
+            "method": "POST",
+            "path": "/retrieve",
+            "body": {"scopeKey": "{scope:a}", "query": "deploy", "limit": 1},
+            "pad_to": 524289,
         },
     ),
 }
