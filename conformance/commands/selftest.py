@@ -262,9 +262,13 @@ def judge(
     machine_named: set[str] = set()
     replay: int | None = None
     for s in data.get("scenarios", []):
-        if s.get("verdict") == "fail":
-            corpus_named.update(s.get("failed_clauses") or s.get("clauses") or ())
-            scenario_named.update(s.get("clauses") or ())
+        if s.get("verdict") != "fail":
+            continue
+        if s.get("kind") == "probe":  # the machines' transport probes, not the corpus
+            machine_named.update(s.get("failed_clauses") or s.get("clauses") or ())
+            continue
+        corpus_named.update(s.get("failed_clauses") or s.get("clauses") or ())
+        scenario_named.update(s.get("clauses") or ())
     for m in data.get("machines", []):
         if m.get("verdict") == "fail":
             machine_named.update(m.get("failed_clauses") or m.get("clauses") or ())

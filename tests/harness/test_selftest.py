@@ -125,3 +125,19 @@ def test_a_kill_named_only_by_the_scenario_is_flagged() -> None:
     row = judge(MUTANT, 1, _data([scenario], []), 1.0, 0.1)
     assert row.ok and row.blame == "scenario"
     assert selftest.summarize([row])["blamed_elsewhere"] == ["m"]
+
+
+@pytest.mark.clause()
+def test_a_failed_transport_probe_is_a_kill_by_the_machines() -> None:
+    """Probes run in the machine phase (also with --machines-only): a kill by one is a machine
+    kill, never a corpus one, and a probe is never taken as the scenario that blamed it."""
+    probe = {
+        "kind": "probe",
+        "verdict": "fail",
+        "clauses": ["MEM-STORE.7"],
+        "failed_clauses": ["MEM-STORE.7"],
+    }
+    row = judge(MUTANT, 1, _data([probe], []), 1.0, 0.1)
+    assert row.ok and row.killed_by == "machine"
+    scenario = {"verdict": "fail", "clauses": ["MEM-STORE.7"], "failed_clauses": ["MEM-STORE.7"]}
+    assert judge(MUTANT, 1, _data([scenario, probe], []), 1.0, 0.1).killed_by == "both"
