@@ -207,6 +207,17 @@ def test_the_machine_finds_a_query_length_counted_in_code_points() -> None:
     assert result.replay is not None and len(result.replay.steps) == 1
 
 
+@pytest.mark.clause("MEM-STORE.9", "MEM-RECORD.3")
+def test_an_id_handed_out_again_after_forget_is_blamed_on_id_reuse() -> None:
+    """A store that mints the forgotten newest record's id again: the next list shows that id
+    with other content, which the oracle names as id reuse, not as a dead record returned."""
+    result = _hunt("mem-ids-reused-after-forget", seed=2)
+    assert result.verdict == "fail", result.reason
+    assert result.clauses[0] == "MEM-STORE.9", result.clauses
+    assert result.replay is not None and len(result.replay.steps) <= 6
+    assert [s.op for s in result.replay.steps][-3:] == ["forget", "write", "list"]
+
+
 @pytest.mark.clause("MEM-WIRE.14", "MEM-WIRE.15", "MEM-WIRE.13")
 def test_rules_needing_a_missing_capability_are_never_drawn() -> None:
     """A target without list, forget or cap: no rule sends what it cannot take (a drawn step

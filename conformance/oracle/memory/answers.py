@@ -91,6 +91,16 @@ def check_ids(items: list[Any], scope: str) -> None:
         seen.add(rid)
 
 
+def _other_record(item: dict[str, Any], dead: MemoryRecord) -> bool:
+    """Whether a returned record differs from a dead one in what never changes after minting
+    (text, kind, thread): then its id was handed out again (MEM-STORE.9, MEM-RECORD.3)."""
+    return (
+        item.get("text") != dead.text
+        or item.get("kind") != dead.kind
+        or item.get("sourceThreadKey") != dead.source_thread_key
+    )
+
+
 def bound_positions(
     w: World, items: list[Any], active: list[MemoryRecord], state: StoreState, scope: str
 ) -> dict[int, str]:
@@ -105,6 +115,13 @@ def bound_positions(
         if m not in active_ids:
             dead = find(state, m)
             status = dead.status if dead is not None else "unknown"
+            if dead is not None and dead.scope_key == scope and _other_record(item, dead):
+                raise Reject(
+                    ("MEM-STORE.9", "MEM-RECORD.3"),
+                    f"record {pos} ({item['id']}, text {short_json(item.get('text'))}) carries"
+                    f" the id of the model's {m}, which is {status} and held other content:"
+                    " ids are never reused",
+                )
             raise Reject(
                 DEAD_CLAUSES.get(status, ("MEM-STORE.4", "MEM-RECORD.2"))
                 if dead is not None and dead.scope_key == scope
