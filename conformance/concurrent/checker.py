@@ -21,7 +21,9 @@ The search (per partition; scopes are independent, see :func:`check_partitions`)
   number of distinct configurations);
 * the search is bounded (configurations visited and wall time): exceeding the bound yields
   ``unknown`` for that partition, never a verdict;
-* an *optional* op (``Op.optional``) may also be linearized as "never took effect".
+* an *optional* op (``Op.optional``) may also be linearized as "never took effect";
+* a model that had to cut a step's successors (too many allowed answers to enumerate) sets
+  ``model.incomplete``: the search then never reports ``illegal`` (only ``unknown``).
 
 The model is duck-typed: ``init() -> state`` and ``step(state, payload) -> list[state]``
 (empty: the answer is not admitted from ``state``).  States must be hashable.  For an
@@ -232,6 +234,10 @@ def check_operations(
             blocked.add(entry.op.id)
         while True:
             if not stack:
+                if getattr(model, "incomplete", False):
+                    # The model enumerated only part of some step's allowed successors: the
+                    # missing ones might explain the history.
+                    return result("unknown", "a step's allowed answers were cut (model bound)")
                 return result("illegal", "no order of the operations admits every answer")
             e, before, succ, k = stack.pop()
             chain.pop()

@@ -377,6 +377,9 @@ def test_the_checkers_pool_based_write_is_the_reference_store_write() -> None:
                 cands.append(MemoryCandidate("fact", rng.choice(texts), "t", None, None, None, sup))
             cap = rng.choice([2, 3, 500])
             state, res = store_write(state, SCOPE, cands, step, cap)
-            recs, answer = fast_write(recs, SCOPE, cands, step, cap)
+            allowed, answer = fast_write(recs, SCOPE, cands, step, cap)
             assert answer == write_response(res)
-            assert recs == state.records(SCOPE)
+            # The model's one clock cannot order by recency: every eviction choice is
+            # allowed, the reference's among them.
+            assert state.records(SCOPE) in allowed
+            recs = state.records(SCOPE)
