@@ -20,75 +20,20 @@ Ratios only, measured in one run; never a timed test.  Run:
 
 from __future__ import annotations
 
-import random
 import secrets
 import sys
 import time
 from dataclasses import replace
-from types import MappingProxyType
-from typing import Any
 
 from conformance.concurrent.analysis import MEMORY, check_events
-from conformance.concurrent.driver import Event, MemoryClient, run_plan
-from conformance.concurrent.workload import PlannedOp, generate_plan
-from conformance.driver import Exchange, Secret, TargetConfig
+from conformance.concurrent.driver import Event, run_plan
+from conformance.concurrent.synthetic import synthetic_history
+from conformance.concurrent.workload import generate_plan
+from conformance.driver import Secret, TargetConfig
 from conformance.embedded.server import start_server
-from reference.memory.store import StoreState, store_forget, store_list, store_retrieve, store_write
-from reference.memory.wire import record_to_wire, validate_write, write_response
 
 CLIENTS = 8
 SCOPES = 10
-
-
-def _answer(
-    state: StoreState, scope: str, route: str, body: dict[str, Any], now: int
-) -> tuple[StoreState, Any]:
-    if route == "/write":
-        parsed = validate_write(body)
-        assert not isinstance(parsed, Exception) and hasattr(parsed, "candidates")
-        state, res = store_write(state, scope, parsed.candidates, now)
-        return state, write_response(res)
-    if route == "/retrieve":
-        state, recs = store_retrieve(state, scope, body["query"], body["limit"], now)
-        return state, {"records": [record_to_wire(r) for r in recs]}
-    if route == "/list":
-        recs = store_list(state, scope, body["limit"], body.get("query"))
-        return state, {"records": [record_to_wire(r) for r in recs]}
-    state, forgotten = store_forget(state, scope, body["id"])
-    return state, {"ok": True, "forgotten": forgotten}
-
-
-def synthetic_history(
-    total_ops: int, scopes: int, clients: int = CLIENTS, seed: int = 1
-) -> list[Event]:
-    """A linearizable history of ``total_ops`` operations: ``clients`` clients, each picking a
-    scope per operation (the shape of ``memspec run --clients``), in simulated time."""
-    rng = random.Random(seed)
-    per_client = max(1, total_ops // clients)
-    plan = generate_plan(seed, clients, per_client, scopes)
-    keys = [f"org:memspec-bench-{s}" for s in range(scopes)]
-    timed: list[tuple[float, float, float, PlannedOp]] = []
-    for ops in plan:
-        t = rng.uniform(0, 0.002)
-        for op in ops:
-            dur = rng.uniform(0.0005, 0.003)
-            timed.append((t, t + dur, rng.uniform(t, t + dur), op))
-            t += dur + rng.uniform(0, 0.0005)
-    client_state = [MemoryClient(keys) for _ in range(clients)]
-    states = {k: StoreState(scopes=MappingProxyType({})) for k in keys}
-    events: list[Event] = []
-    # Apply in linearization-point order; a client builds its request at invocation, after
-    # everything it learned from its own earlier (completed) operations.
-    for call, ret, point, op in sorted(timed, key=lambda x: x[2]):
-        cl = client_state[op.client]
-        route, body = cl.request(op)
-        scope = body["scopeKey"]
-        states[scope], answer = _answer(states[scope], scope, route, body, int(point * 1e6))
-        cl.learn(route, body, Exchange("POST", route, body, 200, answer))
-        events.append(
-            Event(len(events), op.client, op.seq, scope, route, body, call, ret, 200, answer)
-        )
-    return events
 
 
 def _time_check(events: list[Event]) -> tuple[float, str, int]:

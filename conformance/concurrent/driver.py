@@ -97,11 +97,14 @@ class MemoryClient:
                     if known is not None:
                         rec["supersedes"] = known
                 records.append(rec)
-            return "/write", {"scopeKey": scope, "records": records}
+            body: dict[str, Any] = {"scopeKey": scope, "records": records}
+            if op.cap is not None:
+                body["cap"] = op.cap
+            return "/write", body
         if op.kind == "retrieve":
             return "/retrieve", {"scopeKey": scope, "query": op.query or "", "limit": op.limit}
         if op.kind == "list":
-            body: dict[str, Any] = {"scopeKey": scope, "limit": op.limit}
+            body = {"scopeKey": scope, "limit": op.limit}
             if op.query is not None:
                 body["query"] = op.query
             return "/list", body
