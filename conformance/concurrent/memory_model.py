@@ -37,8 +37,8 @@ What is compared, and what is not (see docs/linearizability.md):
 from __future__ import annotations
 
 import functools
-import json
 import itertools
+import json
 from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence, ValuesView
 from dataclasses import dataclass, replace
 from types import MappingProxyType
