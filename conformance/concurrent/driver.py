@@ -149,6 +149,10 @@ class LedgerClient:
         if op.kind == "list":
             return "/ledger/memory/list_memory_records", {"scopeKey": LEDGER_SCOPE}
         rid = self.known.get(op.target or "", LEDGER_UNSEEN)
+        if op.kind == "consolidate":
+            other = self.known.get(op.query or "", LEDGER_UNSEEN)
+            merge = {"operation": "merge", "targets": [rid, other], "body": op.texts[0]}
+            return "/ledger/_test/consolidate", {"operations": [merge]}
         if op.kind == "supersede":
             return "/ledger/memory/supersede_memory_record", {"recordId": rid, "body": op.texts[0]}
         return "/ledger/memory/delete_memory_record", {"recordId": rid}

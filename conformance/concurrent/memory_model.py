@@ -805,9 +805,10 @@ def make_model(scope: str) -> MemoryModel:
 
 
 def candidate_texts(call: MemoryCall) -> list[str]:
-    """Texts a call writes (for the shrinker's closed-world guard)."""
+    """What a call writes, as ``text NUL sourceThreadKey`` (for the shrinker's closed-world
+    guard: a record shown must have been written by a kept write of the same client)."""
     if isinstance(call.body, WriteBody):
-        return [c.text for c in call.body.candidates]
+        return [f"{c.text}\x00{c.source_thread_key}" for c in call.body.candidates]
     return []
 
 
@@ -827,18 +828,26 @@ def may_use(call: MemoryCall, text: str) -> bool:
     return False
 
 
-def needs_written(call: MemoryCall) -> tuple[int, list[str] | None]:
-    """A write that reports more dedups than its own repeated candidates explain needs that
-    many of its texts written by other calls (for the shrinker's closed-world guard)."""
+def needs_written(call: MemoryCall) -> list[tuple[int, list[str] | None]]:
+    """What a write's answer needs written first by *other* calls (for the shrinker's
+    closed-world guard): more dedups than its own repeated candidates explain need that many
+    of its texts; an eviction needs the scope to have held ``cap + evicted - inserted``
+    records (any texts)."""
     if not (
         call.determinate and isinstance(call.body, WriteBody) and isinstance(call.answer, dict)
     ):
-        return 0, []
+        return []
+    out: list[tuple[int, list[str] | None]] = []
     texts = [c.text for c in call.body.candidates]
     deduped = call.answer.get("deduped")
-    if not isinstance(deduped, int):
-        return 0, []
-    return max(0, deduped - (len(texts) - len(set(texts)))), texts
+    if isinstance(deduped, int) and deduped > len(texts) - len(set(texts)):
+        out.append((deduped - (len(texts) - len(set(texts))), texts))
+    evicted, inserted = call.answer.get("evicted"), call.answer.get("inserted")
+    if isinstance(evicted, int) and evicted > 0 and isinstance(inserted, int):
+        cap = DEFAULT_SCOPE_CAP if call.body.cap is None else call.body.cap
+        if cap + evicted - inserted > 0:
+            out.append((cap + evicted - inserted, None))
+    return out
 
 
 def sent_ids(call: MemoryCall) -> list[str]:

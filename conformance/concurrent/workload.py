@@ -14,7 +14,7 @@ import random
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-Kind = Literal["write", "supersede", "retrieve", "list", "forget", "save", "delete"]
+Kind = Literal["write", "supersede", "retrieve", "list", "forget", "save", "delete", "consolidate"]
 
 WORDS = ("amber", "birch", "cedar", "delta", "ember", "fjord")
 #: Every ``PHASE`` operations a client moves on to fresh texts (``amber3 note``) and queries
@@ -63,7 +63,7 @@ class PlannedOp:
     kind: Kind
     texts: tuple[str, ...] = ()  # write / supersede: candidate texts
     target: str | None = None  # supersede / forget: the text of the record it names
-    query: str | None = None  # retrieve / list
+    query: str | None = None  # retrieve / list; consolidate: the word of the second target
     limit: int = 50
     delay_ms: float = 0.0  # client think time before this op (0: back to back)
     cap: int | None = None  # write / supersede: the per-scope cap sent (None: none)
@@ -130,11 +130,13 @@ LEDGER_MIX: tuple[tuple[Kind, int], ...] = (
     ("list", 25),
     ("supersede", 20),
     ("delete", 15),
+    ("consolidate", 10),
 )
 
 
 def generate_ledger_plan(seed: int, clients: int, ops_per_client: int) -> list[list[PlannedOp]]:
-    """A ledger plan: bodies ``pin <word> c<client>n<op>`` (unique), targets named by word."""
+    """A ledger plan: bodies ``pin <word> c<client>n<op>`` (unique), targets named by word;
+    saves at the budget (the round sets ``maxRecords`` 2), supersedes, deletes and merges."""
     plan: list[list[PlannedOp]] = []
     kinds = [k for k, _ in LEDGER_MIX]
     weights = [w for _, w in LEDGER_MIX]
@@ -147,6 +149,12 @@ def generate_ledger_plan(seed: int, clients: int, ops_per_client: int) -> list[l
             body = f"pin {word} c{c}n{s}"
             if kind == "save":
                 ops.append(PlannedOp(c, s, 0, kind, texts=(body,)))
+            elif kind == "consolidate":
+                # A merge of the records last seen for two words (``_test/consolidate``): at
+                # the budget it makes room, so it races saves; it races edits of its targets.
+                other = rng.choice([w for w in WORDS[:PER_PHASE] if w != word])
+                merged = f"pin {word} c{c}n{s} merged"
+                ops.append(PlannedOp(c, s, 0, kind, texts=(merged,), target=word, query=other))
             elif kind == "list":
                 ops.append(PlannedOp(c, s, 0, kind))
             elif kind == "supersede":
