@@ -80,7 +80,7 @@ def test_a_counterexample_is_saved_drawn_and_replayable(
         ce = result.counterexample
         assert ce is not None
         assert "smallest non-linearizable sub-history found" in html
-        assert html.count("title=\"#") == len(ce.events)
+        assert html.count('title="#') == len(ce.events)
         for c in {e.client for e in ce.events}:
             assert f"client {c}</div>" in html
         assert "memspec replay-concurrent" in html
