@@ -125,6 +125,8 @@ def parse_call(
 
 #: Records per chunk of a state's persistent vector (a step copies one chunk and the spine).
 CHUNK = 64
+#: A state remembers its active positions while it has at most this many.
+LIVE_MAX = 64
 _MASK = (1 << 61) - 1
 
 
@@ -145,7 +147,7 @@ class State:
     ``active`` (the number of active records) is derived, kept for the cap and lists.
     """
 
-    __slots__ = ("recs", "tids", "n", "active", "_hash")
+    __slots__ = ("recs", "tids", "n", "active", "_hash", "live")
 
     def __init__(
         self,
@@ -160,6 +162,9 @@ class State:
         self.n = n
         self.active = active
         self._hash = hash_
+        #: The active positions, sorted, while there are at most ``LIVE_MAX`` (derived, kept
+        #: so that a capped scope's eviction and lists do not scan evicted records).
+        self.live: tuple[int, ...] | None = None
 
     @classmethod
     def build(cls, records: Sequence[MemoryRecord], tids: Sequence[str | None] = ()) -> State:
@@ -170,13 +175,10 @@ class State:
             h += _z(p, r)
             if tid_list[p] is not None:
                 h += _z(p, ("t", tid_list[p]))
-        return cls(
-            _chunked(records),
-            _chunked(tid_list),
-            len(records),
-            sum(1 for r in records if r.status == ACTIVE),
-            h & _MASK,
-        )
+        live = tuple(p for p, r in enumerate(records) if r.status == ACTIVE)
+        state = cls(_chunked(records), _chunked(tid_list), len(records), len(live), h & _MASK)
+        state.live = live if len(live) <= LIVE_MAX else None
+        return state
 
     def rec(self, p: int) -> MemoryRecord:
         return self.recs[p >> 6][p & 63]
@@ -277,6 +279,19 @@ class _Draft:
     def pair(self, p: int, t: str) -> None:
         self.tids[p] = t
 
+    def live(self) -> list[int]:
+        """The active positions, sorted (from the base's, else by a scan)."""
+        base = self.base.live
+        if base is None:
+            return [p for p in range(self.n) if self.rec(p).status == ACTIVE]
+        out = set(base)
+        for p, r in self.recs.items():
+            if r.status == ACTIVE:
+                out.add(p)
+            else:
+                out.discard(p)
+        return sorted(out)
+
     def done(self) -> State:
         base = self.base
         if not self.recs and not self.tids:
@@ -295,7 +310,10 @@ class _Draft:
             tids = _spliced(base.tids, base.n, self.tids, self.n)
         else:
             tids = base.tids
-        return State(recs, tids, self.n, self.active, h & _MASK)
+        state = State(recs, tids, self.n, self.active, h & _MASK)
+        if self.active <= LIVE_MAX:  # (a scan only when the scope shrinks to LIVE_MAX)
+            state.live = tuple(self.live()) if self.recs else base.live
+        return state
 
 
 class _IdView(Mapping[str, str]):
@@ -366,7 +384,9 @@ class MemoryModel:
         self.incomplete = False
 
     def init(self) -> State:
-        return State((), (), 0, 0, 0)
+        state = State((), (), 0, 0, 0)
+        state.live = ()
+        return state
 
     # -- hints --------------------------------------------------------------------------
 
@@ -418,9 +438,6 @@ class MemoryModel:
                 if r.status == ACTIVE and q & _tokens(r.text, r.keywords):
                     out.append(r)
         return out
-
-    def _all_active(self, state: State | _Draft) -> list[MemoryRecord]:
-        return [r for p in range(state.n) if (r := state.rec(p)).status == ACTIVE]
 
     # -- ids --------------------------------------------------------------------------
 
@@ -639,7 +656,7 @@ class MemoryModel:
             draft.append(mint_record(cand, self.scope, rid, now))
             inserted += 1
         excess = max(0, draft.active - max(cap, 0))
-        live = [p for p in range(draft.n) if draft.rec(p).status == ACTIVE] if excess else []
+        live = draft.live() if excess else []
         answer = write_response(WriteResult(inserted, deduped, superseded, excess))
         return answer, (live, excess)
 
