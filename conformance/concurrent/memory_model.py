@@ -3,8 +3,8 @@
 This is the one module that knows how the reference model is called; re-point it here if the
 model's judging functions move (it borrows three private helpers of ``reference.memory.wire``
 — ``_parse_records_body`` and ``_shows`` — for the unordered list).  It uses the model's pure functions only:
-``plan_write`` / ``mint_record`` / ``plan_eviction`` (a write, over each candidate's pool as the
-seed's store does — ``fast_write``, checked against ``store_write`` by a test),
+``plan_write`` / ``mint_record`` (a write, over each candidate's pool as the seed's store
+does — ``MemoryModel.write``, checked against ``store_write`` by a test via ``fast_write``),
 ``store_list`` / ``store_forget`` (``reference.memory.store``),
 ``validate_*``, ``write_response``, ``match_records`` and ``RecordsBody`` (the allowed-answers
 judge of ``reference.memory.wire``) and ``rank_allowed`` (``reference.memory.judge``).
@@ -30,8 +30,9 @@ What is compared, and what is not (see docs/linearizability.md):
   separates two records — ranking is judged by keyword-match tie groups only (any order of
   equal keyword match is accepted).  The sequential oracle checks recency order and store
   timestamps; concurrent events may share a store millisecond, so this check does not.
-  Consequently eviction (whose choice depends on times) is not exercised by the concurrent
-  workload: writes never send ``cap`` and scopes stay far below the default cap.
+  Consequently an eviction's count is compared exactly, but *which* records it takes is any
+  ``excess`` of the actives (MEM-CAP.2's LRU order is the sequential oracle's); the workload
+  keeps the one scope whose writes send ``cap`` small, so the choices are few.
 """
 
 from __future__ import annotations
