@@ -1,8 +1,9 @@
 """The Memory Worker as the checker's sequential specification: an adapter to ``reference.memory``.
 
 This is the one module that knows how the reference model is called; re-point it here if the
-model's judging functions move (it borrows three private helpers of ``reference.memory.wire``
-— ``_parse_records_body`` and ``_shows`` — for the unordered list).  It uses the model's pure functions only:
+model's judging functions move (it borrows two private helpers of ``reference.memory.wire``
+— ``_parse_records_body`` and ``_shows`` — for the unordered list).  It uses the model's pure
+functions only:
 ``plan_write`` / ``mint_record`` (a write, over each candidate's pool as the seed's store
 does — ``MemoryModel.write``, checked against ``store_write`` by a test via ``fast_write``),
 ``store_list`` / ``store_forget`` (``reference.memory.store``),
