@@ -95,7 +95,8 @@ def driver_throughput() -> None:
     s_rate = len(seq.events) / seq.wall_s
     print(f"driver against the bundled store: {len(conc.events)} ops")
     print(
-        f"  8 clients: {c_rate:8.0f} ops/s   1 client: {s_rate:8.0f} ops/s   ratio {c_rate / s_rate:.2f}x"
+        f"  8 clients: {c_rate:8.0f} ops/s   1 client: {s_rate:8.0f} ops/s"
+        f"   ratio {c_rate / s_rate:.2f}x"
     )
 
 

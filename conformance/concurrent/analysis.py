@@ -8,7 +8,8 @@ only ever keeps a candidate the checker still calls *illegal*, so the result is 
 counterexample.  Two moves, repeated to a fixpoint:
 
 * **blur** an operation (one op at a time, latest first): make it *optional* — it may not
-  have taken effect at all, and if it did, then within its interval; its answer unseen.  Blurring only *weakens* the
+  have taken effect at all, and if it did, then within its interval; its answer unseen.
+  Blurring only *weakens* the
   history, so if the blurred history is still illegal it is still a true counterexample — the
   op's answer was not needed to show the violation;
 * **drop** a blurred operation when, besides, the rest is *closed*: every record text a kept

@@ -171,10 +171,12 @@ def replay_command(args: argparse.Namespace) -> int:
             if verdict == "not linearizable":
                 print(
                     f"replay-concurrent: NOT LINEARIZABLE on attempt {attempt}"
-                    f" ({len(history.events)} operations; clauses {', '.join(data.get('clauses', []))})"
+                    f" ({len(history.events)} operations;"
+                    f" clauses {', '.join(data.get('clauses', []))})"
                 )
                 return 1
         print(
-            f"replay-concurrent: {verdict} in all {args.attempts} attempt(s) (the race did not reproduce)"
+            f"replay-concurrent: {verdict} in all {args.attempts} attempt(s)"
+            " (the race did not reproduce)"
         )
         return 0

@@ -1,4 +1,5 @@
-"""A concurrent check end to end: plan → N clients → history → linearizability → counterexample.
+"""A concurrent check end to end: plan → N clients → history → linearizability →
+counterexample.
 
 :func:`run_concurrent` runs ``rounds`` independent rounds (each its own seed and its own
 run-unique scopes) until one is not linearizable; :class:`ConcurrentResult` is what the report
@@ -70,7 +71,8 @@ def _setup(config: TargetConfig, protocol: str) -> None:
             ex = target.request("POST", f"/ledger/{method}", params)
             if ex.status != 200:
                 raise SetupError(
-                    f"ledger concurrent check needs {method} (answered {ex.status or ex.transport_error})"
+                    f"ledger concurrent check needs {method}"
+                    f" (answered {ex.status or ex.transport_error})"
                 )
 
 
