@@ -2,12 +2,13 @@
 
 1. **Checker growth.**  Synthetic linearizable histories of 1k, 10k and 100k operations by 8
    clients over 10 scopes (each client picks a scope per operation, as ``memspec run
-   --clients`` does; its plan generator), executed against the reference model in simulated
-   time — every op gets an invocation time, a
-   duration and a linearization point inside its interval, and its answer is what the model
-   answers at that point (so the history is linearizable and the search must find the order).
-   Reported: check time per size and the growth ratios (goal: near-linear, i.e. about 10× per
-   10× operations; well under a second for 10k), and, at a fixed 1k operations per scope, the
+   --clients`` does; its plan generator, the last scope capped so that writes evict), from
+   :mod:`conformance.concurrent.synthetic`: every op gets an invocation time, a duration and a
+   linearization point inside its interval, and its answer is what the reference answers at
+   that point (so the history is linearizable and the search must find the order).
+   Reported: check time per size (CPU seconds of the process -- the machine may be shared --
+   and wall seconds) and the growth ratios (goal: near-linear, i.e. about 10× per 10×
+   operations; well under a second for 10k), and, at a fixed 1k operations per scope, the
    ratio for 1 → 10 scopes (goal: about 10×: scopes are independent partitions).  Then the
    hard case: 2, 4 and 8 clients all on *one* scope (see docs/linearizability.md, limits).
 2. **Driver throughput.**  One plan (8 clients × 40 ops over 4 scopes) run against the bundled
@@ -20,97 +21,46 @@ Ratios only, measured in one run; never a timed test.  Run:
 
 from __future__ import annotations
 
-import random
 import secrets
 import sys
 import time
 from dataclasses import replace
-from types import MappingProxyType
-from typing import Any
 
 from conformance.concurrent.analysis import MEMORY, check_events
-from conformance.concurrent.driver import Event, MemoryClient, run_plan
-from conformance.concurrent.workload import PlannedOp, generate_plan
-from conformance.drivers.base import Exchange, Secret, TargetConfig
+from conformance.concurrent.driver import Event, run_plan
+from conformance.concurrent.synthetic import synthetic_history
+from conformance.concurrent.workload import generate_plan
+from conformance.drivers.base import Secret, TargetConfig
 from conformance.embedded.server import start_server
-from reference.memory.store import StoreState, store_forget, store_list, store_retrieve, store_write
-from reference.memory.wire import record_to_wire, validate_write, write_response
 
 CLIENTS = 8
 SCOPES = 10
 
 
-def _answer(
-    state: StoreState, scope: str, route: str, body: dict[str, Any], now: int
-) -> tuple[StoreState, Any]:
-    if route == "/write":
-        parsed = validate_write(body)
-        assert not isinstance(parsed, Exception) and hasattr(parsed, "candidates")
-        state, res = store_write(state, scope, parsed.candidates, now)
-        return state, write_response(res)
-    if route == "/retrieve":
-        state, recs = store_retrieve(state, scope, body["query"], body["limit"], now)
-        return state, {"records": [record_to_wire(r) for r in recs]}
-    if route == "/list":
-        recs = store_list(state, scope, body["limit"], body.get("query"))
-        return state, {"records": [record_to_wire(r) for r in recs]}
-    state, forgotten = store_forget(state, scope, body["id"])
-    return state, {"ok": True, "forgotten": forgotten}
-
-
-def synthetic_history(
-    total_ops: int, scopes: int, clients: int = CLIENTS, seed: int = 1
-) -> list[Event]:
-    """A linearizable history of ``total_ops`` operations: ``clients`` clients, each picking a
-    scope per operation (the shape of ``memspec run --clients``), in simulated time."""
-    rng = random.Random(seed)
-    per_client = max(1, total_ops // clients)
-    plan = generate_plan(seed, clients, per_client, scopes)
-    keys = [f"org:memspec-bench-{s}" for s in range(scopes)]
-    timed: list[tuple[float, float, float, PlannedOp]] = []
-    for ops in plan:
-        t = rng.uniform(0, 0.002)
-        for op in ops:
-            dur = rng.uniform(0.0005, 0.003)
-            timed.append((t, t + dur, rng.uniform(t, t + dur), op))
-            t += dur + rng.uniform(0, 0.0005)
-    client_state = [MemoryClient(keys) for _ in range(clients)]
-    states = {k: StoreState(scopes=MappingProxyType({})) for k in keys}
-    events: list[Event] = []
-    # Apply in linearization-point order; a client builds its request at invocation, after
-    # everything it learned from its own earlier (completed) operations.
-    for call, ret, point, op in sorted(timed, key=lambda x: x[2]):
-        cl = client_state[op.client]
-        route, body = cl.request(op)
-        scope = body["scopeKey"]
-        states[scope], answer = _answer(states[scope], scope, route, body, int(point * 1e6))
-        cl.learn(route, body, Exchange("POST", route, body, 200, answer))
-        events.append(
-            Event(len(events), op.client, op.seq, scope, route, body, call, ret, 200, answer)
-        )
-    return events
-
-
-def _time_check(events: list[Event]) -> tuple[float, str, int]:
-    start = time.perf_counter()
+def _time_check(events: list[Event]) -> tuple[float, float, str, int]:
+    """(CPU seconds, wall seconds, verdicts, configurations) of checking ``events`` -- the
+    conversion of events into model calls (request validation) included."""
+    start, cpu = time.perf_counter(), time.process_time()
     results = check_events(events, MEMORY, max_states=10_000_000, max_seconds=600)
+    cpu = time.process_time() - cpu
     elapsed = time.perf_counter() - start
     verdicts = {r.verdict for r in results}
-    return elapsed, "/".join(sorted(verdicts)), sum(r.states for r in results)
+    return cpu, elapsed, "/".join(sorted(verdicts)), sum(r.states for r in results)
 
 
 def checker_growth(sizes: list[int]) -> None:
     print(f"checker on synthetic linearizable histories ({CLIENTS} clients over {SCOPES} scopes)")
-    print(f"{'ops':>8} {'seconds':>9} {'configs':>9} {'verdict':>8} {'ratio':>7}")
+    print("(CPU seconds of this process: the machine may be shared; wall seconds beside)")
+    print(f"{'ops':>8} {'cpu s':>8} {'wall s':>8} {'configs':>9} {'verdict':>8} {'ratio':>7}")
     prev: float | None = None
     for n in sizes:
         events = synthetic_history(n, SCOPES)
-        secs, verdict, states = _time_check(events)
-        ratio = f"{secs / prev:.1f}x" if prev else "-"
-        print(f"{len(events):>8} {secs:>9.3f} {states:>9} {verdict:>8} {ratio:>7}")
-        prev = secs
-    one, _, _ = _time_check(synthetic_history(1000, 1, clients=1))
-    ten, _, _ = _time_check(synthetic_history(10_000, 10, clients=10))
+        cpu, secs, verdict, states = _time_check(events)
+        ratio = f"{cpu / prev:.1f}x" if prev else "-"
+        print(f"{len(events):>8} {cpu:>8.3f} {secs:>8.3f} {states:>9} {verdict:>8} {ratio:>7}")
+        prev = cpu
+    one = _time_check(synthetic_history(1000, 1, clients=1))[0]
+    ten = _time_check(synthetic_history(10_000, 10, clients=10))[0]
     print(
         f"1k ops per scope: 1 client on 1 scope {one:.3f}s, 10 clients over 10 scopes {ten:.3f}s"
         f" -> {ten / one:.1f}x for 10x scopes (goal: about 10x)"

@@ -8,8 +8,8 @@ only ever keeps a candidate the checker still calls *illegal*, so the result is 
 counterexample.  Two moves, repeated to a fixpoint:
 
 * **blur** an operation (one op at a time, latest first): make it *optional* — it may not
-  have taken effect at all, and if it did, then within its interval; its answer unseen.  Blurring
-  only *weakens* the
+  have taken effect at all, and if it did, then within its interval; its answer unseen.
+  Blurring only *weakens* the
   history, so if the blurred history is still illegal it is still a true counterexample — the
   op's answer was not needed to show the violation;
 * **drop** a blurred operation when, besides, the rest is *closed*: every record text a kept
@@ -56,7 +56,7 @@ class Protocol:
     may_use: Callable[[Any, str], bool]  # may this call bump the usage of a record with this text
     # (n, texts): the answer needs n of these texts (None: any n writes) written by *other*
     # kept calls that could have come first
-    needs: Callable[[Any], tuple[int, list[str] | None]]
+    needs: Callable[[Any], list[tuple[int, list[str] | None]]]
 
 
 def _mem_parse(e: Event) -> Any:
@@ -69,7 +69,8 @@ def _mem_shows(call: Any) -> list[tuple[str, str, int, bool]]:
         uses = r.get("useCount")
         n = uses if isinstance(uses, int) else 0
         # A last-use time is set by a retrieve only: count it as one use a retrieve must explain.
-        out.append((str(r.get("text")), str(r.get("id")), n, "lastUsedAt" in r))
+        key = f"{r.get('text')}\x00{r.get('sourceThreadKey')}"
+        out.append((key, str(r.get("id")), n, "lastUsedAt" in r))
     return out
 
 
@@ -86,6 +87,13 @@ MEMORY = Protocol(
 
 
 def _ledger_writes(call: Any) -> list[str]:
+    if call.method == "_test/consolidate":
+        ops = call.params.get("operations")
+        return [
+            o["body"].strip()
+            for o in ops if isinstance(ops, list)
+            if isinstance(o, dict) and isinstance(o.get("body"), str)
+        ]  # fmt: skip
     body = call.params.get("body")
     return [body.strip()] if call.method in _LEDGER_WRITERS and isinstance(body, str) else []
 
@@ -105,21 +113,25 @@ def _ledger_shows(call: Any) -> list[tuple[str, str, int, bool]]:
 
 
 def _ledger_names(call: Any) -> list[str]:
-    rid = call.params.get("recordId")
-    return [rid] if isinstance(rid, str) and not rid.startswith("ffffffff") else []
+    ids = [call.params.get("recordId")]
+    ops = call.params.get("operations")
+    for o in ops if isinstance(ops, list) else []:
+        if isinstance(o, dict) and isinstance(o.get("targets"), list):
+            ids.extend(o["targets"])
+    return [i for i in ids if isinstance(i, str) and not i.startswith("ffffffff")]
 
 
-def _ledger_needs(call: Any) -> tuple[int, list[str] | None]:
+def _ledger_needs(call: Any) -> list[tuple[int, list[str] | None]]:
     """A budget refusal says how many records are held: that many saves must be kept."""
     if call.determinate and call.status == 409 and isinstance(call.answer, dict):
         err = call.answer.get("error")
         msg = err.get("message") if isinstance(err, dict) else None
         if isinstance(msg, str) and " holds " in msg:
             try:
-                return int(msg.split(" holds ")[1].split()[0]), None
+                return [(int(msg.split(" holds ")[1].split()[0]), None)]
             except (ValueError, IndexError):
-                return 0, None
-    return 0, None
+                return []
+    return []
 
 
 LEDGER = Protocol(
@@ -161,13 +173,17 @@ def check_events(
 
 
 def _closed(ops: Sequence[Op], proto: Protocol) -> bool:
+    # Keys: what a record is (memory: text NUL sourceThreadKey, so a record shown needs a
+    # kept write by its own client); its text is the part before the NUL.
     written: dict[str, int] = {}
+    written_text: dict[str, int] = {}
     shown_ids: set[str] = set()
     shown_uses: dict[str, int] = {}
     retrieved: set[str] = set()
     for op in ops:
-        for text in proto.writes(op.payload):
-            written[text] = written.get(text, 0) + 1
+        for key in proto.writes(op.payload):
+            written[key] = written.get(key, 0) + 1
+            written_text[_text(key)] = written_text.get(_text(key), 0) + 1
         if op.determinate:
             for text, rid, uses, was_retrieved in proto.shows(op.payload):
                 shown_uses[text] = max(shown_uses.get(text, 0), uses)
@@ -178,21 +194,21 @@ def _closed(ops: Sequence[Op], proto: Protocol) -> bool:
         return False
     # A shown use count must be reachable by the kept ops: every write of the text after the
     # first may dedup-bump it, every retrieve that can match it may bump it.
-    for text, uses in shown_uses.items():
+    for key, uses in shown_uses.items():
+        text = _text(key)
         users = sum(1 for op in ops if proto.may_use(op.payload, text))
-        if uses > written[text] - 1 + users or (text in retrieved and not users):
+        if uses > written_text[text] - 1 + users or (key in retrieved and not users):
             return False
     # A determinate answer that depends on earlier writes (a dedup) keeps, for each, a write
     # that could have come first.
     for op in ops:
         if not op.determinate:
             continue
-        n, texts = proto.needs(op.payload)
-        if n:
+        for n, texts in proto.needs(op.payload):
             others: list[str] = []
             for o in ops:
                 if o.id != op.id and op.ret is not None and o.call <= op.ret:  # could come first
-                    others.extend(proto.writes(o.payload))
+                    others.extend(_text(k) for k in proto.writes(o.payload))
             enough = len(others) >= n if texts is None else len(set(texts) & set(others)) >= n
             if not enough:
                 return False
@@ -204,6 +220,10 @@ def _closed(ops: Sequence[Op], proto: Protocol) -> bool:
         if op.determinate
         for rid in proto.names(op.payload)
     )
+
+
+def _text(key: str) -> str:
+    return key.split("\x00", 1)[0]
 
 
 def _blurred(op: Op, proto: Protocol) -> Op:
@@ -238,6 +258,7 @@ def shrink(
     been found with a larger bound than the one each shrink step gets).
     """
     started = time.perf_counter()
+    cpu_started = time.process_time()  # the budget is CPU time: load does not shrink it
     checks = 0
 
     def illegal(cand: Sequence[Op]) -> PartitionResult | None:
@@ -258,7 +279,7 @@ def shrink(
         return None
 
     def out_of_time() -> bool:
-        return time.perf_counter() - started > budget_s
+        return time.process_time() - cpu_started > budget_s
 
     def prune(ops_: list[Op]) -> list[Op]:
         """Drop blurred ops, latest first, while the rest stays closed (no check needed: an

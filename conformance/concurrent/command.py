@@ -4,7 +4,8 @@
 ``run``/``fuzz`` call :func:`attach_concurrent` once, after their usual pipeline, against the
 same target: it runs the concurrent check per protocol, writes the counterexample's replay
 file and timeline into the report directory, adds a ``concurrent`` section to
-``report.json`` and turns the exit code to 1 when a history is not linearizable.
+``report.json`` (drawn in ``report.html``, a counterexample as a timeline) and turns the exit
+code to 1 when a history is not linearizable.
 """
 
 from __future__ import annotations
@@ -26,7 +27,9 @@ from conformance.concurrent.run import (
 )
 from conformance.drivers.base import TargetConfig
 from conformance.errors import UsageError
+from conformance.report.html import report_html
 from conformance.report.timeline import timeline_page
+from conformance.scrub import clean, dumps, scrub_text
 
 MAX_CLIENTS = 64
 
@@ -69,7 +72,8 @@ def concurrent_checks(
             else:  # pragma: no cover
                 continue
             path = report_dir / f"concurrent-{protocol}.html"
-            path.write_text(timeline_page(events, title=title, note=note), encoding="utf-8")
+            page = timeline_page(events, title=title, note=note)
+            path.write_text(scrub_text(page), encoding="utf-8")
             result.timeline_path = str(path)
         out.append(result)
     return out
@@ -115,10 +119,13 @@ def attach_concurrent(
         path = Path(outcome.report_dir) / "report.json"
         if path.exists():
             data = json.loads(path.read_text(encoding="utf-8"))
-            data["concurrent"] = section
+            data["concurrent"] = clean(section)
             if outcome.exit_code == 1:
                 data["exit_code"] = 1
-            path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+            path.write_text(dumps(data, indent=2) + "\n", encoding="utf-8")
+            # report.html draws the section (and a counterexample's timeline) too.
+            html_path = Path(outcome.report_dir) / "report.html"
+            html_path.write_text(scrub_text(report_html(data)), encoding="utf-8")
 
 
 # --------------------------------------------------------------------------- replay-concurrent

@@ -97,11 +97,14 @@ class MemoryClient:
                     if known is not None:
                         rec["supersedes"] = known
                 records.append(rec)
-            return "/write", {"scopeKey": scope, "records": records}
+            body: dict[str, Any] = {"scopeKey": scope, "records": records}
+            if op.cap is not None:
+                body["cap"] = op.cap
+            return "/write", body
         if op.kind == "retrieve":
             return "/retrieve", {"scopeKey": scope, "query": op.query or "", "limit": op.limit}
         if op.kind == "list":
-            body: dict[str, Any] = {"scopeKey": scope, "limit": op.limit}
+            body = {"scopeKey": scope, "limit": op.limit}
             if op.query is not None:
                 body["query"] = op.query
             return "/list", body
@@ -146,6 +149,10 @@ class LedgerClient:
         if op.kind == "list":
             return "/ledger/memory/list_memory_records", {"scopeKey": LEDGER_SCOPE}
         rid = self.known.get(op.target or "", LEDGER_UNSEEN)
+        if op.kind == "consolidate":
+            other = self.known.get(op.query or "", LEDGER_UNSEEN)
+            merge = {"operation": "merge", "targets": [rid, other], "body": op.texts[0]}
+            return "/ledger/_test/consolidate", {"operations": [merge]}
         if op.kind == "supersede":
             return "/ledger/memory/supersede_memory_record", {"recordId": rid, "body": op.texts[0]}
         return "/ledger/memory/delete_memory_record", {"recordId": rid}

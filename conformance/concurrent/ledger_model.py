@@ -2,7 +2,9 @@
 
 The one module that knows how the reference ledger is called (``reference.ledger.wire.handle``
 and ``record_to_wire``); re-point it here if the judge moves.  Covered methods (the concurrent
-workload's subset): ``save``, ``list`` (active), ``supersede``, ``delete``.
+workload's subset): ``save``, ``list`` (active), ``supersede``, ``delete`` and merges through
+``_test/consolidate`` (judged with ``reference.ledger.wire.allowed``: every result the batch
+may report, the counts compared exactly).
 
 Compared: the HTTP status and, for a refusal, the error code (one the model allows) and the
 exact message where the model fixes it (a budget refusal names the held count); for a record,
@@ -21,11 +23,12 @@ from typing import Any
 
 from reference.ledger.outcome import Ok, Refused
 from reference.ledger.records import LedgerState, empty_state
-from reference.ledger.wire import handle, record_to_wire
+from reference.ledger.wire import allowed, handle, record_to_wire
 
 #: The model's one clock value (times are not compared).
 MODEL_NOW = 1_700_000_000_000
 PREFIX = "/ledger/"
+CONSOLIDATE = "_test/consolidate"
 CODE_STATUS = {-32602: 400, 1000: 409, -32601: 404}
 #: Wire fields compared exactly (``id``/``supersedes`` via the bijection, times not at all).
 _EXACT = ("scopeKey", "kind", "body", "provenance", "status", "sourceSessionId", "conflictGroup")
@@ -116,6 +119,8 @@ class LedgerModel:
         return hit
 
     def _translations(self, state: State, call: LedgerCall) -> list[tuple[dict[str, Any], Pairs]]:
+        if call.method == CONSOLIDATE:
+            return self._merge_translations(state, call)
         rid = call.params.get("recordId")
         if not isinstance(rid, str):
             return [(call.params, state.pairs)]
@@ -129,17 +134,60 @@ class LedgerModel:
                 out.append(({**call.params, "recordId": r.id}, state.pairs | {(r.id, rid)}))
         return out
 
+    def _merge_translations(
+        self, state: State, call: LedgerCall
+    ) -> list[tuple[dict[str, Any], Pairs]]:
+        """A batch's target ids read as model ids: a paired id as its record; an id the client
+        never saw (``ffffffff-…``) as itself, naming nothing; any other unpaired id (only in a
+        shrunk sub-history) as any unpaired record or nothing."""
+        ops = call.params.get("operations")
+        if not isinstance(ops, list):
+            return [(call.params, state.pairs)]
+        to_model = {t: m for m, t in state.pairs}
+        paired = {m for m, _ in state.pairs}
+        unpaired = [r.id for r in state.ledger.records if r.id not in paired]
+        sent = [
+            t
+            for o in ops
+            if isinstance(o, dict) and isinstance(o.get("targets"), list)
+            for t in o["targets"]
+            if isinstance(t, str)
+        ]
+        unknown = [t for t in dict.fromkeys(sent) if t not in to_model]
+        choices = [[t] if t.startswith("ffffffff") else [t, *unpaired] for t in unknown]
+        out = []
+        for combo in itertools.islice(itertools.product(*choices), 64):
+            real = [m for t, m in zip(unknown, combo, strict=True) if m != t]
+            if len(set(real)) != len(real):
+                continue
+            mapping = {**to_model, **dict(zip(unknown, combo, strict=True))}
+            new_ops = [
+                {**o, "targets": [mapping.get(t, t) if isinstance(t, str) else t
+                                  for t in o["targets"]]}
+                if isinstance(o, dict) and isinstance(o.get("targets"), list)
+                else o
+                for o in ops
+            ]  # fmt: skip
+            added = {(m, t) for t, m in zip(unknown, combo, strict=True) if m != t}
+            out.append(({**call.params, "operations": new_ops}, state.pairs | added))
+        return out
+
     def _step(self, state: State, call: LedgerCall) -> list[State]:
         out: list[State] = []
         for params, pairs in self._translations(state, call):
-            after, outcome = handle(state.ledger, call.method, params, MODEL_NOW)
-            if not call.determinate:
-                out.append(State(after, pairs))
-                continue
-            judged = self._judge(outcome, call, pairs)
-            if judged is not None:
-                out.append(State(after, judged))
-        return out
+            if call.method == CONSOLIDATE:
+                # A batch's open points (which results its elements may have): every one.
+                answers = allowed(state.ledger, call.method, params, MODEL_NOW)
+            else:
+                answers = [handle(state.ledger, call.method, params, MODEL_NOW)]
+            for after, outcome in answers:
+                if not call.determinate:
+                    out.append(State(after, pairs))
+                    continue
+                judged = self._judge(outcome, call, pairs)
+                if judged is not None:
+                    out.append(State(after, judged))
+        return list(dict.fromkeys(out))
 
     def _judge(self, outcome: Ok | Refused, call: LedgerCall, pairs: Pairs) -> Pairs | None:
         body = call.answer
@@ -157,6 +205,12 @@ class LedgerModel:
         if call.status != 200:
             return None
         result = outcome.result
+        if call.method == CONSOLIDATE:
+            counts = ("applied", "invalid", "refused", "declined")
+            if not isinstance(body, dict) or not isinstance(result, dict):
+                return None
+            same = all(type(body.get(k)) is int and body.get(k) == result.get(k) for k in counts)
+            return pairs if same else None
         if call.method == "memory/list_memory_records":
             assert isinstance(result, dict)
             return self._listing(result["records"], body, pairs)

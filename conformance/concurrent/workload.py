@@ -14,7 +14,7 @@ import random
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-Kind = Literal["write", "supersede", "retrieve", "list", "forget", "save", "delete"]
+Kind = Literal["write", "supersede", "retrieve", "list", "forget", "save", "delete", "consolidate"]
 
 WORDS = ("amber", "birch", "cedar", "delta", "ember", "fjord")
 #: Every ``PHASE`` operations a client moves on to fresh texts (``amber3 note``) and queries
@@ -31,6 +31,18 @@ PER_PHASE = 3
 def pool(phase: int) -> tuple[str, ...]:
     words = [WORDS[(phase + i) % len(WORDS)] for i in range(PER_PHASE)]
     return tuple(f"{w}{phase} note" for w in words)
+
+
+#: The cap every write to the *capped* scope sends (the last scope of a round of at least
+#: two): each write past it evicts, so eviction races (a batch that saw room, a list that sees
+#: the scope over its cap) happen on it.  Small, so the actives an eviction chooses among are
+#: few: the model does not know the store's times, so any excess of them may go.
+EVICTION_CAP = 3
+
+
+def capped_scope(scopes: int) -> int | None:
+    """The index of the scope whose writes send ``EVICTION_CAP`` (None: no such scope)."""
+    return scopes - 1 if scopes >= 2 else None
 
 
 #: Operation mix (weights) for the memory workload.
@@ -51,9 +63,10 @@ class PlannedOp:
     kind: Kind
     texts: tuple[str, ...] = ()  # write / supersede: candidate texts
     target: str | None = None  # supersede / forget: the text of the record it names
-    query: str | None = None  # retrieve / list
+    query: str | None = None  # retrieve / list; consolidate: the word of the second target
     limit: int = 50
     delay_ms: float = 0.0  # client think time before this op (0: back to back)
+    cap: int | None = None  # write / supersede: the per-scope cap sent (None: none)
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
@@ -72,6 +85,7 @@ def generate_plan(
     plan: list[list[PlannedOp]] = []
     kinds = [k for k, _ in MIX]
     weights = [w for _, w in MIX]
+    capped = capped_scope(scopes)
     for c in range(clients):
         rng = random.Random(f"memspec-concurrent:{seed}:{c}")
         ops: list[PlannedOp] = []
@@ -79,17 +93,17 @@ def generate_plan(
             kind: Kind = rng.choices(kinds, weights)[0]
             scope = rng.randrange(scopes)
             texts = pool(s // PHASE)
+            cap = EVICTION_CAP if scope == capped else None
             if kind == "write":
                 n = rng.choice((1, 1, 2, 3))
-                ops.append(
-                    PlannedOp(c, s, scope, kind, texts=tuple(rng.choice(texts) for _ in range(n)))
-                )
+                picked = tuple(rng.choice(texts) for _ in range(n))
+                ops.append(PlannedOp(c, s, scope, kind, texts=picked, cap=cap))
             elif kind == "supersede":
                 base = rng.choice(texts)
                 # Its own token (not the base word), so queries for the base word do not show
                 # it; unique, because two records with one content could not be told apart.
                 text = f"{base.split()[0]}x{c}n{s} revised"
-                ops.append(PlannedOp(c, s, scope, kind, texts=(text,), target=base))
+                ops.append(PlannedOp(c, s, scope, kind, texts=(text,), target=base, cap=cap))
             elif kind == "retrieve":
                 query = rng.choice(texts).split()[0]
                 ops.append(PlannedOp(c, s, scope, kind, query=query, limit=rng.choice((2, 5))))
@@ -116,11 +130,13 @@ LEDGER_MIX: tuple[tuple[Kind, int], ...] = (
     ("list", 25),
     ("supersede", 20),
     ("delete", 15),
+    ("consolidate", 10),
 )
 
 
 def generate_ledger_plan(seed: int, clients: int, ops_per_client: int) -> list[list[PlannedOp]]:
-    """A ledger plan: bodies ``pin <word> c<client>n<op>`` (unique), targets named by word."""
+    """A ledger plan: bodies ``pin <word> c<client>n<op>`` (unique), targets named by word;
+    saves at the budget (the round sets ``maxRecords`` 2), supersedes, deletes and merges."""
     plan: list[list[PlannedOp]] = []
     kinds = [k for k, _ in LEDGER_MIX]
     weights = [w for _, w in LEDGER_MIX]
@@ -133,6 +149,12 @@ def generate_ledger_plan(seed: int, clients: int, ops_per_client: int) -> list[l
             body = f"pin {word} c{c}n{s}"
             if kind == "save":
                 ops.append(PlannedOp(c, s, 0, kind, texts=(body,)))
+            elif kind == "consolidate":
+                # A merge of the records last seen for two words (``_test/consolidate``): at
+                # the budget it makes room, so it races saves; it races edits of its targets.
+                other = rng.choice([w for w in WORDS[:PER_PHASE] if w != word])
+                merged = f"pin {word} c{c}n{s} merged"
+                ops.append(PlannedOp(c, s, 0, kind, texts=(merged,), target=word, query=other))
             elif kind == "list":
                 ops.append(PlannedOp(c, s, 0, kind))
             elif kind == "supersede":

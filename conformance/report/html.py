@@ -2,7 +2,9 @@
 
 Sections: the verdict and run facts; the clause matrix (passed / failed / skipped per clause);
 every divergence with its minimal replay shown step by step, the model's allowed answers and
-the target's answer side by side; the scenarios and machine runs; the scopes the run wrote.
+the target's answer side by side; the concurrent check (``--clients N``), with the timeline of
+a non-linearizable counterexample (clients as lanes, operations as bars); the scenarios and
+machine runs; the scopes the run wrote.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from html import escape
 from typing import Any
 
 from conformance.report.console import said_line
+from conformance.report.timeline import timeline_html
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,sans-serif;margin:2em;color:#1d1d1f;
@@ -174,6 +177,8 @@ def report_html(data: dict[str, Any]) -> str:
                 ]
         parts.append(_steps_table(steps))
         parts.append("</div>")
+    if data.get("concurrent"):
+        parts.append(concurrent_html(data["concurrent"]))
     # scenarios
     parts.append(
         f"<h2>Scenarios ({len(data['scenarios'])})</h2><table><tr><th>scenario</th><th>verdict</th>"
@@ -239,4 +244,66 @@ def report_html(data: dict[str, Any]) -> str:
         f"<p class='muted'>schema {escape(data['schema'])}"
         f" · memspec {escape(data['memspec_version'])}</p></body></html>\n"
     )
+    return "".join(parts)
+
+
+def concurrent_html(sections: list[dict[str, Any]]) -> str:
+    """The ``concurrent`` section of ``report.json`` (one entry per protocol): verdict, search
+    sizes per scope and, for a history that is not linearizable, the counterexample drawn as
+    a timeline (:func:`conformance.report.timeline.timeline_html`) with its replay command."""
+    parts = ["<h2>Concurrent clients (linearizability)</h2>"]
+    for c in sections:
+        verdict = str(c.get("verdict"))
+        cls = {"linearizable": "ok", "not linearizable": "bad"}.get(verdict, "warn")
+        parts.append(
+            f"<h3>{escape(str(c.get('protocol')))}: <span class='{cls}'>{escape(verdict)}</span>"
+            "</h3>"
+            f"<p>{c.get('clients')} clients · {c.get('operations')} operations in"
+            f" {c.get('rounds')} round(s) · {c.get('indeterminate', 0)} without an answer ·"
+            f" driven in {c.get('wall_s')} s, checked in {c.get('check_s')} s</p>"
+        )
+        unknown = [p for p in c.get("partitions") or [] if p.get("verdict") == "unknown"]
+        for p in unknown:
+            parts.append(
+                f"<p class='warn'>scope <code>{escape(str(p.get('scope')))}</code>: unknown"
+                f" ({escape(str(p.get('reason')))})</p>"
+            )
+        ce = c.get("counterexample")
+        if not ce:
+            continue
+        parts.append("<div class='div'>")
+        parts.append(
+            f"<p>clauses: {', '.join('<code>' + escape(x) + '</code>' for x in ce['clauses'])}</p>"
+        )
+        note = (
+            f"{ce['operations']} operations of scope {ce['partition']} (from"
+            f" {ce['from_operations']}); no order of them admits every answer. Faded bars:"
+            " answers the counterexample does not need; hatched: no answer. Hover a bar for"
+            " the request and the answer."
+        )
+        parts.append(
+            timeline_html(
+                ce["events"], title="smallest non-linearizable sub-history found", note=note
+            )
+        )
+        if c.get("replay"):
+            parts.append(
+                "<p>replay: <code>memspec replay-concurrent"
+                f" {escape(str(c['replay']))} --target URL</code></p>"
+            )
+        rows = "".join(
+            f"<tr><td class='n'>{e['id']}</td><td class='n'>{e['client']}</td>"
+            f"<td>{escape(str(e['route']))}{' (answer not needed)' if e.get('blurred') else ''}"
+            f"</td><td><pre>{escape(_j(e.get('request'), 800))}</pre></td>"
+            f"<td><pre>{escape(str(e.get('status')))} "
+            f"{escape(_j(e.get('answer'), 1500))}</pre></td>"
+            f"<td class='n'>{e['invoke']}</td><td class='n'>{e.get('complete')}</td></tr>"
+            for e in ce["events"]
+        )
+        parts.append(
+            "<details><summary>the operations</summary><table><tr><th>#</th><th>client</th>"
+            "<th>route</th><th>request</th><th>answer</th><th>invoked (s)</th>"
+            f"<th>completed (s)</th></tr>{rows}</table></details>"
+        )
+        parts.append("</div>")
     return "".join(parts)

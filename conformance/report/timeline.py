@@ -20,6 +20,7 @@ _COLORS = {
     "/ledger/memory/list_memory_records": "#b07aa1",
     "/ledger/memory/supersede_memory_record": "#f28e2b",
     "/ledger/memory/delete_memory_record": "#e15759",
+    "/ledger/_test/consolidate": "#76b7b2",
     "/write": "#4c78a8",
     "/retrieve": "#59a14f",
     "/list": "#b07aa1",
@@ -40,6 +41,10 @@ def _label(ev: Mapping[str, Any]) -> str:
     if route.startswith("/ledger/"):
         method = route.rsplit("/", 1)[-1].replace("_memory_record", "")
         head = method + (f" {req['body']}" if isinstance(req.get("body"), str) else "")
+        for o in req.get("operations") or []:
+            if isinstance(o, dict):
+                targets = " ".join(str(t)[:8] for t in o.get("targets") or [])
+                head += f" {o.get('operation')} {targets} → {o.get('body')}"
         if isinstance(req.get("recordId"), str):
             head += f" {req['recordId'][:8]}"
         if isinstance(ans, dict) and isinstance(ans.get("records"), list):
@@ -48,6 +53,8 @@ def _label(ev: Mapping[str, Any]) -> str:
                 + ", ".join(str(r.get("body")) for r in ans["records"] if isinstance(r, dict))
                 + "]"
             )
+        elif isinstance(ans, dict) and "applied" in ans:
+            head += f" → applied {ans.get('applied')} refused {ans.get('refused')}"
         elif isinstance(ans, dict) and isinstance(ans.get("error"), dict):
             head += f" → refused {ans['error'].get('code')}"
         elif isinstance(ans, dict) and "id" in ans:

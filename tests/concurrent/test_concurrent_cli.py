@@ -13,7 +13,10 @@ from conformance.commands.run import start_bundled_store
 from conformance.concurrent.command import concurrent_checks
 from conformance.concurrent.run import load_replay, replay_once
 from conformance.drivers.base import Secret, TargetConfig
+from conformance.report.html import report_html
+from conformance.report.model import RunReport
 from conformance.report.timeline import timeline_html
+from conformance.scrub import clean
 
 
 @pytest.mark.clause("MEM-STORE.13", "LED-REC.7")
@@ -32,6 +35,8 @@ def test_fuzz_with_clients_adds_a_linearizability_section_to_the_report(
     assert all(c["verdict"] == "linearizable" and c["clients"] == 4 for c in section.values())
     assert "concurrent memory: 4 clients" in out
     assert (tmp_path / "concurrent-memory.html").exists()
+    page = (tmp_path / "report.html").read_text()
+    assert "Concurrent clients (linearizability)" in page and "linearizable" in page
 
 
 @pytest.mark.clause()
@@ -68,6 +73,17 @@ def test_a_counterexample_is_saved_drawn_and_replayable(
         assert len(data["history"]) == len(result.counterexample.events)  # type: ignore[union-attr]
         page = Path(result.timeline_path or "").read_text()
         assert "client" in page and "smallest non-linearizable" in page
+        # The report page draws the same counterexample: one bar per operation, lanes by client.
+        report = clean(RunReport(run_id="memspec-clitest", target={}, options={}).to_json())
+        report["concurrent"] = [r.to_json() for r in results]
+        html = report_html(report)
+        ce = result.counterexample
+        assert ce is not None
+        assert "smallest non-linearizable sub-history found" in html
+        assert html.count('title="#') == len(ce.events)
+        for c in {e.client for e in ce.events}:
+            assert f"client {c}</div>" in html
+        assert "memspec replay-concurrent" in html
         # Re-running the schedule sends the same operations again; whether the race strikes
         # again is luck (a 2 ms window), so a loaded machine may need many attempts: the
         # verdicts are recorded, and reproduction is required only when it happened.
