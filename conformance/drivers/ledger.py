@@ -539,13 +539,7 @@ class LedgerDriver:
             problem = self._before_mutation(defer=raw_text is None)
             pin, problem = (self.now, None) if problem == _DEFERRED else (None, problem)
             if problem is not None:
-                return StepOutcome(
-                    index=index,
-                    op=step.op,
-                    verdict="indeterminate",
-                    clauses=base,
-                    reason=f"could not pin the target's clock: {problem}",
-                )
+                return _unpinned(index, step.op, base, problem)
         # Every answer the model allows, in every ledger the answers so far leave possible.
         parsed: Any = params_m
         if raw_text is not None:
@@ -579,13 +573,7 @@ class LedgerDriver:
         if pin is not None:
             problem = self._pinned(pin, pinned)
             if problem is not None:
-                return StepOutcome(
-                    index=index,
-                    op=step.op,
-                    verdict="indeterminate",
-                    clauses=base,
-                    reason=f"could not pin the target's clock: {problem}",
-                )
+                return _unpinned(index, step.op, base, problem)
         passes: list[tuple[LedgerState, Outcome, oracle.Judgement]] = []
         for (state, ctx), alts in zip(worlds, options, strict=True):
             full_listing, packet = self._read_extras(state, method, params_m, alts[0][1])
@@ -760,3 +748,15 @@ def _bodies(ex: Exchange, foreign: frozenset[str]) -> list[Any] | None:
     if not isinstance(records, list):
         return None
     return [r.get("body") for r in records if isinstance(r, dict) and r.get("id") not in foreign]
+
+
+def _unpinned(index: int, op: str, clauses: tuple[str, ...], problem: str) -> StepOutcome:
+    """A mutating step whose clock pin failed: indeterminate, never judged (its stamp is not
+    the instant the model placed)."""
+    return StepOutcome(
+        index=index,
+        op=op,
+        verdict="indeterminate",
+        clauses=clauses,
+        reason=f"could not pin the target's clock: {problem}",
+    )

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from conformance.drivers.base import JudgementVerdict
+from conformance.oracle.judgement import Judgement as BaseJudgement
 from conformance.oracle.ledger.clauses import (
     CODE_STATUS,
     error_code,
@@ -29,11 +29,7 @@ from reference.ledger.outcome import Ok, Outcome, Refused
 
 
 @dataclass
-class Judgement:
-    verdict: JudgementVerdict
-    clauses: tuple[str, ...]
-    expected: str
-    reason: str = ""
+class Judgement(BaseJudgement):
     diffs: list[Diff] = field(default_factory=list)
     context: Context | None = None  # the extended correspondences (commit on pass)
 

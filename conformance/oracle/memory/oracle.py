@@ -13,8 +13,9 @@ import json
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from conformance.drivers.base import Exchange, JudgementVerdict
+from conformance.drivers.base import Exchange
 from conformance.jsonutil import short_json
+from conformance.oracle.judgement import Judgement as BaseJudgement
 from conformance.oracle.memory.answers import View, records_answer
 from conformance.oracle.memory.clauses import Reject, exact_clauses, route_clause, status_clauses
 from conformance.oracle.memory.describe import describe_allowed
@@ -51,11 +52,7 @@ MAX_WORLDS = 64
 
 
 @dataclass
-class Judgement:
-    verdict: JudgementVerdict
-    clauses: tuple[str, ...]
-    expected: str
-    reason: str = ""
+class Judgement(BaseJudgement):
     worlds: list[World] = field(default_factory=list)
     details: dict[str, Any] = field(default_factory=dict)
 
