@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import schemathesis
@@ -33,12 +34,26 @@ def server() -> Iterator[ServerHandle]:
     handle.stop()
 
 
+def _blank(body: object) -> bool:
+    """A body of nothing but whitespace: the document says it is the same as ``{}``."""
+    return isinstance(body, str | bytes) and not body.strip()
+
+
+def negative_data_rejection(ctx: Any, response: Any, case: schemathesis.Case) -> bool | None:
+    """schemathesis's check, except for a body of only whitespace: its "random bytes" mode
+    counts one as invalid, while the document (like the seed's empty params) takes it as
+    ``{}``, so a method whose params are all optional rightly answers 200 (LED-WIRE.1)."""
+    if _blank(case.body):
+        return None
+    return openapi_checks.negative_data_rejection(ctx, response, case)
+
+
 CHECKS = [
     not_a_server_error,
     openapi_checks.status_code_conformance,
     openapi_checks.content_type_conformance,
     openapi_checks.response_schema_conformance,
-    openapi_checks.negative_data_rejection,
+    negative_data_rejection,
 ]
 
 
