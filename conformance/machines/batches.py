@@ -1,0 +1,160 @@
+"""Examples run in batches of at most :data:`BATCH`, each a Hypothesis run with a seed of its
+own (:func:`batch_seed`): one batch explored in a session of its own (:func:`_explore_batch`),
+folded into the exploration in batch order (:func:`_merge_batch`), and a round of batches run
+side by side, one per driver (:func:`_run_round`)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from hypothesis import seed as hypothesis_seed
+from hypothesis import settings
+from hypothesis.errors import Flaky, HypothesisException
+from hypothesis.stateful import run_state_machine_as_test
+
+from conformance.drivers.base import Driver
+from conformance.machines.machine import DifferentialMachine
+from conformance.machines.profiles import Profile
+from conformance.machines.session import Divergence, MachineSession
+from conformance.machines.shrink import _close_hunt
+
+BATCH = 10
+
+
+def batch_seed(seed: int, batch_no: int) -> int:
+    """The seed of one batch of examples (batch 0 uses the run's seed itself)."""
+    return seed if batch_no == 0 else (seed * 1_000_003 + batch_no) % 2**32
+
+
+def _run_batch(
+    factory: Callable[[], DifferentialMachine], seed: int, size: int, base: settings
+) -> BaseException | None:
+    """One Hypothesis run of ``size`` examples; the exception it ended with, if any."""
+
+    def make() -> DifferentialMachine:
+        return factory()
+
+    try:
+        run_state_machine_as_test(  # Hypothesis accepts a factory as well as the class
+            hypothesis_seed(seed)(make),  # type: ignore[arg-type]
+            settings=settings(base, max_examples=size),
+        )
+    except Divergence:
+        return None  # recorded in the session
+    except (Flaky, HypothesisException, Exception) as exc:  # flaky target, rule or driver bug
+        return exc
+    return None
+
+
+@dataclass
+class _BatchRun:
+    """What one batch found, before it is merged (in batch order) into the exploration."""
+
+    batch_no: int
+    session: MachineSession
+    error: BaseException | None = None
+
+
+def _explore_batch(
+    batch_no: int,
+    driver: Driver,
+    main: MachineSession,
+    cls: type[DifferentialMachine],
+    seed: int,
+    size: int,
+    run_settings: settings,
+    profile: Profile,
+) -> _BatchRun:
+    """One batch in a session of its own, setting aside what ``main`` has found so far; a new
+    divergence it meets is shrunk and minimized on its own ``driver``."""
+    session = MachineSession(
+        driver,
+        main.protocol,
+        main.shrink_budget_s,
+        main.on_step,
+        is_expected=main.is_expected,
+        set_aside=dict.fromkeys(main.set_aside, 0),
+    )
+    error = _run_batch(lambda: cls(session), batch_seed(seed, batch_no), size, run_settings)
+    if session.failure is not None:
+        _close_hunt(session, driver, main.protocol, profile, seed, error)
+        if isinstance(error, Flaky):
+            error = None
+    return _BatchRun(batch_no, session, error)
+
+
+def _merge_batch(main: MachineSession, run: _BatchRun) -> None:
+    """Fold one batch into the exploration, in batch order: counters add up, a divergence
+    already found (by an earlier batch) counts as met again, a new one becomes a finding."""
+    s = run.session
+    if s.first_divergence is not None and main.first_divergence is None:
+        main.first_divergence = {
+            "elapsed_s": round(time.monotonic() - main.started, 3),
+            "examples": main.examples + s.first_divergence["examples"],
+            "steps": main.steps + s.first_divergence["steps"],
+        }
+    for finding in s.findings:
+        if finding.signature in main.set_aside:
+            main.set_aside[finding.signature] += 1
+            continue
+        finding.details["found_after"] = {
+            "examples": main.explored + finding.details.get("found_after", {}).get("examples", 0),
+            "steps": main.steps + finding.details.get("found_after", {}).get("steps", 0),
+        }
+        main.findings.append(finding)
+        main.set_aside[finding.signature] = 0
+    for sig, n in s.set_aside.items():
+        if sig in main.set_aside:
+            main.set_aside[sig] += n
+    main.examples += s.examples
+    main.explored += s.explored
+    main.steps += s.steps
+    for reason, n in s.skipped.items():
+        main.skipped[reason] = main.skipped.get(reason, 0) + n
+    if main.indeterminate is None and s.indeterminate is not None:
+        main.indeterminate = s.indeterminate
+    if main.harness_error is None and s.harness_error is not None:
+        main.harness_error = s.harness_error
+
+
+def _run_round(
+    batches: list[tuple[int, int]],
+    drivers: list[Driver],
+    main: MachineSession,
+    cls: type[DifferentialMachine],
+    seed: int,
+    run_settings: settings,
+    profile: Profile,
+) -> list[_BatchRun]:
+    """Explore ``batches`` (batch number, examples) side by side, one per driver, setting aside
+    what ``main`` holds; the runs come back in batch order."""
+    sizes = dict(batches)
+    batch_nos = [b for b, _ in batches]
+    if len(drivers) == 1 or len(batch_nos) == 1:
+        return [
+            _explore_batch(b, drivers[0], main, cls, seed, sizes[b], run_settings, profile)
+            for b in batch_nos
+        ]
+    results: dict[int, _BatchRun] = {}
+    pending = list(batch_nos)
+    lock = threading.Lock()
+
+    def lane(d: Driver) -> None:
+        while True:
+            with lock:
+                if not pending:
+                    return
+                b = pending.pop(0)
+            run = _explore_batch(b, d, main, cls, seed, sizes[b], run_settings, profile)
+            with lock:
+                results[b] = run
+
+    threads = [threading.Thread(target=lane, args=(d,), daemon=True) for d in drivers]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return [results[b] for b in batch_nos]

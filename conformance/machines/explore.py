@@ -1,0 +1,239 @@
+""":func:`run_machine`: one protocol's machine explored under a profile and a seed, batch after
+batch, into a :class:`MachineResult`; and the registry of machines (:data:`MACHINES`)."""
+
+from __future__ import annotations
+
+import importlib
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from hypothesis import HealthCheck, Phase, Verbosity, settings
+
+from conformance.drivers.base import Driver, ResultVerdict, StepOutcome
+from conformance.machines.batches import BATCH, _merge_batch, _run_round
+from conformance.machines.machine import DifferentialMachine
+from conformance.machines.profiles import Profile
+from conformance.machines.session import MAX_FINDINGS, Finding, MachineSession
+from conformance.machines.shrink import _replay_scenario
+from conformance.scenario import Scenario
+
+MACHINES: dict[str, str] = {
+    "memory": "conformance.machines.memory:MemoryMachine",
+    "ledger": "conformance.machines.ledger:LedgerMachine",
+}
+
+
+@dataclass
+class MachineResult:
+    protocol: str
+    profile: str
+    seed: int
+    verdict: ResultVerdict
+    examples: int
+    steps: int
+    elapsed_s: float
+    reason: str = ""
+    failure: StepOutcome | None = None  # the first finding's (kept for single-result readers)
+    replay: Scenario | None = None
+    clauses: tuple[str, ...] = ()
+    details: dict[str, Any] = field(default_factory=dict)
+    #: every distinct divergence, in the order found (``failure``/``replay`` are the first's)
+    findings: list[Finding] = field(default_factory=list)
+
+
+def finding_key(protocol: str, n: int) -> str:
+    """The report key of a machine's ``n``-th finding (0-based): the first keeps the name the
+    report always used, later ones are numbered."""
+    return f"{protocol}-machine" if n == 0 else f"{protocol}-machine-{n + 1}"
+
+
+def machine_class(protocol: str) -> type[DifferentialMachine]:
+    module_name, _, attr = MACHINES[protocol].partition(":")
+    module = importlib.import_module(module_name)
+    cls = getattr(module, attr)
+    assert issubclass(cls, DifferentialMachine)
+    return cls  # type: ignore[no-any-return]
+
+
+def pick_seed(profile: Profile, seed: int | None) -> int:
+    if seed is not None:
+        return seed
+    if profile.fixed_seed is not None:
+        return profile.fixed_seed
+    return random.SystemRandom().randrange(2**32)
+
+
+def run_machine(
+    protocol: str,
+    driver: Driver,
+    profile: Profile,
+    seed: int | None = None,
+    *,
+    on_step: Callable[[StepOutcome], None] | None = None,
+    machine: type[DifferentialMachine] | None = None,
+    shard: tuple[int, int] = (1, 1),
+    is_expected: Callable[[tuple[str, ...]], bool] | None = None,
+    max_findings: int = MAX_FINDINGS,
+    lanes: Sequence[Driver] = (),
+) -> MachineResult:
+    """Explore ``protocol`` against ``driver``'s target under ``profile``; shrink every
+    distinct divergence (up to ``max_findings``).
+
+    ``is_expected(clauses)``: an ``--expect`` entry names a divergence with these clauses (it
+    is set aside, never shrunk).  ``shard`` (K, N): run only the batches ``b`` with
+    ``b % N == K - 1`` (:mod:`conformance.shard`).  ``lanes``: more drivers of the same
+    protocol (each with its own scopes or its own instance) that explore the next batches side
+    by side with ``driver``; the result is the same with or without them.
+    """
+    cls = machine or machine_class(protocol)
+    seed = pick_seed(profile, seed)
+    missing = sorted(cls.requires - driver.capabilities())
+    if missing:
+        return MachineResult(
+            protocol,
+            profile.name,
+            seed,
+            "skip",
+            0,
+            0,
+            0.0,
+            reason=f"the target lacks {', '.join(missing)}",
+        )
+    session = MachineSession(driver, protocol, profile.shrink_budget_s, on_step)
+    if is_expected is not None:
+        session.is_expected = is_expected
+    run_settings = settings(
+        max_examples=BATCH,
+        stateful_step_count=profile.step_count,
+        deadline=None,
+        database=None,
+        derandomize=False,
+        verbosity=Verbosity.quiet,
+        print_blob=False,
+        phases=(Phase.generate, Phase.shrink),
+        suppress_health_check=list(HealthCheck),
+        report_multiple_bugs=False,
+    )
+    started = time.monotonic()
+    error: BaseException | None = None
+    drivers = [driver, *lanes]
+    # Examples run in batches of at most BATCH, each batch a Hypothesis run with its own seed
+    # derived from the run's seed.  A batch never looks at the clock, so a batch is exactly
+    # reproducible.  The plan (batch b: its seed and min(BATCH, max_examples - b * BATCH)
+    # examples) is fixed up front, so that N shards, each taking every N-th batch, run exactly
+    # the batches of one run.  A batch that meets a new divergence ends there and shrinks it;
+    # later batches set it aside, and batches past the plan make up the runs it left.  The time
+    # budget (quick/deep only) is checked between
+    # windows of batches.
+    plan = [
+        (b, min(BATCH, profile.max_examples - b * BATCH))
+        for b in range(-(-profile.max_examples // BATCH))
+        if b % shard[1] == shard[0] - 1
+    ]
+    owed = sum(n for _, n in plan)  # runs of exploration this shard owes
+    i = 0
+    while i < len(plan) or (plan and session.explored < owed):
+        if i >= len(plan):
+            # Batches that ended at a divergence left runs unexplored: make them up with
+            # batches past the plan, in this shard's own numbering.
+            plan.append((plan[-1][0] + shard[1], min(BATCH, owed - session.explored)))
+        if i and profile.fixed_seed is None and time.monotonic() - started > profile.budget_s:
+            break
+        # Speculation: the next batches run side by side, each setting aside what is found so
+        # far.  They are taken in batch order; once one finds something new, the later ones
+        # ran with too little set aside, so they are dropped and run again -- the result is
+        # exactly that of one batch after the other, whatever the number of lanes.
+        window = plan[i : i + len(drivers)]
+        runs = _run_round(window, drivers, session, cls, seed, run_settings, profile)
+        before = session.examples
+        stop = False
+        for run in runs:
+            _merge_batch(session, run)
+            i += 1
+            error = error or run.error
+            stop = (
+                session.indeterminate is not None
+                or error is not None
+                or session.harness_error is not None
+                or len(session.findings) >= max_findings
+            )
+            if stop or run.session.findings:
+                break
+        if stop or session.examples == before:  # stopped, or nothing could run at all
+            break
+    elapsed = time.monotonic() - started
+    result = MachineResult(
+        protocol,
+        profile.name,
+        seed,
+        "pass",
+        session.examples,
+        session.steps,
+        elapsed,
+        details={"skipped_steps": dict(session.skipped)},
+        findings=session.findings,
+    )
+    explored: dict[str, Any] = {
+        "examples": session.examples,
+        "exploring_examples": session.explored,
+        "steps": session.steps,
+    }
+    if session.first_divergence is not None:
+        first = session.first_divergence
+        explored["first_divergence"] = first
+        explored["after_first"] = {
+            "examples": session.examples - first["examples"],
+            "steps": session.steps - first["steps"],
+        }
+        explored["set_aside"] = dict(session.set_aside)
+    result.details["explored"] = explored
+    for n, finding in enumerate(session.findings):
+        finding.replay = _replay_scenario(
+            protocol, profile, seed, n, finding.steps, finding.failure
+        )
+    if session.findings:
+        # The first unexpected finding speaks for the machine in single-result views.
+        lead = next((f for f in session.findings if not f.expected), session.findings[0])
+        result.verdict = "fail"
+        result.failure = lead.failure
+        result.clauses = lead.clauses
+        result.replay = lead.replay
+        result.reason = lead.reason + (
+            f" ({lead.details['note']})" if "note" in lead.details else ""
+        )
+        result.details.update({k: v for k, v in lead.details.items() if k != "note"})
+        if len(session.findings) > 1:
+            result.reason += f" — and {len(session.findings) - 1} more distinct divergence(s)"
+        stopped_by = session.harness_error or error
+        if stopped_by is not None:  # what ended exploration early is not hidden by a finding
+            result.details["stopped_by"] = f"{type(stopped_by).__name__}: {stopped_by}"[:300]
+        if session.indeterminate is not None:
+            result.details["stopped_by"] = f"indeterminate: {session.indeterminate.reason}"[:300]
+        return result
+    if session.indeterminate is not None:
+        outcome = session.indeterminate
+        result.verdict = "indeterminate"
+        result.failure = outcome
+        result.clauses = tuple(outcome.clauses)
+        result.reason = f"step {outcome.index} ({outcome.op}): {outcome.reason}"
+        return result
+    error = session.harness_error or error
+    if error is not None:
+        import traceback
+
+        result.details["traceback"] = traceback.format_exception(error)[-6:]
+        result.verdict = "indeterminate"
+        first_line = str(error).splitlines()[0] if str(error) else ""
+        result.reason = f"harness error: {type(error).__name__}: {first_line}"
+        return result
+    if session.steps == 0:
+        result.verdict = "skip"
+        result.reason = (
+            "no step could run against this target"
+            if plan
+            else f"no batch of examples falls in shard {shard[0]}/{shard[1]}"
+        )
+    return result

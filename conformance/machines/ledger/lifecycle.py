@@ -1,0 +1,273 @@
+"""The ledger machine's setup and record lifecycle rules: settings and the starting ledger,
+saves, edits, deletes, proposals and their decisions, settings updates, and time (clock jumps,
+expiries, sweeps)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import strategies as st
+from hypothesis.stateful import initialize, multiple, precondition, rule
+
+from conformance.machines import live
+from conformance.machines.ledger.alphabet import (
+    CROWD,
+    GROUPS,
+    SCOPE,
+    WORDS,
+    body_styles,
+    kinds,
+    records,
+)
+from conformance.machines.ledger.base import LedgerMachineBase
+from conformance.scenario import Step
+from conformance.targets.ledger import CLOCK, TEST_CONTROL
+from reference.ledger.timefmt import MS_PER_DAY, format_rfc3339
+
+
+class LifecycleRules(LedgerMachineBase):
+    """Setup, writes and time."""
+
+    # -- setup ----------------------------------------------------------------------------
+
+    @initialize(
+        target=records,
+        budget=st.sampled_from([3, 5, 8]),
+        mode=st.sampled_from(["off", "propose"]),
+        removal=st.booleans(),
+        room=st.sampled_from([None, None, 1, 0]),
+        group_pair=st.booleans(),
+        crowd=st.sampled_from([False] * 39 + [True]),
+    )
+    def configure(
+        self,
+        budget: int,
+        mode: str,
+        removal: bool,
+        room: int | None,
+        group_pair: bool,
+        crowd: bool = False,
+    ) -> Any:
+        """Settings first; then, maybe, a ledger ``room`` records short of its budget (the
+        budget refusals and replacements at the ceiling are one step away) and two proposals
+        in one conflict group (an approval must retire the other member) — or, now and then,
+        a crowded ledger: :data:`CROWD` active records, one more than a listing holds (the
+        first read shows whether the 50 cut holds, LED-LIST.2)."""
+        if TEST_CONTROL not in self._caps():
+            # Nothing can be judged without the test controls: this step is skipped with the
+            # reason (recorded in the run's details) and the example is abandoned.
+            self.run_step(Step(op="propose", args={"body": "needs test controls"}))
+        if crowd:
+            budget, room = CROWD + 9, None
+        self._step(
+            "update_settings",
+            {"mode": mode, "maxRecords": budget, "allowRemoval": removal},
+            check=False,
+        )
+        names: list[str] = []
+        if crowd:
+            for i in range(CROWD):
+                name = self._fresh("r")
+                args = {"body": self._body("plain", WORDS[i % len(WORDS)])}
+                self._step("save", args, {name: "id"}, check=False)
+                names.append(name)
+            self._step("list", {"scopeKey": SCOPE})
+        elif room is not None:
+            for i in range(max(0, budget - room - (2 if group_pair else 0))):
+                name = self._fresh("r")
+                self._step(
+                    "save",
+                    {"body": self._body("plain", WORDS[i % len(WORDS)])},
+                    {name: "id"},
+                    check=False,
+                )
+                names.append(name)
+        if group_pair:
+            for word in ("vim", "emacs"):
+                name = self._fresh("r")
+                args = {"body": self._body("plain", word), "conflictGroup": GROUPS[0]}
+                self._step("propose", args, {name: "id"}, check=False)
+                names.append(name)
+        return multiple(*[f"${n}" for n in names if n in self.ledger.symbols])
+
+    # -- writes ---------------------------------------------------------------------------
+
+    @precondition(live)
+    @rule(
+        target=records,
+        style=body_styles,
+        word=st.sampled_from(WORDS),
+        kind=kinds,
+        session=st.none() | st.just("session-1"),
+    )
+    def save(self, style: str, word: str, kind: str | None, session: str | None) -> Any:
+        args: dict[str, Any] = {"body": self._body(style, word)}
+        if kind is not None:
+            args["kind"] = kind
+        if session is not None:
+            args["sessionId"] = session
+        name = self._fresh("r")
+        self._step("save", args, {name: "id"})
+        return self._bound(name)
+
+    @precondition(live)
+    @rule(target=records, rec=records, style=body_styles, word=st.sampled_from(WORDS), kind=kinds)
+    def supersede(self, rec: str, style: str, word: str, kind: str | None) -> Any:
+        args: dict[str, Any] = {"recordId": rec, "body": self._body(style, word)}
+        if kind is not None:
+            args["kind"] = kind
+        name = self._fresh("r")
+        self._step("supersede", args, {name: "id"})
+        return self._bound(name)
+
+    @precondition(live)
+    @rule(rec=records)
+    def delete(self, rec: str) -> None:
+        self._step("delete", {"recordId": rec})
+
+    @precondition(live)
+    @precondition(lambda self: bool(self._with_status("active")))
+    @rule(
+        target=records, data=st.data(), style=body_styles, word=st.sampled_from(WORDS), kind=kinds
+    )
+    def edit_live(self, data: st.DataObject, style: str, word: str, kind: str | None) -> Any:
+        """An edit of a record that is active now (the bundle's picks are often dead)."""
+        rec = data.draw(st.sampled_from(self._with_status("active")), label="active record")
+        return self.supersede(rec, style, word, kind)
+
+    @precondition(live)
+    @precondition(lambda self: bool(self._with_status("active")))
+    @rule(data=st.data())
+    def delete_live(self, data: st.DataObject) -> None:
+        rec = data.draw(st.sampled_from(self._with_status("active")), label="active record")
+        self._step("delete", {"recordId": rec})
+
+    @precondition(live)
+    @precondition(lambda self: bool(self._with_status("proposed")))
+    @rule(data=st.data(), approve=st.booleans())
+    def decide_proposal(self, data: st.DataObject, approve: bool) -> None:
+        rec = data.draw(st.sampled_from(self._with_status("proposed")), label="proposal")
+        self._step("approve" if approve else "reject", {"recordId": rec})
+
+    def _rival_proposals(self) -> list[str]:
+        """``$name`` of every proposal whose conflict group has an active member."""
+        model = self.ledger.model
+        held_groups = {
+            r.conflict_group
+            for r in model.records
+            if r.status == "active" and r.conflict_group is not None
+        }
+        return [
+            name
+            for name in self._with_status("proposed")
+            if (rec := self._record(name)) is not None and rec.conflict_group in held_groups
+        ]
+
+    @precondition(live)
+    @precondition(lambda self: bool(self._rival_proposals()))
+    @rule(data=st.data())
+    def approve_rival(self, data: st.DataObject) -> None:
+        """Approve a proposal while its group has an active member: that member is superseded
+        at the approval, never left active beside it (LED-GROUP.1, LED-GROUP.2)."""
+        rec = data.draw(st.sampled_from(self._rival_proposals()), label="proposal")
+        self._step("approve", {"recordId": rec})
+
+    @precondition(live)
+    @rule(
+        target=records,
+        word=st.sampled_from(WORDS),
+        kind=kinds,
+        confidence=st.none() | st.sampled_from([0, 5000, 9000, 10000]),
+        group=st.none() | st.sampled_from(GROUPS),
+        rationale=st.none() | st.just("seen twice"),
+    )
+    def propose(
+        self,
+        word: str,
+        kind: str | None,
+        confidence: int | None,
+        group: str | None,
+        rationale: str | None,
+    ) -> Any:
+        args: dict[str, Any] = {"body": self._body("plain", word)}
+        for key, value in (
+            ("kind", kind),
+            ("confidenceBps", confidence),
+            ("conflictGroup", group),
+            ("rationale", rationale),
+        ):
+            if value is not None:
+                args[key] = value
+        name = self._fresh("r")
+        self._step("propose", args, {name: "id"})
+        return self._bound(name)
+
+    @precondition(live)
+    @rule(rec=records)
+    def approve(self, rec: str) -> None:
+        self._step("approve", {"recordId": rec})
+
+    @precondition(live)
+    @rule(rec=records)
+    def reject(self, rec: str) -> None:
+        self._step("reject", {"recordId": rec})
+
+    @precondition(live)
+    @rule(
+        mode=st.sampled_from(["off", "propose"]),
+        budget=st.none() | st.sampled_from([1, 3, 6, 200]),
+        removal=st.none() | st.booleans(),
+        debounce=st.none() | st.sampled_from([30, 600, 86400]),
+    )
+    def update_settings(
+        self, mode: str, budget: int | None, removal: bool | None, debounce: int | None
+    ) -> None:
+        args: dict[str, Any] = {"mode": mode}
+        for key, value in (
+            ("maxRecords", budget),
+            ("allowRemoval", removal),
+            ("debounceSeconds", debounce),
+        ):
+            if value is not None:
+                args[key] = value
+        self._step("update_settings", args)
+
+    # -- time -----------------------------------------------------------------------------
+
+    @precondition(live)
+    @precondition(lambda self: CLOCK in self._caps())
+    @rule(delta=st.sampled_from([1, 1000, 3_600_000, MS_PER_DAY]))
+    def advance_clock(self, delta: int) -> None:
+        self._step("set_clock", {"advance_ms": delta})
+
+    @precondition(live)
+    @precondition(lambda self: CLOCK in self._caps())
+    @rule(
+        rec=records, offset=st.sampled_from([-MS_PER_DAY, 0, 1, 1000, MS_PER_DAY, 2 * MS_PER_DAY])
+    )
+    def set_expiry(self, rec: str, offset: int) -> None:
+        at = self.ledger.now + offset
+        self._step("set_expiry", {"recordId": rec, "expiresAt": format_rfc3339(at)})
+
+    @precondition(live)
+    @precondition(lambda self: CLOCK in self._caps() and bool(self._with_status("active")))
+    @rule(
+        data=st.data(),
+        offset=st.sampled_from([1, 1000, 60_000]),
+        sweep=st.sampled_from([None, -1, 0]),
+    )
+    def expire_live(self, data: st.DataObject, offset: int, sweep: int | None) -> None:
+        """An expiry on a record that is active now, and maybe a sweep right at the boundary:
+        one millisecond before the expiry (nothing expires) or exactly at it (it does)."""
+        rec = data.draw(st.sampled_from(self._with_status("active")), label="active record")
+        at = self.ledger.now + offset
+        self._step("set_expiry", {"recordId": rec, "expiresAt": format_rfc3339(at)})
+        if sweep is not None:
+            self._step("sweep", {"at": format_rfc3339(at + sweep)})
+
+    @precondition(live)
+    @precondition(lambda self: CLOCK in self._caps())
+    @rule(offset=st.sampled_from([0, 1000, MS_PER_DAY, 2 * MS_PER_DAY + 1000]))
+    def sweep(self, offset: int) -> None:
+        at = self.ledger.now + offset
+        self._step("sweep", {"at": format_rfc3339(at)})

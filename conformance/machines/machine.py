@@ -1,0 +1,125 @@
+"""The base of every protocol machine (:class:`DifferentialMachine`) and the precondition of
+every rule (:func:`live`): one run, its recorded steps, and what a divergence does to it."""
+
+from __future__ import annotations
+
+import time
+from typing import ClassVar
+
+from hypothesis import assume
+from hypothesis.stateful import RuleBasedStateMachine, precondition, rule
+
+from conformance.drivers.base import StepOutcome
+from conformance.machines.session import Divergence, Finding, MachineSession, noted, signature
+from conformance.scenario import Step
+
+
+def live(machine: DifferentialMachine) -> bool:
+    """Precondition of every rule: this run has not been stopped."""
+    return machine.stopped is None
+
+
+class DifferentialMachine(RuleBasedStateMachine):
+    """Base of every protocol machine.  Subclasses set ``protocol`` and write rules, each
+    under ``@precondition(live)``."""
+
+    protocol: ClassVar[str] = ""
+    #: Target capabilities the machine cannot run without; lacking one, it is skipped.
+    requires: ClassVar[frozenset[str]] = frozenset()
+    #: Ops that change nothing on the target: after a set-aside divergence on one of them the
+    #: model still describes the target, so the run goes on.
+    READ_ONLY_OPS: ClassVar[frozenset[str]] = frozenset()
+
+    def __init__(self, session: MachineSession) -> None:
+        super().__init__()
+        self.session = session
+        self.driver = session.driver
+        if session.harness_error is not None:
+            assume(False)  # a bug in the harness itself: report it, do not shrink it
+        if session.first_failure_at is not None and (
+            time.monotonic() - session.first_failure_at > session.shrink_budget_s
+        ):
+            # Shrinking has had its time: every further candidate is rejected unseen, so
+            # Hypothesis stops; the smallest failing run found so far is the replay.
+            session.shrink_cut = True
+            assume(False)
+        session.examples += 1
+        if session.hunting is None:
+            session.explored += 1  # a run of exploration, not a shrink attempt
+        self.example_no = session.examples
+        self.recorded: list[Step] = []
+        #: the outcome that stopped this run (nothing more is sent), or None
+        self.stopped: StepOutcome | None = None
+        self.driver.begin(f"{self.protocol}-machine example {self.example_no}")
+
+    @precondition(lambda self: self.stopped is not None)
+    @rule()
+    def stopped_run(self) -> None:
+        """The only rule left once a run is stopped: it sends nothing."""
+
+    def _stop(self, outcome: StepOutcome) -> StepOutcome:
+        self.stopped = outcome
+        return outcome
+
+    def run_step(self, step: Step) -> StepOutcome:
+        """Run ``step`` through the driver and record it.
+
+        A new divergence raises (Hypothesis shrinks it); one already found, or one an
+        ``--expect`` entry names, is set aside: the run stops quietly (or goes on, after a
+        read that changes nothing).  Rules use the outcome only when it passed."""
+        session = self.session
+        if self.stopped is not None:
+            return self.stopped
+        if session.indeterminate is not None and session.hunting is None:
+            return self._stop(session.indeterminate)  # the target stopped answering
+        try:
+            outcome = self.driver.execute(len(self.recorded), step)
+        except Exception as exc:
+            session.harness_error = exc
+            raise
+        self.recorded.append(step)
+        outcome = noted(step, outcome)
+        session.steps += 1
+        if session.on_step is not None:
+            session.on_step(outcome)
+        if outcome.verdict == "diverge":
+            session.met()
+            sig = signature(step, outcome)
+            if sig in session.set_aside:
+                session.set_aside[sig] += 1
+                return self._set_aside(step, outcome)
+            if session.hunting is not None and sig != session.hunting:
+                # Another divergence met while shrinking this one: not this hunt's (a later
+                # batch finds it); a shrink must not slip from one divergence to another.
+                return self._stop(outcome)
+            if session.is_expected(tuple(outcome.clauses)):
+                session.findings.append(Finding(sig, outcome, list(self.recorded), expected=True))
+                session.set_aside[sig] = 0
+                return self._set_aside(step, outcome)
+            if session.hunting is None:
+                session.hunting = sig
+                session.hunt_started = time.monotonic()
+            if session.first_failure_at is None:
+                session.first_failure_at = time.monotonic()
+            # Hypothesis replays the minimal failing run last, so the last one recorded is it.
+            session.failure_steps = list(self.recorded)
+            session.failure = outcome
+            raise Divergence(f"step {outcome.index} ({outcome.op}): {outcome.reason}")
+        if outcome.verdict == "indeterminate":
+            if session.hunting is None:
+                session.indeterminate = outcome
+            return self._stop(outcome)
+        if outcome.verdict == "skip":
+            session.skipped[outcome.reason] = session.skipped.get(outcome.reason, 0) + 1
+            self.recorded.pop()
+            return self._stop(outcome)
+        return outcome
+
+    def _set_aside(self, step: Step, outcome: StepOutcome) -> StepOutcome:
+        if step.op in self.READ_ONLY_OPS:
+            # Nothing changed on the target: the run goes on as if the read had not been
+            # made (rules use no answer that did not pass), so a replay of this run never
+            # stops at a divergence already reported.
+            self.recorded.pop()
+            return outcome
+        return self._stop(outcome)
