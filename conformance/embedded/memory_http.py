@@ -368,6 +368,8 @@ def handle(store: MemoryStore, path: str, raw: bytes) -> Reply:
     """Answer one authenticated, length-fenced ``POST`` to a data route."""
     route = ROUTES[path]
     try:
+        if store.quirks("bom-refused") and raw.startswith(b"\xef\xbb\xbf"):
+            raise BadRequest("body starts with a byte-order mark")
         body = parse_body(raw)
         if store.quirks("null-optional-refused"):
             _refuse_nulls(body)

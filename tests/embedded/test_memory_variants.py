@@ -12,6 +12,7 @@ variant's clauses and explores with a small fixed-seed profile; ``make variants`
 
 from __future__ import annotations
 
+import http.client
 import os
 from collections.abc import Iterator
 
@@ -62,7 +63,7 @@ def test_there_is_a_variant_per_memory_open_point() -> None:
     covered = {c for v in VARIANTS for c in v.clauses}
     for clause in ("MEM-STORE.9", "MEM-RECORD.5", "MEM-SCORE.5", "MEM-STORE.11", "MEM-RECORD.4",
                    "MEM-CAP.2", "MEM-WIRE.8", "MEM-STORE.5", "MEM-STORE.6",
-                   "MEM-WIRE.2"):  # fmt: skip
+                   "MEM-WIRE.2", "MEM-WIRE.7"):  # fmt: skip
         assert clause in covered, clause
 
 
@@ -86,3 +87,28 @@ def test_every_memory_variant_is_judged_conformant(
         assert machine.steps > 0
     finally:
         driver.close()
+
+
+def _post_with_bom(url: str) -> int:
+    """Status of a ``/list`` whose otherwise valid body starts with a UTF-8 byte-order mark."""
+    host, _, port = url.removeprefix("http://").rstrip("/").partition(":")
+    body = b'\xef\xbb\xbf{"scopeKey": "org:memspec-bom-probe", "limit": 5}'
+    conn = http.client.HTTPConnection(host, int(port), timeout=10)
+    try:
+        headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
+        conn.request("POST", "/list", body=body, headers=headers)
+        return conn.getresponse().status
+    finally:
+        conn.close()
+
+
+@pytest.mark.clause("MEM-WIRE.7")
+def test_bom_refused_takes_the_other_answer_to_a_leading_byte_order_mark() -> None:
+    """The variant is not a no-op: the unaltered store reads past the mark, the variant refuses
+    it — the two answers MEM-WIRE.7 accepts, and the corpus scenario
+    ``a_leading_byte_order_mark_is_refused_or_skipped_once`` must judge both conformant."""
+    with start_server(token=TOKEN, test_control=True) as plain:
+        assert _post_with_bom(plain.url) == 200
+    quirks = catalogue.Quirks(frozenset({"bom-refused"}))
+    with start_server(token=TOKEN, quirks=quirks, test_control=True) as variant:
+        assert _post_with_bom(variant.url) == 400

@@ -89,4 +89,9 @@ ENTRIES: tuple[Entry, ...] = (
         ("MEM-RECORD.4",),
         "a supersedes that resolves to no active record is not kept on the new record",
     ),
+    _v(
+        "bom-refused",
+        ("MEM-WIRE.7",),
+        "a body starting with a UTF-8 byte-order mark is a 400 instead of being read without it",
+    ),
 )
