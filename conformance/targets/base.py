@@ -23,67 +23,221 @@ store.  The client is deliberately defensive, because the stores it talks to may
   client would not produce (``Content-Length: 0x10``, a length that lies).  It is the
   ``raw_http`` capability, available for ``http://`` targets only (behind TLS and a public
   edge, the edge rewrites those headers anyway).
-
-The client is in four modules: this one (:class:`HttpTarget`: requests, pipelining, raw
-requests, failures as exchanges), :mod:`~conformance.targets.connection` (the kept connection,
-the deadline watchdog, reading one answer), :mod:`~conformance.targets.decoding` (bounded
-decoding, strict JSON) and :mod:`~conformance.targets.config` (token, target profile, URL,
-:class:`TargetError`).  Every name importers use is importable from here.
 """
 
 from __future__ import annotations
 
 import http.client
 import json
+import math
+import os
 import socket
 import ssl
+import threading
 import time
-from typing import Any
+import tomllib
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from conformance import scrub
-from conformance.drivers.base import Exchange, TargetConfig
-from conformance.targets.config import (
-    AUTH,
-    RAW_HTTP,
-    Auth,
-    TargetError,
-    TargetProfile,
-    TokenRefused,
-    check_url,
-    load_target_profile,
-    load_token,
-    token_refused,
-)
-from conformance.targets.connection import Connection, _Answer, _Deadline, _Watchdog
-from conformance.targets.decoding import (
-    MAX_DEPTH,
-    _content_decode,
-    _describe_bytes,
-    _excerpt,
-    _short,
-    parse_answer,
-)
+from conformance.drivers.base import Exchange, Secret, TargetConfig
+from conformance.scrub import MIN_TOKEN_LENGTH
 
-__all__ = [
-    "AUTH",
-    "MAX_DEPTH",
-    "RAW_HTTP",
-    "RECHECK_EVERY",
-    "SILENT_LIMIT",
-    "Auth",
-    "HttpTarget",
-    "TargetError",
-    "TargetProfile",
-    "TokenRefused",
-    "check_url",
-    "load_target_profile",
-    "load_token",
-    "parse_answer",
-    "token_refused",
-]
+#: Capability of every ``http://`` target: raw socket requests with hand-made headers.
+RAW_HTTP = "raw_http"
+#: Capability: the run has a bearer token for the target (auth-dependent steps need it).
+AUTH = "auth"
+
+Auth = bool | Literal["wrong", "scheme", "empty"]
 
 _NO_BODY = object()
+
+
+class TargetError(Exception):
+    """The target cannot be used at all (unreachable, token refused, bad profile).
+
+    The CLI prints the message as one line and exits 2.
+    """
+
+
+class TokenRefused(TargetError):
+    """The target answered 401 to the run's own token."""
+
+
+def token_refused(config: TargetConfig, where: str) -> TokenRefused:
+    source = config.token_source or "the token"
+    return TokenRefused(f"{source} was refused (401 on {where}) by {config.url}")
+
+
+def load_token(token_env: str | None = None, token_file: str | Path | None = None) -> Secret | None:
+    """Read the bearer token from an environment variable or a file (first line, stripped).
+
+    Raises :class:`TargetError` when the named source is missing or empty — a run that was
+    asked to authenticate and silently did not would judge every data route 401.
+    """
+    if token_env and token_file:
+        raise TargetError("give the token with --token-env or --token-file, not both")
+    if token_env:
+        value = os.environ.get(token_env)
+        if not value:
+            raise TargetError(f"environment variable {token_env} is not set or empty")
+        return _checked_token(value.strip(), f"the token in ${token_env}")
+    if token_file:
+        path = Path(token_file)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            why = exc.strerror if isinstance(exc, OSError) else "not UTF-8"
+            raise TargetError(f"cannot read token file {path}: {why or exc}") from exc
+        lines = text.strip().splitlines()
+        if not lines or not lines[0].strip():
+            raise TargetError(f"token file {path} is empty")
+        return _checked_token(lines[0].strip(), f"the token in {path}")
+    return None
+
+
+def _checked_token(value: str, where: str) -> Secret:
+    """A token memspec can send in a header and blank in every output, registered for
+    blanking; else :class:`TargetError` (a usage error, exit 2)."""
+    if len(value) < MIN_TOKEN_LENGTH:
+        raise TargetError(
+            f"{where} is shorter than {MIN_TOKEN_LENGTH} characters: too short to keep out of"
+            " reports safely (use a longer token)"
+        )
+    if any(ord(c) < 0x21 or ord(c) > 0x7E for c in value):
+        raise TargetError(f"{where} holds whitespace, control or non-ASCII characters")
+    scrub.register(value)
+    return Secret(value)
+
+
+@dataclass(frozen=True)
+class TargetProfile:
+    """A small TOML description of a target (``--target-profile FILE``).
+
+    ```toml
+    [target]
+    url = "https://memory.example.internal"
+    token_env = "MEMORY_TOKEN"        # or token_file = "/run/secrets/memory"
+    timeout_s = 10
+
+    [capabilities]                    # true: declared present, false: declared absent
+    raw_http = false
+    "memory.cap" = true
+    ```
+    """
+
+    url: str | None = None
+    token_env: str | None = None
+    token_file: str | None = None
+    timeout_s: float | None = None
+    declared: frozenset[str] = frozenset()
+    denied: frozenset[str] = frozenset()
+
+
+def load_target_profile(path: str | Path) -> TargetProfile:
+    p = Path(path)
+    try:
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise TargetError(f"cannot read target profile {p}: {exc.strerror or exc}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise TargetError(f"target profile {p} is not TOML: {exc}") from exc
+    unknown = set(data) - {"target", "capabilities"}
+    if unknown:
+        raise TargetError(f"target profile {p}: unknown table(s) {sorted(unknown)}")
+    target = data.get("target", {})
+    caps = data.get("capabilities", {})
+    if not isinstance(target, dict) or not isinstance(caps, dict):
+        raise TargetError(f"target profile {p}: [target] and [capabilities] must be tables")
+    bad = set(target) - {"url", "token_env", "token_file", "timeout_s"}
+    if bad:
+        raise TargetError(f"target profile {p}: unknown key(s) in [target]: {sorted(bad)}")
+    if "token" in target:  # pragma: no cover - caught by the unknown-key check above
+        raise TargetError("a profile names where the token is, never the token itself")
+    for key, value in caps.items():
+        if not isinstance(value, bool):
+            raise TargetError(f"target profile {p}: capability {key!r} must be true or false")
+    timeout = target.get("timeout_s")
+    if timeout is not None and (
+        not isinstance(timeout, int | float) or not math.isfinite(timeout) or timeout <= 0
+    ):
+        raise TargetError(f"target profile {p}: timeout_s must be a positive number")
+    for key in ("url", "token_env", "token_file"):
+        if key in target and not isinstance(target[key], str):
+            raise TargetError(f"target profile {p}: {key} must be a string")
+    return TargetProfile(
+        url=target.get("url"),
+        token_env=target.get("token_env"),
+        token_file=target.get("token_file"),
+        timeout_s=float(timeout) if timeout is not None else None,
+        declared=frozenset(k for k, v in caps.items() if v),
+        denied=frozenset(k for k, v in caps.items() if not v),
+    )
+
+
+def check_url(url: str) -> str:
+    """A target URL: ``http://`` or ``https://`` with a host; the trailing ``/`` dropped."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise TargetError(f"not an http(s) URL: {url!r}")
+    if parts.query or parts.fragment:
+        raise TargetError(f"a target URL has no query or fragment: {url!r}")
+    return url.rstrip("/")
+
+
+class _Watchdog:
+    """Ends a request at its deadline: one thread per target shuts the socket down when the
+    whole request (connect, send, status line, headers, body) has taken longer than allowed —
+    so a target dripping one byte a second cannot hold a request open for longer."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._sock: socket.socket | None = None
+        self._deadline = 0.0
+        self._closed = False
+        self._thread: threading.Thread | None = None
+        self.fired = False
+
+    def arm(self, sock: socket.socket, deadline: float) -> None:
+        with self._cond:
+            self._sock, self._deadline, self.fired = sock, deadline, False
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="memspec-request-deadline", daemon=True
+                )
+                self._thread.start()
+            self._cond.notify()
+
+    def disarm(self) -> None:
+        with self._cond:
+            self._sock = None
+            self._cond.notify()
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._sock = None
+            self._cond.notify()
+
+    def _run(self) -> None:
+        with self._cond:
+            while not self._closed:
+                if self._sock is None:
+                    self._cond.wait()
+                    continue
+                remaining = self._deadline - time.monotonic()
+                if remaining > 0:
+                    self._cond.wait(remaining)
+                    continue
+                self.fired = True  # before the shutdown wakes the reader, which looks at it
+                try:  # the plain socket's shutdown, also under TLS: unblocks a pending read
+                    socket.socket.shutdown(self._sock, socket.SHUT_RDWR)
+                except OSError:
+                    pass
+                self._sock = None
 
 
 #: After this many requests in a row without an HTTP answer the target counts as gone: further
@@ -101,7 +255,43 @@ def _declared(headers: list[tuple[str, str]]) -> int | None:
     return None
 
 
-class HttpTarget(Connection):
+class _Deadline(Exception):
+    pass
+
+
+@dataclass
+class _Answer:
+    status: int
+    data: bytes
+    truncated: bool
+    content_type: str
+    encoding: str
+    reason: str
+
+
+class _SharedReader:
+    """Stands for a socket to :class:`http.client.HTTPResponse`: its ``makefile`` is one
+    buffered reader shared by pipelined answers, which closing an answer leaves open."""
+
+    def __init__(self, reader: Any) -> None:
+        self.reader = reader
+
+    def makefile(self, *_args: Any, **_kwargs: Any) -> Any:
+        return _Unclosed(self.reader)
+
+
+class _Unclosed:
+    def __init__(self, reader: Any) -> None:
+        self._reader = reader
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._reader, name)
+
+    def close(self) -> None:
+        """Leave the shared reader open (the next answer is in it)."""
+
+
+class HttpTarget:
     """One target's HTTP client.  Subclasses add the protocol's routes and probes.
 
     Every request is written by hand (so the header values a library would refuse — ``Bearer ``,
@@ -450,6 +640,118 @@ class HttpTarget(Connection):
     def _timeout_text(self) -> str:
         return f"timeout: no complete answer within {self.config.timeout_s:g}s"
 
+    def _connect(self, deadline: float) -> socket.socket:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise _Deadline()
+        sock = socket.create_connection((self._host, self._port), timeout=remaining)
+        try:
+            self._watchdog.arm(sock, deadline)
+            if self._ssl is not None:
+                sock = self._ssl.wrap_socket(sock, server_hostname=self._host)
+                self._watchdog.arm(sock, deadline)
+        except BaseException:
+            sock.close()
+            raise
+        return sock
+
+    def _roundtrip(
+        self,
+        method: str,
+        wire: bytes,
+        deadline: float,
+        keep: bool,
+        pipelined: bool = False,
+        sent: bool = False,
+    ) -> _Answer:
+        """One answer.  ``pipelined``: ``wire`` holds a further request whose answer stays
+        unread (kept in :attr:`_inflight`); ``sent``: read the answer of that request."""
+        reader: Any = None
+        self._closing = False
+        if sent:
+            if self._inflight is None or self._inflight[0] is not self._conn:
+                raise http.client.RemoteDisconnected(
+                    "the pipelined request went with its connection"
+                )
+            sock, reader = self._inflight
+            self._inflight = None
+            self._watchdog.arm(sock, deadline)
+        elif keep and self._conn is not None:
+            sock = self._conn
+            self._watchdog.arm(sock, deadline)
+        else:
+            sock = self._connect(deadline)
+            if keep:
+                self._conn = sock
+        resp: http.client.HTTPResponse | None = None
+        reusable = False
+        try:
+            sock.settimeout(max(0.001, deadline - time.monotonic()))
+            if not sent:
+                try:
+                    sock.sendall(wire)
+                except (BrokenPipeError, ConnectionResetError, ssl.SSLEOFError):
+                    # The target may answer before it has read the whole body (an early 413)
+                    # and close: read whatever answer it sent.
+                    pass
+            if pipelined:
+                # One buffered reader for both answers: the bytes past the first stay in it.
+                reader = sock.makefile("rb")
+            resp = http.client.HTTPResponse(
+                sock if reader is None else _SharedReader(reader),  # type: ignore[arg-type]
+                method=method,
+            )
+            resp.begin()
+            limit = self.config.max_response_bytes
+            buf = bytearray()
+            truncated = False
+            while not resp.isclosed():
+                if time.monotonic() >= deadline:
+                    raise _Deadline()
+                sock.settimeout(max(0.001, deadline - time.monotonic()))
+                chunk = resp.read1(65536)
+                if not chunk:
+                    break
+                buf += chunk
+                if len(buf) > limit:
+                    truncated = True
+                    del buf[limit:]
+                    break
+            if self._watchdog.fired:
+                raise _Deadline()
+            complete = resp.isclosed() or resp.length == 0
+            reusable = keep and not truncated and not resp.will_close and complete
+            if pipelined and reusable:
+                self._inflight = (sock, reader)
+            # A target that closes after this answer must not read what came behind it
+            # (RFC 9112, 9.6): only then may a pipelined request be sent again.
+            self._closing = resp.will_close
+            return _Answer(
+                resp.status,
+                bytes(buf),
+                truncated,
+                resp.getheader("Content-Type") or "",
+                resp.getheader("Content-Encoding") or "",
+                resp.reason or "",
+            )
+        finally:
+            if resp is not None:
+                resp.close()
+            if not reusable:
+                if keep:
+                    self._drop()
+                else:
+                    sock.close()
+
+    def _drop(self) -> None:
+        self._inflight = None
+        if self._conn is not None:
+            try:
+                self._conn.close()
+            except OSError:  # pragma: no cover
+                pass
+            self._conn = None
+
     def _unsendable(self, method: str, path: str, described: Any, shown: Any, why: str) -> Exchange:
         return Exchange(
             method=method,
@@ -503,3 +805,100 @@ def _elided_auth(auth: Auth) -> str:
         "scheme": "Basic [token]",
         "empty": "Bearer (empty)",
     }.get(auth, "?")
+
+
+MAX_DEPTH = 64
+
+
+def parse_answer(data: bytes) -> tuple[Any, str, str | None]:
+    """(parsed JSON or None, excerpt, body_error) for an answer's bytes: strict JSON
+    (``NaN``/``Infinity`` are not JSON), at most :data:`MAX_DEPTH` levels deep."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None, _excerpt(data), "not JSON: the body is not UTF-8"
+    try:
+        parsed = json.loads(text, parse_constant=_no_constant)
+    except RecursionError:
+        return None, _excerpt(data), f"not JSON: nested deeper than {MAX_DEPTH} levels"
+    except ValueError as exc:
+        return None, _excerpt(data), f"not JSON ({_json_problem(exc)})"
+    if _too_deep(parsed):
+        return None, _excerpt(data), f"not JSON: nested deeper than {MAX_DEPTH} levels"
+    return parsed, "", None
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _json_problem(exc: ValueError) -> str:
+    if isinstance(exc, json.JSONDecodeError):
+        return f"broken at character {exc.pos}"
+    return _short(exc)
+
+
+def _too_deep(value: Any) -> bool:
+    stack = [(value, 1)]
+    while stack:
+        v, d = stack.pop()
+        if isinstance(v, dict):
+            if d > MAX_DEPTH:
+                return True
+            stack.extend((x, d + 1) for x in v.values())
+        elif isinstance(v, list):
+            if d > MAX_DEPTH:
+                return True
+            stack.extend((x, d + 1) for x in v)
+    return False
+
+
+def _excerpt(data: bytes) -> str:
+    return data[:200].decode("utf-8", "replace")
+
+
+def _content_decode(data: bytes, encoding: str, limit: int) -> tuple[bytes, str | None]:
+    """Undo ``Content-Encoding`` (we ask for ``identity``; a target may send anything) with a
+    hard limit on the decoded size, however the codings are stacked."""
+    codings = [c.strip().lower() for c in encoding.split(",") if c.strip()]
+    for coding in reversed(codings):
+        if coding == "identity":
+            continue
+        if coding in ("gzip", "x-gzip", "deflate"):
+            wbits = 47 if coding != "deflate" else 15  # gzip or zlib header (auto)
+            try:
+                d = zlib.decompressobj(wbits)
+                out = d.decompress(data, limit + 1)
+                if coding == "deflate" and not out and data:
+                    raise zlib.error("empty")
+            except zlib.error:
+                if coding != "deflate":
+                    return data, f"body not decodable as {coding}"
+                try:
+                    d = zlib.decompressobj(-15)
+                    out = d.decompress(data, limit + 1)
+                except zlib.error:
+                    return data, "body not decodable as deflate"
+            if len(out) > limit or d.unconsumed_tail:
+                return out[:200], f"answer larger than {limit} bytes once decoded ({coding})"
+            data = out
+            continue
+        return data, f"answer in an unsupported Content-Encoding ({coding})"
+    return data, None
+
+
+def _describe_bytes(data: bytes) -> Any:
+    """A raw body for a report: its JSON if it is JSON, else a short description."""
+    if len(data) <= 2048:
+        try:
+            return json.loads(data.decode("utf-8"), parse_constant=_no_constant)
+        except (UnicodeDecodeError, ValueError, RecursionError):
+            text = data.decode("utf-8", "replace")
+            return {"raw": text[:200] + ("…" if len(text) > 200 else "")}
+    return {"raw_bytes": len(data), "head": data[:80].decode("utf-8", "replace")}
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc) or type(exc).__name__
+    lines = text.splitlines()
+    return (lines[0] if lines else text)[:200]
