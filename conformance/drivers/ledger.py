@@ -50,14 +50,16 @@ mutating step, and every time is compared exactly.  Without it the target stamps
 clock, mutating steps are kept ≥ 3 ms apart in real time, and times are compared through a
 monotone correspondence (see :mod:`conformance.oracle.ledger`); steps that place an instant of
 their own (``set_clock``, ``sweep``, ``set_expiry``) then need ``ledger.clock`` and are skipped.
+
+The op table (:data:`OPS`), the clock's start and the pure parts of a step are in
+:mod:`conformance.drivers.ledger_steps`, the isolation checks in
+:mod:`conformance.drivers.ledger_setup`; the names importers use stay importable from here.
 """
 
 from __future__ import annotations
 
-import json
-import re
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from conformance.drivers.base import (
@@ -66,94 +68,58 @@ from conformance.drivers.base import (
     RunContext,
     StepError,
     StepOutcome,
-    scenario_requires,
 )
 from conformance.drivers.common import check_expect, expand_macro, is_macro
+from conformance.drivers.ledger_setup import check_clean, forget_previous, model_with_settings
+from conformance.drivers.ledger_steps import (
+    _NOT_JSON,
+    _SYMBOL,
+    OPS,
+    PARSE_ERROR,
+    START_MS,
+    TICK_MS,
+    Op,
+    _bodies,
+    _parse_body,
+    _unpinned,
+    clock_target,
+    infer_requires,
+    read_extras,
+    step_requires,
+)
 from conformance.jsonutil import short_json
 from conformance.oracle import ledger as oracle
 from conformance.scenario import Scenario, Step
 from conformance.targets.base import TargetError
 from conformance.targets.ledger import CLOCK, TEST_CONTROL, LedgerTarget
-from reference.ledger.lifecycle import listing_order
 from reference.ledger.outcome import INVALID_PARAMS, Ok, Outcome, Refused
-from reference.ledger.packet import build_packet, packet_rank
-from reference.ledger.records import SCOPE_LOCAL, LedgerState, empty_state, settings_for
+from reference.ledger.records import SCOPE_LOCAL, LedgerState, empty_state
 from reference.ledger.timefmt import format_rfc3339, parse_rfc3339
 from reference.ledger.wire import (
     allowed,
     answer_instant,
     handle,
-    record_to_wire,
     same_instant,
-    settings_to_wire,
 )
 
-#: Where every scenario's clock starts (a fixed instant: runs are reproducible).
-START_MS = parse_rfc3339("2026-03-02T09:00:00.000Z") or 0
-#: How far the model's clock moves between two mutating steps that did not set it.
-TICK_MS = 1000
+__all__ = [
+    "MAX_WORLDS",
+    "OPS",
+    "PARSE_ERROR",
+    "START_MS",
+    "TICK_MS",
+    "LedgerDriver",
+    "Op",
+    "infer_requires",
+    "step_requires",
+]
+
 #: :meth:`LedgerDriver._before_mutation`: the clock pin is to go out with the mutation.
 _DEFERRED = "deferred"
 
-#: A JSON-RPC parse error: allowed, besides -32602, for a body that is not JSON at all.
-PARSE_ERROR = -32700
 #: How many ledgers the driver keeps in step when a store's answers have not yet told apart
 #: choices the spec leaves open (a merge result's group, say, shows only in a later read).
 MAX_WORLDS = 32
-
-_SYMBOL = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]{0,31})")
-_ADVANCE = re.compile(r"(\d+)(ms|s|m|h|d)")
-_UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
-
-
-@dataclass(frozen=True)
-class Op:
-    method: str
-    mutating: bool = False
-    control: bool = False  # needs ledger.test_control
-    places_instant: bool = False  # sends an instant of its own: needs ledger.clock
-
-
-OPS: dict[str, Op] = {
-    "save": Op("memory/save_memory_record", mutating=True),
-    "list": Op("memory/list_memory_records"),
-    "delete": Op("memory/delete_memory_record", mutating=True),
-    "supersede": Op("memory/supersede_memory_record", mutating=True),
-    "approve": Op("memory/approve_memory_record", mutating=True),
-    "reject": Op("memory/reject_memory_record", mutating=True),
-    "list_as_of": Op("memory/list_memory_records_as_of"),
-    "get_settings": Op("memory/get_consolidation_settings"),
-    "update_settings": Op("memory/update_consolidation_settings", mutating=True),
-    "reset": Op("_test/reset", mutating=True, control=True),
-    "sweep": Op("_test/sweep", mutating=True, control=True, places_instant=True),
-    "propose": Op("_test/propose", mutating=True, control=True),
-    "set_expiry": Op("_test/set_expiry", mutating=True, control=True, places_instant=True),
-    "consolidate": Op("_test/consolidate", mutating=True, control=True),
-    "packet": Op("_test/packet", control=True),
-    "set_clock": Op("_test/set_clock", control=True, places_instant=True),
-    "raw": Op("", mutating=True),
-}
-
-
-def step_requires(step: Step) -> set[str]:
-    """Capabilities one step needs.  A step that places an instant of its own needs the
-    target's clock pinned, or its instant would not mean the same on the target."""
-    op = OPS.get(step.op)
-    need: set[str] = set()
-    if op is None:
-        return need
-    if op.control:
-        need.add(TEST_CONTROL)
-    if op.places_instant:
-        need.add(CLOCK)
-    if step.op == "raw" and str(step.args.get("method", "")).startswith("_test/"):
-        need.add(TEST_CONTROL)
-    return need
-
-
-def infer_requires(scenario: Scenario) -> set[str]:
-    """Every capability a ledger scenario needs: its ``requires`` plus what its steps use."""
-    return scenario_requires(scenario, step_requires)
 
 
 class LedgerDriver:
@@ -168,7 +134,9 @@ class LedgerDriver:
             self._caps = self.target.probe()
             self.clock = CLOCK in self._caps
             self.control = TEST_CONTROL in self._caps
-            self._foreign, self._baseline = self._check_clean()
+            self._foreign, self._baseline = check_clean(
+                self.target, control=self.control, allow_dirty=self.ctx.allow_dirty
+            )
         except TargetError:
             self.target.close()
             raise
@@ -208,7 +176,7 @@ class LedgerDriver:
                 # A ledger the run cannot reset keeps nothing active of the run's: its pins are
                 # tombstoned and the settings put back (tombstones stay in history: nothing
                 # deletes a row).
-                self._forget_previous()
+                forget_previous(self.target, self._foreign, self._baseline)
         finally:
             self.target.close()
 
@@ -224,14 +192,14 @@ class LedgerDriver:
                     f"_test/reset answered {ex.status} {short_json(ex.body or ex.transport_error)}"
                 )
         elif self._wrote:
-            self._setup_error = self._forget_previous()
+            self._setup_error = forget_previous(self.target, self._foreign, self._baseline)
         self.model = empty_state()
         if not self.control:
             # The model starts from the settings the target has now (a harness or model name a
             # scenario set cannot be unset through the binding, so it may outlive the scenario).
             ex = self.target.call("memory/get_consolidation_settings", {})
             if ex.status == 200 and isinstance(ex.body, dict):
-                self.model = self._model_with_settings(ex.body)
+                self.model = model_with_settings(ex.body)
             elif self._setup_error is None:
                 self._setup_error = f"reading the consolidation settings answered {ex.status}"
         self.octx = self._fresh_context()
@@ -284,46 +252,6 @@ class LedgerDriver:
 
     # -- preparation ----------------------------------------------------------------------
 
-    def _check_clean(self) -> tuple[frozenset[str], dict[str, Any] | None]:
-        """Refuse a ledger that holds records unless ``--allow-dirty``; return the ids found
-        (ignored by the oracle when the ledger cannot be reset) and the settings baseline."""
-        held: list[str] = []
-        for status in ("active", "proposed"):
-            ex = self.target.call(
-                "memory/list_memory_records", {"scopeKey": SCOPE_LOCAL, "status": status}
-            )
-            records = ex.body.get("records") if isinstance(ex.body, dict) else None
-            if ex.status != 200 or not isinstance(records, list):
-                raise TargetError(
-                    f"{self.target.url}: cannot list {status} ledger records"
-                    f" (HTTP {ex.status} {short_json(ex.body or ex.transport_error)})"
-                )
-            held += [str(r.get("id")) for r in records if isinstance(r, dict)]
-        if held and not self.ctx.allow_dirty:
-            reset = " (its test controls would reset it)" if self.control else ""
-            raise TargetError(
-                f"{self.target.url}: the ledger already holds {len(held)}+ active or proposed"
-                " record(s); a ledger run needs a fresh instance"
-                + reset
-                + ". Pass --allow-dirty to run anyway."
-            )
-        baseline: dict[str, Any] | None = None
-        foreign: frozenset[str] = frozenset()
-        if not self.control:
-            ex = self.target.call("memory/get_consolidation_settings", {})
-            if ex.status == 200 and isinstance(ex.body, dict):
-                baseline = ex.body
-            if held:
-                far = self.target.call(
-                    "memory/list_memory_records_as_of",
-                    {"scopeKey": SCOPE_LOCAL, "at": "9999-12-31T23:59:59.999Z"},
-                )
-                recs = far.body.get("records") if isinstance(far.body, dict) else None
-                if isinstance(recs, list):
-                    held += [str(r.get("id")) for r in recs if isinstance(r, dict)]
-                foreign = frozenset(held)
-        return foreign, baseline
-
     def _fresh_context(self) -> oracle.Context:
         # Without a pinned clock, an instant before every event of the scenario reads, on the
         # target, like the harness's wall clock now (after whatever an earlier scenario left).
@@ -331,61 +259,6 @@ class LedgerDriver:
         return oracle.Context(
             oracle.Ids(), oracle.Times(exact=self.clock, anchor=anchor), self._foreign
         )
-
-    def _model_with_settings(self, wire: dict[str, Any]) -> LedgerState:
-        params = {
-            k: wire[k]
-            for k in ("mode", "harness", "model", "maxRecords", "allowRemoval", "debounceSeconds")
-            if k in wire
-        }
-        state, outcome = handle(
-            empty_state(), "memory/update_consolidation_settings", params, START_MS
-        )
-        return state if isinstance(outcome, Ok) else empty_state()
-
-    def _forget_previous(self) -> str | None:
-        """Without reset: tombstone every active record and reject every proposal the target
-        holds that did not predate the run, and put the settings back as they were found.
-        Judged by what the target lists (not by the model, which may have diverged); a message
-        when the ledger refuses."""
-        for status, method in (
-            ("active", "memory/delete_memory_record"),
-            ("proposed", "memory/reject_memory_record"),
-        ):
-            for _round in range(200):  # a listing shows 50 at a time
-                ex = self.target.call(
-                    "memory/list_memory_records", {"scopeKey": SCOPE_LOCAL, "status": status}
-                )
-                records = ex.body.get("records") if isinstance(ex.body, dict) else None
-                if ex.status != 200 or not isinstance(records, list):
-                    return f"listing {status} records answered {ex.status}"
-                ours = [
-                    r["id"]
-                    for r in records
-                    if isinstance(r, dict)
-                    and isinstance(r.get("id"), str)
-                    and r["id"] not in self._foreign
-                ]
-                if not ours:
-                    break
-                for rid in ours:
-                    done = self.target.call(method, {"recordId": rid})
-                    if done.status != 200:
-                        return f"{method} {rid} answered {done.status}"
-        wanted = self._baseline or settings_to_wire(
-            SCOPE_LOCAL, settings_for(empty_state(), SCOPE_LOCAL)
-        )
-        now = self.target.call("memory/get_consolidation_settings", {})
-        # Only the settings the update takes: an answer may carry more (heldRecords, LED-CONS.2).
-        settable = ("mode", "harness", "model", "maxRecords", "allowRemoval", "debounceSeconds")
-        wanted = {k: v for k, v in wanted.items() if k in settable or k == "scopeKey"}
-        shown = now.body if isinstance(now.body, dict) else {}
-        if now.status != 200 or {k: v for k, v in shown.items() if k in wanted} != wanted:
-            params = {k: v for k, v in wanted.items() if k != "scopeKey"}
-            ex = self.target.call("memory/update_consolidation_settings", params)
-            if ex.status != 200:
-                return f"restoring the consolidation settings answered {ex.status}"
-        return None
 
     def _pin_clock(self, at: int) -> str | None:
         return self._pinned(at, self.target.test("set_clock", {"now": format_rfc3339(at)}))
@@ -471,27 +344,7 @@ class LedgerDriver:
     # -- steps ----------------------------------------------------------------------------
 
     def _set_clock(self, index: int, step: Step, base: tuple[str, ...]) -> StepOutcome:
-        args = step.args
-        if set(args) == {"now"} and isinstance(args["now"], str):
-            new = parse_rfc3339(args["now"])
-            if new is None:
-                raise StepError(f"set_clock: {args['now']!r} is not an RFC 3339 instant")
-        elif set(args) == {"advance_ms"} and isinstance(args["advance_ms"], int):
-            new = self.now + args["advance_ms"]
-        elif (
-            set(args) == {"advance"}
-            and isinstance(args["advance"], str)
-            and _ADVANCE.fullmatch(args["advance"])
-        ):
-            m = _ADVANCE.fullmatch(args["advance"])
-            assert m is not None
-            new = self.now + int(m.group(1)) * _UNIT_MS[m.group(2)]
-        else:
-            raise StepError(
-                "set_clock takes {now: RFC 3339} or {advance_ms: int} or {advance: '5m'}"
-            )
-        if new < self.now:
-            raise StepError("set_clock: the run's clock never moves backwards")
+        new = clock_target(step.args, self.now)
         self.now = new
         text = format_rfc3339(new)
         _state, outcome = handle(self.model, "_test/set_clock", {"now": text}, new)
@@ -576,7 +429,7 @@ class LedgerDriver:
                 return _unpinned(index, step.op, base, problem)
         passes: list[tuple[LedgerState, Outcome, oracle.Judgement]] = []
         for (state, ctx), alts in zip(worlds, options, strict=True):
-            full_listing, packet = self._read_extras(state, method, params_m, alts[0][1])
+            full_listing, packet = read_extras(state, method, params_m, alts[0][1])
             for new_state, alt in alts:
                 trial = oracle.judge(
                     method,
@@ -601,7 +454,7 @@ class LedgerDriver:
                 : MAX_WORLDS - 1
             ]
         else:
-            full_listing, packet = self._read_extras(self.model, method, params_m, options[0][0][1])
+            full_listing, packet = read_extras(self.model, method, params_m, options[0][0][1])
             j, best = oracle.judge_any(
                 method,
                 [o for _s, o in options[0]],
@@ -651,23 +504,6 @@ class LedgerDriver:
             time.sleep(wait)
         self._last_real = time.monotonic()
         return None
-
-    @staticmethod
-    def _read_extras(
-        state: LedgerState, method: str, params: Any, outcome: Outcome
-    ) -> tuple[list[dict[str, Any]] | None, list[tuple[str, tuple[Any, ...]]] | None]:
-        """What the oracle needs beyond the answer, as the reference declares it: a listing's
-        full order (LED-LIST.2), a packet's ranks (LED-PACKET.3)."""
-        if not isinstance(outcome, Ok) or not isinstance(params, dict):
-            return None, None
-        if method == "memory/list_memory_records":
-            scope, status = params.get("scopeKey"), params.get("status") or "active"
-            rows = listing_order(state, str(scope), str(status))
-            return [record_to_wire(r) for r in rows], None
-        if method == "_test/packet":
-            packet = build_packet(state, SCOPE_LOCAL)
-            return None, [(r.id, packet_rank(r)) for r in packet.records]
-        return None, None
 
     def _bind(self, bind: dict[str, Any], outcome: Outcome) -> str | None:
         if not isinstance(outcome, Ok):
@@ -727,36 +563,3 @@ class LedgerDriver:
     def target_id(self, symbol: str) -> str | None:
         mid = self.symbols.get(symbol)
         return self.octx.ids.m2t.get(mid) if mid is not None else None
-
-
-_NOT_JSON = object()
-
-
-def _parse_body(text: str) -> Any:
-    if not text.strip():
-        return None
-    try:
-        return json.loads(text)
-    except ValueError:
-        return _NOT_JSON
-
-
-def _bodies(ex: Exchange, foreign: frozenset[str]) -> list[Any] | None:
-    """The bodies of the answer's records (what a step's ``expect`` names ``texts``), without
-    the records that predate the run."""
-    records = ex.body.get("records") if isinstance(ex.body, dict) else None
-    if not isinstance(records, list):
-        return None
-    return [r.get("body") for r in records if isinstance(r, dict) and r.get("id") not in foreign]
-
-
-def _unpinned(index: int, op: str, clauses: tuple[str, ...], problem: str) -> StepOutcome:
-    """A mutating step whose clock pin failed: indeterminate, never judged (its stamp is not
-    the instant the model placed)."""
-    return StepOutcome(
-        index=index,
-        op=op,
-        verdict="indeterminate",
-        clauses=clauses,
-        reason=f"could not pin the target's clock: {problem}",
-    )

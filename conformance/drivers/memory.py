@@ -40,6 +40,9 @@ mistake.
 
 Safety: a request whose body names a ``scopeKey`` that does not carry this run's id is never
 sent (the step is skipped with the reason), so a run can touch no data it did not create.
+
+A ``raw`` step's request is built, and its answer checked for being observable at all, in
+:mod:`conformance.drivers.memory_raw`.
 """
 
 from __future__ import annotations
@@ -61,14 +64,28 @@ from conformance.drivers.base import (
     scenario_requires,
 )
 from conformance.drivers.common import check_expect, expand_macro, is_macro
+from conformance.drivers.memory_raw import (
+    ROUTES,
+    _describe,
+    _json_media_type,
+    _not_observable,
+    build_raw,
+)
 from conformance.oracle.memory import MemoryOracle, SentRequest
 from conformance.scenario import Scenario, Step
 from conformance.targets.base import AUTH, RAW_HTTP, TargetError
 from conformance.targets.memory import CAP, FORGET, LIST, MemoryTarget
 
+__all__ = [
+    "DEFAULT_CLAUSES",
+    "ROUTES",
+    "MemoryDriver",
+    "infer_requires",
+    "step_requires",
+]
+
 _SCOPE_RE = re.compile(r"\{scope:([A-Za-z0-9_-]{1,24})\}")
 _SYMBOL_RE = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]{0,31})")
-ROUTES = {"write": "/write", "retrieve": "/retrieve", "list": "/list", "forget": "/forget"}
 
 DEFAULT_CLAUSES: dict[str, tuple[str, ...]] = {
     "write": ("MEM-WIRE.12", "MEM-WIRE.13"),
@@ -240,6 +257,10 @@ class MemoryDriver:
                     f"id {rid!r} was never returned by the target: its numbering is"
                     " implementation-defined, so bind it from an answer ($name) instead"
                 )
+
+    def _check_body(self, path: str, body: Any) -> None:
+        self._check_scopes(body)
+        self._check_ids(path, body)
 
     def _id_known(self, rid: str) -> bool:
         """The run has seen ``rid``: bound to a symbol, or paired with a model record."""
@@ -449,77 +470,11 @@ class MemoryDriver:
         return sent, send
 
     def _raw(self, args: dict[str, Any]) -> tuple[SentRequest, Callable[[], Exchange]]:
-        method = args.get("method", "POST")
-        path = args.get("path")
-        if not isinstance(method, str) or not isinstance(path, str) or not path.startswith("/"):
-            raise StepError("raw needs a method and a path starting with /")
-        auth = args.get("auth", True)
-        if auth not in (True, False, "wrong", "scheme", "empty"):
-            raise StepError(f"raw: unknown auth form {auth!r}")
-        body_arg = args.get("body", None)
-        parsed: Any = None
-        if body_arg is None:
-            raw = b""
-        elif isinstance(body_arg, str):
-            raw = body_arg.encode("utf-8", "surrogatepass")
-            try:
-                parsed = json.loads(body_arg)
-            except ValueError:
-                parsed = None
-        else:
-            raw = json.dumps(body_arg, ensure_ascii=False, separators=(",", ":")).encode()
-            parsed = body_arg
-        if isinstance(parsed, dict):
-            self._check_scopes(parsed)
-            self._check_ids(path, parsed)
-        pad_to = args.get("pad_to")
-        if pad_to is not None:
-            if not isinstance(pad_to, int) or pad_to < len(raw) or pad_to > 2**21:
-                raise StepError(f"raw: pad_to must be an integer >= the body length ({len(raw)})")
-            raw += b" " * (pad_to - len(raw))
-        headers_arg = args.get("headers") or {}
-        if not isinstance(headers_arg, dict):
-            raise StepError("raw: headers must be an object")
-        chunked = args.get("chunked", False)
-        if not isinstance(chunked, bool):
-            raise StepError("raw: chunked is true or false")
-        if chunked and any(
-            k.lower() in ("content-length", "transfer-encoding") for k in headers_arg
-        ):
-            raise StepError("raw: a chunked body carries no Content-Length or Transfer-Encoding")
-        headers: list[tuple[str, str]] = []
-        content_length: str | None = str(len(raw))
-        explicit_cl = False
-        for k, v in headers_arg.items():
-            if k.lower() == "content-length":
-                explicit_cl = True
-                if (
-                    isinstance(v, dict)
-                    and set(v) == {"zero_pad"}
-                    and isinstance(v["zero_pad"], int)
-                ):
-                    content_length = str(len(raw)).zfill(v["zero_pad"])  # the true length, 0-padded
-                elif v is None or isinstance(v, str):
-                    content_length = v
-                else:
-                    raise StepError('raw: Content-Length is a string, null or {"zero_pad": n}')
-                continue
-            if k.lower() == "authorization":
-                raise StepError("raw: set the Authorization form with auth, not a header")
-            if not isinstance(v, str):
-                raise StepError(f"raw: header {k} must be a string")
-            headers.append((k, v))
-        if chunked:
-            headers.append(("Transfer-Encoding", "chunked"))
-            content_length = None
-        elif content_length is not None and (method != "GET" or raw or explicit_cl):
-            headers.append(("Content-Length", content_length))
-        else:
-            content_length = None
-        if RAW_HTTP not in self._caps and explicit_cl and content_length is not None:
-            raise StepError("raw: a hand-made Content-Length needs the raw_http capability")
+        req = build_raw(args, self._caps, self._check_body)
 
         def send() -> Exchange:
+            method, path, raw, parsed = req.method, req.path, req.raw, req.parsed
+            headers, auth, chunked = req.headers, req.auth, req.chunked
             if RAW_HTTP in self._caps:
                 ex = self.target.raw(
                     method,
@@ -544,16 +499,7 @@ class MemoryDriver:
                 self._note_written(parsed)
             return ex
 
-        sent = SentRequest(
-            method,
-            path,
-            parsed,
-            raw,
-            content_length,
-            auth,
-            tuple((k, v) for k, v in headers if k.lower() != "content-length"),
-        )
-        return sent, send
+        return req.sent(), send
 
     def _bind(self, bind: dict[str, Any], ex: Exchange) -> str | None:
         records = ex.body.get("records") if isinstance(ex.body, dict) else None
@@ -579,59 +525,6 @@ class MemoryDriver:
         return None
 
 
-def _framing(sent: SentRequest) -> tuple[bool, int | None]:
-    """(hand-made framing, declared length): a request whose framing an HTTP layer in front of
-    the store may answer itself — a hand-made, missing or chunked length."""
-    chunked = any(k.lower() == "transfer-encoding" for k, _ in sent.extra_headers)
-    declared: int | None = None
-    cl = sent.content_length
-    if cl is not None and cl.strip().isdigit() and cl.strip().isascii():
-        declared = int(cl.strip())
-    if cl is None:
-        hand_made = chunked or sent.method == "POST"
-    else:
-        hand_made = declared != len(sent.raw)
-    return hand_made and sent.path.split("?", 1)[0] in ROUTES.values(), declared
-
-
-def _not_observable(op: str, sent: SentRequest, ex: Exchange) -> str | None:
-    """Why this answer says nothing about the store, or ``None``.
-
-    Only for probes whose framing a runtime or an edge answers itself (a hand-made, missing
-    or chunked ``Content-Length``), and only for answers no store of this protocol gives:
-    every answer of the protocol is JSON, so a non-JSON answer came from the HTTP layer in
-    front of the store (workerd's plain-text 400 on ``Content-Length: 0x8``); a request
-    declaring more bytes than it sends may be held by that layer until the deadline; and a
-    request the client cannot put on the wire was never asked.
-    """
-    if ex.unsendable:
-        return f"this client cannot send the request ({ex.transport_error})"
-    if op != "raw":
-        return None
-    hand_made, declared = _framing(sent)
-    if not hand_made:
-        return None
-    if ex.status is not None and ex.body is None:
-        kind = ex.content_type.split(";", 1)[0].strip() or "no Content-Type"
-        said = " ".join(ex.raw_excerpt.split())[:60]
-        return (
-            f"HTTP {ex.status} ({kind}) {said!r} is not JSON — the HTTP layer in front of the"
-            " store answered this framing itself"
-        )
-    if ex.timed_out and declared is not None and declared > len(sent.raw):
-        return (
-            f"the request declares {declared} bytes and sends {len(sent.raw)}; the HTTP layer"
-            " in front of the store waited for the rest until the deadline"
-        )
-    return None
-
-
-def _json_media_type(content_type: str) -> bool:
-    """Absent, ``application/json`` or a ``+json`` type (any parameters): MEM-WIRE.1."""
-    media = content_type.split(";", 1)[0].strip().lower()
-    return not media or media == "application/json" or media.endswith("+json")
-
-
 def _describe_allowed_statuses(answers: Any) -> str:
     statuses: set[int] = set()
     for _w, _req, allowed in answers.per_world:
@@ -642,14 +535,6 @@ def _describe_allowed_statuses(answers: Any) -> str:
 def _scope_keys_in(body: Any) -> Iterable[str]:
     if isinstance(body, dict) and isinstance(body.get("scopeKey"), str):
         yield body["scopeKey"]
-
-
-def _describe(parsed: Any, raw: bytes) -> Any:
-    if parsed is not None:
-        return parsed
-    if len(raw) <= 200:
-        return {"raw": raw.decode("utf-8", "replace")}
-    return {"raw_bytes": len(raw), "head": raw[:60].decode("utf-8", "replace")}
 
 
 def _texts(ex: Exchange) -> list[Any] | None:

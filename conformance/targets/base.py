@@ -23,6 +23,12 @@ store.  The client is deliberately defensive, because the stores it talks to may
   client would not produce (``Content-Length: 0x10``, a length that lies).  It is the
   ``raw_http`` capability, available for ``http://`` targets only (behind TLS and a public
   edge, the edge rewrites those headers anyway).
+
+Why one module of ~900 lines: it is one class whose connection state (the kept socket, the
+request written behind the last one by :meth:`HttpTarget.request_pair`, the watchdog, the
+counters that turn pipelining off) every method reads and changes; a split into a connection
+base class and decoding/config modules was tried (issue 13) and made one TLS run lose an
+answer, so it waits for a change that can be proven on its own.
 """
 
 from __future__ import annotations
