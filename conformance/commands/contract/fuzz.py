@@ -10,14 +10,16 @@ from typing import Any
 from conformance.commands.contract.client import Exchange
 from conformance.commands.contract.model import (
     ANSWER_MEMORY,
-    AUTH,
     SPEC_FILES,
     SPECS_DIR,
     VALIDATION_MEMORY,
     OutOfTime,
     Run,
 )
-from conformance.commands.contract.probes import excerpt, expect_status
+from conformance.commands.contract.probes import (
+    excerpt,
+    expect_refused_credentials,
+)
 
 
 def _load_schema(protocol: str) -> Any:
@@ -141,15 +143,11 @@ def check_case(run: Run, protocol: str, op: Any, case: Any, negative: bool) -> N
         return
     if header_negative and op.label != "GET /healthz":
         # Credentials missing or wrong: whatever the body, the answer is 401.
-        expect_status(
+        expect_refused_credentials(
             run,
             ex,
-            {401},
             protocol=protocol,
             route=route,
-            clause=AUTH[protocol],
-            title=f"{route} answers a request without the exact bearer",
-            check="auth",
             what="a generated request without valid credentials",
         )
         return

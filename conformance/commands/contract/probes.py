@@ -84,6 +84,23 @@ def expect_status(
         )
 
 
+def expect_refused_credentials(
+    run: Run, ex: Exchange, *, protocol: str, route: str, what: str
+) -> None:
+    """A request without the exact bearer is 401 whatever else it holds (the auth clause)."""
+    expect_status(
+        run,
+        ex,
+        {401},
+        protocol=protocol,
+        route=route,
+        clause=AUTH[protocol],
+        title=f"{route} answers a request without the exact bearer",
+        check="auth",
+        what=what,
+    )
+
+
 def _routes(protocol: str) -> dict[str, dict[str, Any]]:
     if protocol == "memory":
         return MEMORY_ROUTES
@@ -115,17 +132,7 @@ def probe_auth(run: Run, protocol: str, token: Secret | None) -> None:
                 ex.headers["Authorization"] = headers["Authorization"].replace(
                     token.reveal(), TOKEN_PLACEHOLDER
                 )
-            expect_status(
-                run,
-                ex,
-                {401},
-                protocol=protocol,
-                route=route,
-                clause=AUTH[protocol],
-                title=f"{route} answers a request without the exact bearer",
-                check="auth",
-                what=what,
-            )
+            expect_refused_credentials(run, ex, protocol=protocol, route=route, what=what)
         # Auth is judged before the length: no token and no length is still 401.
         ex = http.send("POST", route, b"", {}, auth=False, framing="none")
         expect_status(
