@@ -52,6 +52,7 @@ import re
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 from conformance.drivers.base import (
@@ -335,48 +336,38 @@ class MemoryDriver:
         self._space(allowed.changes)
         ex = send()
         self._mutated(allowed.changes)
+        # Every outcome from here on is of this step and this exchange.
+        outcome = partial(StepOutcome, index=index, op=op, exchange=ex)
         unobservable = _not_observable(op, sent, ex)
         if unobservable is not None:
-            return StepOutcome(
-                index=index,
-                op=op,
+            return outcome(
                 verdict="skip",
                 clauses=clauses,
                 expected=_describe_allowed_statuses(allowed),
-                exchange=ex,
                 reason=f"not observable through this target: {unobservable}",
                 details={"unobservable": True},
             )
         judgement = self.oracle.judge(sent, ex, now, allowed)
         if judgement.verdict == "pass" and not _json_media_type(ex.content_type):
-            return StepOutcome(
-                index=index,
-                op=op,
+            return outcome(
                 verdict="diverge",
                 clauses=tuple(dict.fromkeys(("MEM-WIRE.1", *step.clauses))),
                 expected=judgement.expected,
-                exchange=ex,
                 reason=f"the answer is labelled Content-Type {ex.content_type!r}, not JSON",
             )
         if judgement.verdict != "pass":
-            return StepOutcome(
-                index=index,
-                op=op,
+            return outcome(
                 verdict=judgement.verdict,
                 clauses=tuple(dict.fromkeys((*judgement.clauses, *step.clauses))),
                 expected=judgement.expected,
-                exchange=ex,
                 reason=judgement.reason,
             )
         problem = check_expect(step.expect, ex, _texts(ex), "texts") if step.expect else None
         if problem is not None:
-            return StepOutcome(
-                index=index,
-                op=op,
+            return outcome(
                 verdict="diverge",
                 clauses=clauses,
                 expected=judgement.expected,
-                exchange=ex,
                 reason=f"hand-written expectation: {problem}",
             )
         self.oracle.commit(judgement)
@@ -384,13 +375,10 @@ class MemoryDriver:
             settled = self._settle(sent)
             if settled is not None:
                 verdict, reason, settle_clauses = settled
-                return StepOutcome(
-                    index=index,
-                    op=op,
+                return outcome(
                     verdict=verdict,
                     clauses=tuple(dict.fromkeys((*settle_clauses, *step.clauses))),
                     expected=judgement.expected,
-                    exchange=ex,
                     reason=reason,
                 )
         if step.bind:
