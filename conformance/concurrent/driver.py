@@ -31,6 +31,10 @@ from conformance.targets.base import HttpTarget
 #: record a run of this size creates (the model reads it as naming nothing).
 UNSEEN_SEQ = int(UNSEEN_SUFFIX[1:])
 
+#: How long a client of a phased schedule waits at a phase's barrier for the others (an op
+#: that outlives it aborts the run: the target hangs beyond its request deadline).
+PHASE_WAIT_S = 120.0
+
 
 @dataclass
 class Event:
@@ -189,6 +193,7 @@ def run_plan(
     scopes: Sequence[str],
     *,
     offsets: Sequence[Sequence[float]] | None = None,
+    phases: Sequence[Sequence[int]] | None = None,
     on_op: Callable[[Event], None] | None = None,
     protocol: str = "memory",
 ) -> History:
@@ -196,9 +201,16 @@ def run_plan(
 
     ``offsets`` (replay): per client, the invocation offset (s) each op waits for, so a replay
     keeps the recorded schedule as closely as the machine allows.
+
+    ``phases`` (a shrunk schedule; wins over ``offsets``): per client, the phase of each op
+    (non-decreasing, one op per client and phase).  Every client waits at a barrier at the
+    start of each phase, so the ops of one phase start together (their races happen as
+    reliably as the target allows) and every op of an earlier phase has completed first.
     """
     n = len(plan)
     barrier = threading.Barrier(n + 1)
+    n_phases = 1 + max((p for ps in phases or () for p in ps), default=-1)
+    step = threading.Barrier(n) if phases is not None else None
     results: list[list[Event]] = [[] for _ in range(n)]
     errors: list[BaseException] = []
     start = [0.0]
@@ -211,6 +223,13 @@ def run_plan(
         try:
             barrier.wait()
             t0 = start[0]
+            if step is not None and phases is not None:
+                mine = dict(zip(phases[c], plan[c], strict=True))
+                for ph in range(n_phases):
+                    step.wait(PHASE_WAIT_S)
+                    if ph in mine:
+                        one(c, mine[ph], client, target, t0)
+                return
             for i, op in enumerate(plan[c]):
                 if offsets is not None:
                     wait = t0 + offsets[c][i] - time.monotonic()
@@ -218,32 +237,39 @@ def run_plan(
                         time.sleep(wait)
                 elif op.delay_ms:
                     time.sleep(op.delay_ms / 1000)
-                route, body = client.request(op)
-                invoke = time.monotonic()
-                ex = target.request("POST", route, body)
-                done = time.monotonic()
-                indeterminate = ex.status is None
-                ev = Event(
-                    id=-1,
-                    client=c,
-                    seq=op.seq,
-                    scope=client.partition(route, body),
-                    route=route,
-                    request=body,
-                    invoke=invoke - t0,
-                    complete=None if indeterminate else done - t0,
-                    status=ex.status,
-                    answer=ex.body,
-                    error=ex.transport_error or ex.body_error,
-                )
-                results[c].append(ev)
-                client.learn(route, body, ex)
-                if on_op is not None:
-                    on_op(ev)
+                one(c, op, client, target, t0)
         except BaseException as exc:  # pragma: no cover - surfaced below
             errors.append(exc)
+            if step is not None:
+                step.abort()  # the other clients stop waiting for this one
         finally:
             target.close()
+
+    def one(
+        c: int, op: PlannedOp, client: MemoryClient | LedgerClient, target: HttpTarget, t0: float
+    ) -> None:
+        route, body = client.request(op)
+        invoke = time.monotonic()
+        ex = target.request("POST", route, body)
+        done = time.monotonic()
+        indeterminate = ex.status is None
+        ev = Event(
+            id=-1,
+            client=c,
+            seq=op.seq,
+            scope=client.partition(route, body),
+            route=route,
+            request=body,
+            invoke=invoke - t0,
+            complete=None if indeterminate else done - t0,
+            status=ex.status,
+            answer=ex.body,
+            error=ex.transport_error or ex.body_error,
+        )
+        results[c].append(ev)
+        client.learn(route, body, ex)
+        if on_op is not None:
+            on_op(ev)
 
     threads = [threading.Thread(target=worker, args=(c,), daemon=True) for c in range(n)]
     for t in threads:

@@ -11,14 +11,14 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from conformance.concurrent import ledger_model
 from conformance.concurrent.analysis import LEDGER, MEMORY, Protocol, check_events, shrink, to_ops
 from conformance.concurrent.checker import DEFAULT_MAX_STATES, PartitionResult, overall
-from conformance.concurrent.driver import Event, History, run_plan
+from conformance.concurrent.driver import LEDGER_SCOPE, Event, History, run_plan
 from conformance.concurrent.workload import (
     PlannedOp,
     generate_ledger_plan,
@@ -99,6 +99,10 @@ class Counterexample:
     shrink_checks: int
     shrink_s: float
     full_ops: int
+    #: per client of ``plan``, the phase of each op (see :func:`phases_of`): the schedule a
+    #: re-run (the schedule shrinker, ``replay-concurrent``) runs barrier-aligned
+    phases: list[list[int]] = field(default_factory=list)
+    reruns: int = 0  # schedules the shrinker re-ran against the target for this result
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -108,6 +112,7 @@ class Counterexample:
             "clauses": self.clauses,
             "events": [{**e.to_json(), "blurred": e.id in self.blurred} for e in self.events],
             "shrink_checks": self.shrink_checks,
+            "shrink_reruns": self.reruns,
             "shrink_s": round(self.shrink_s, 3),
         }
 
@@ -120,6 +125,7 @@ class Counterexample:
             "scopes": scopes,
             "plan": plan_to_json(self.plan),
             "offsets": self.offsets,
+            "phases": self.phases,
             "expected": "not linearizable",
             "history": [{**e.to_json(), "blurred": e.id in self.blurred} for e in self.events],
             "clauses": self.clauses,
@@ -211,30 +217,236 @@ def _counterexample(
     kept = {op.id for op in shrunk.ops}
     blurred = {op.id for op in shrunk.ops if not op.determinate}
     events = [e for e in history.events if e.id in kept]
+    return _as_counterexample(
+        protocol, result.partition, events, blurred, plan, shrunk.checks, shrunk.seconds, len(part)
+    )
+
+
+def _as_counterexample(
+    protocol: str,
+    partition: str,
+    events: list[Event],
+    blurred: set[int],
+    plan: Sequence[Sequence[PlannedOp]],
+    checks: int,
+    seconds: float,
+    full_ops: int,
+) -> Counterexample:
+    """``events`` (of one partition) with their schedule: per client its planned ops, their
+    invocation offsets and phases (clients renumbered from 0, the scope index 0)."""
     by_key = {(op.client, op.seq): op for ops in plan for op in ops}
     clients = sorted({e.client for e in events})
     t0 = min(e.invoke for e in events)
+    level = phases_of(events)
     sub_plan: list[list[PlannedOp]] = []
     offsets: list[list[float]] = []
+    phases: list[list[int]] = []
     for new_c, c in enumerate(clients):
         mine = sorted((e for e in events if e.client == c), key=lambda e: e.invoke)
         sub_plan.append([_renumber(by_key[(c, e.seq)], new_c) for e in mine])
         offsets.append([round(e.invoke - t0, 6) for e in mine])
+        phases.append([level[e.id] for e in mine])
     return Counterexample(
-        result.partition,
+        partition,
         events,
         blurred,
         sub_plan,
         offsets,
-        _clauses(protocol, events, {e.id for e in events if e.id in blurred}),
-        shrunk.checks,
-        shrunk.seconds,
-        len(part),
+        _clauses(protocol, events, blurred),
+        checks,
+        seconds,
+        full_ops,
+        phases,
     )
 
 
-#: A counterexample this small ends the search for a smaller one in other scopes.
+def phases_of(events: Sequence[Event]) -> dict[int, int]:
+    """Event id → phase: 0 for an event nothing precedes, else one more than the latest phase
+    of an event that precedes it (completed before it was invoked, or came earlier from the
+    same client).  The events of one phase are pairwise concurrent; running the phases in
+    order, each released at once, keeps every real-time precedence of ``events``."""
+    order = sorted(events, key=lambda e: (e.invoke, e.id))
+    level: dict[int, int] = {}
+    for i, e in enumerate(order):
+        level[e.id] = 1 + max(
+            (
+                level[p.id]
+                for p in order[:i]
+                if p.client == e.client or (p.complete is not None and p.complete < e.invoke)
+            ),
+            default=-1,
+        )
+    return level
+
+
+#: A counterexample this small ends the search for a smaller one in other scopes, and is not
+#: handed to the schedule shrinker.
 GOOD_ENOUGH = 4
+
+#: The schedule shrinker's budget per counterexample: schedules re-run against the target
+#: (work, not seconds: a loaded machine does not change how far it gets), and how many times
+#: a candidate schedule is run before it counts as not reproducing the violation.
+RERUNS = {"quick": 40, "ci": 100, "deep": 300}
+TRIES = 2
+#: Up to this many clients (ops) the schedule shrinker drops them one at a time only.
+SINGLES = 10
+
+
+#: A schedule to run: per client its planned ops, their phases and their invocation offsets.
+Schedule = tuple[list[list[PlannedOp]], list[list[int]], list[list[float]]]
+
+
+def shrink_schedule(
+    config: TargetConfig,
+    protocol: str,
+    found: Counterexample,
+    *,
+    whole: Counterexample | None = None,
+    scope_key: Callable[[int], str],
+    budget: int,
+    search_s: float,
+    max_states: int,
+    history_budget_s: float = 2.0,
+) -> Counterexample:
+    """A smaller counterexample by re-running parts of ``found``'s schedule on fresh scopes.
+
+    The history shrinker only picks a sub-history of what was recorded: a race that struck
+    late (a lost bump on a record retrieved five times) needs every op that explains the
+    state it struck in.  Re-running the schedule without some of its ops lets the race strike
+    in a simpler state.  Candidates drop whole clients first (halves, then quarters, … then
+    one client), then ops (halves … one op, latest first).  A candidate runs up to ``TRIES``
+    times, alternating its recorded invocation offsets (the overlaps as they were) and its
+    phases (:func:`phases_of`, barrier-aligned: the ops of a phase start together); a run
+    whose history is not linearizable is shrunk as a history and kept when it is smaller.
+    Every result is a real recorded history the checker rejects, so soundness never depends
+    on the candidate.  ``scope_key(n)``: the fresh scope of run n.
+
+    ``whole``: the failing partition's whole schedule, the start when ``found``'s own does not
+    reproduce (the history shrinker may have blurred away an op the race needed).
+    """
+    proto = PROTOCOLS[protocol]
+    best = found
+    runs = 0
+    checks = found.shrink_checks
+    started = time.perf_counter()
+
+    def attempt(sched: Schedule, tries: int = TRIES) -> Counterexample | None:
+        nonlocal runs, checks
+        plan, phases, offsets = sched
+        for t in range(tries):
+            if runs >= budget:
+                return None
+            runs += 1
+            _setup(config, protocol)
+            history = run_plan(
+                config,
+                plan,
+                [scope_key(runs)],
+                offsets=offsets,
+                phases=phases if t % 2 else None,
+                protocol=protocol,
+            )
+            results = check_events(
+                history.events, proto, max_states=max_states, max_seconds=search_s
+            )
+            bad = [r for r in results if r.verdict == "illegal"]
+            if bad:
+                c = _counterexample(protocol, history, plan, bad[0], history_budget_s, max_states)
+                if c is not None:
+                    checks += c.shrink_checks
+                    return c
+        return None
+
+    def done() -> Counterexample:
+        return replace(
+            best,
+            full_ops=found.full_ops,
+            shrink_checks=checks,
+            shrink_s=found.shrink_s + time.perf_counter() - started,
+            reruns=runs,
+        )
+
+    # A schedule that does not reproduce cannot be shrunk this way: start from the first that
+    # does (``found``'s, else the whole partition's); ``base`` is the schedule being cut down.
+    base = None
+    for start in (found, whole):
+        if start is not None:
+            base = attempt((start.plan, start.phases, start.offsets), 2 * TRIES)
+            if base is not None:
+                break
+    progress = base is not None
+    while base is not None and progress and runs < budget and len(base.events) > 2:
+        best = min(best, base, key=_size)
+        progress = False
+        for drop in _candidates(base):
+            cand = _without(base, drop)
+            if cand is None:
+                continue
+            c = attempt(cand)
+            if c is not None and _size(c) < _size(base):
+                base, progress = c, True
+                break
+            if runs >= budget:
+                break
+    if base is not None:
+        best = min(best, base, key=_size)
+    return done()
+
+
+def _rerun_scopes(
+    protocol: str, run_id: str, round_no: int, written: list[str]
+) -> Callable[[int], str]:
+    """The fresh scope of the schedule shrinker's run k (recorded in ``written``)."""
+
+    def key(k: int) -> str:
+        out = LEDGER_SCOPE if protocol == "ledger" else f"org:{run_id}-c{round_no}-r{k}"
+        if out not in written:
+            written.append(out)
+        return out
+
+    return key
+
+
+def _chunks(units: list[Any]) -> list[list[Any]]:
+    """Halves, then quarters, … then single units (ddmin's complements, coarse to fine); only
+    single units for a few (a race needs both racers: a coarse cut rarely keeps them)."""
+    out: list[list[Any]] = []
+    size = len(units) // 2 if len(units) > SINGLES else 1
+    while size >= 1:
+        out.extend(units[i : i + size] for i in range(0, len(units), size))
+        size //= 2
+    return out
+
+
+def _candidates(c: Counterexample) -> list[set[tuple[int, int]]]:
+    """What to drop, as sets of (client, index) positions: clients first, then ops (latest
+    phase first)."""
+    by_client = [{(k, i) for i in range(len(ops))} for k, ops in enumerate(c.plan)]
+    ops = sorted(
+        ((k, i) for k, ops in enumerate(c.plan) for i in range(len(ops))),
+        key=lambda p: (-c.phases[p[0]][p[1]], p),
+    )
+    drops = [set().union(*g) for g in _chunks(by_client)] if len(c.plan) > 1 else []
+    return drops + [set(g) for g in _chunks(ops)]
+
+
+def _without(c: Counterexample, drop: set[tuple[int, int]]) -> Schedule | None:
+    """``c``'s schedule without the ops at ``drop`` (clients renumbered, phases compacted,
+    offsets from the first kept op)."""
+    kept = [
+        [(op, c.phases[k][i], c.offsets[k][i]) for i, op in enumerate(ops) if (k, i) not in drop]
+        for k, ops in enumerate(c.plan)
+    ]
+    kept = [ops for ops in kept if ops]
+    if not kept or sum(map(len, kept)) >= len(c.events):
+        return None
+    rank = {ph: n for n, ph in enumerate(sorted({ph for ops in kept for _, ph, _ in ops}))}
+    t0 = min(at for ops in kept for _, _, at in ops)
+    return (
+        [[_renumber(op, k) for op, _, _ in ops] for k, ops in enumerate(kept)],
+        [[rank[ph] for _, ph, _ in ops] for ops in kept],
+        [[round(at - t0, 6) for _, _, at in ops] for ops in kept],
+    )
 
 
 def _size(c: Counterexample) -> tuple[int, int]:
@@ -242,8 +454,6 @@ def _size(c: Counterexample) -> tuple[int, int]:
 
 
 def _renumber(op: PlannedOp, client: int) -> PlannedOp:
-    from dataclasses import replace
-
     return replace(op, client=client, scope=0)
 
 
@@ -259,10 +469,13 @@ def run_concurrent(
     scopes: int | None = None,
     rounds: int | None = None,
     shrink_budget_s: float | None = None,
+    shrink_reruns: int | None = None,
     max_states: int = DEFAULT_MAX_STATES,
     on_round: Callable[[int, History], None] | None = None,
 ) -> ConcurrentResult:
-    """Run rounds of the concurrent workload until one is not linearizable (or all pass)."""
+    """Run rounds of the concurrent workload until one is not linearizable (or all pass); after
+    a violation whose counterexample is larger than GOOD_ENOUGH operations, the remaining
+    rounds run on for a smaller one (the verdict stands; the smallest is kept)."""
     if protocol not in PROTOCOLS:
         raise ValueError(f"no concurrent check for protocol {protocol!r}")
     d_ops, d_scopes, d_rounds, search_s, shrink_s = PROFILES[profile]
@@ -270,6 +483,7 @@ def run_concurrent(
     scopes = scopes or d_scopes
     rounds = rounds or d_rounds
     shrink_s = shrink_budget_s if shrink_budget_s is not None else shrink_s
+    reruns = shrink_reruns if shrink_reruns is not None else RERUNS[profile]
     proto = PROTOCOLS[protocol]
     written: list[str] = []
     total_ops = 0
@@ -278,6 +492,7 @@ def run_concurrent(
     history: History | None = None
     verdict = "linearizable"
     counter: Counterexample | None = None
+    failed: tuple[list[PartitionResult], History] | None = None  # the counterexample's round
     round_no = 0
     for round_no in range(1, rounds + 1):
         round_seed = seed * 1000 + round_no
@@ -296,23 +511,27 @@ def run_concurrent(
         v = overall(results)
         if v == "illegal":
             verdict = "not linearizable"
-            # Shrink every illegal scope (sharing the budget) and keep the smallest result.
-            # Shrink the illegal scopes (smallest first, sharing the budget) until one gives a
-            # counterexample of at most GOOD_ENOUGH operations; keep the smallest.
-            bad = sorted((r for r in results if r.verdict == "illegal"), key=lambda r: r.ops)
-            deadline = time.process_time() + shrink_s  # CPU seconds, as the checker's bound
-            found: list[Counterexample] = []
-            for r in bad:
-                left = deadline - time.process_time()
-                if found and (left <= 0 or len(min(found, key=_size).events) <= GOOD_ENOUGH):
-                    break
-                c = _counterexample(protocol, history, plan, r, max(left, 0.5), max_states)
-                if c is not None:
-                    found.append(c)
-            counter = min(found, key=_size, default=None)
-            break
-        if v == "unknown":
+            c = _shrink_round(
+                config,
+                protocol,
+                history,
+                plan,
+                results,
+                shrink_s=shrink_s,
+                reruns=reruns,
+                search_s=search_s,
+                max_states=max_states,
+                scope_key=_rerun_scopes(protocol, run_id, round_no, written),
+            )
+            if failed is None or (c is not None and (counter is None or _size(c) < _size(counter))):
+                counter, failed = c, (results, history)
+            # A large counterexample: the profile's remaining rounds may race more simply.
+            if counter is not None and len(counter.events) <= GOOD_ENOUGH:
+                break
+        elif v == "unknown" and verdict == "linearizable":
             verdict = "unknown"
+    if failed is not None:
+        results, history = failed
     return ConcurrentResult(
         protocol,
         clients,
@@ -326,6 +545,48 @@ def run_concurrent(
         wall,
         check_s,
         written,
+    )
+
+
+def _shrink_round(
+    config: TargetConfig,
+    protocol: str,
+    history: History,
+    plan: list[list[PlannedOp]],
+    results: list[PartitionResult],
+    *,
+    shrink_s: float,
+    reruns: int,
+    search_s: float,
+    max_states: int,
+    scope_key: Callable[[int], str],
+) -> Counterexample | None:
+    """The smallest counterexample found for a failing round: the illegal scopes' histories
+    shrunk (smallest first, sharing ``shrink_s`` CPU seconds, until one is at most
+    GOOD_ENOUGH operations), then, if still larger, the schedule shrinker (``reruns`` runs)."""
+    bad = sorted((r for r in results if r.verdict == "illegal"), key=lambda r: r.ops)
+    deadline = time.process_time() + shrink_s  # CPU seconds, as the checker's bound
+    found: list[Counterexample] = []
+    for r in bad:
+        left = deadline - time.process_time()
+        if found and (left <= 0 or len(min(found, key=_size).events) <= GOOD_ENOUGH):
+            break
+        c = _counterexample(protocol, history, plan, r, max(left, 0.5), max_states)
+        if c is not None:
+            found.append(c)
+    counter = min(found, key=_size, default=None)
+    if counter is None or len(counter.events) <= GOOD_ENOUGH or reruns <= 0:
+        return counter
+    part = [e for e in history.events if e.scope == counter.partition]
+    return shrink_schedule(
+        config,
+        protocol,
+        counter,
+        whole=_as_counterexample(protocol, counter.partition, part, set(), plan, 0, 0.0, len(part)),
+        scope_key=scope_key,
+        budget=reruns,
+        search_s=search_s,
+        max_states=max_states,
     )
 
 
@@ -360,6 +621,18 @@ def load_replay(path: Path) -> dict[str, Any]:
             len(o) != len(p) for o, p in zip(offsets, data["plan"], strict=True)
         ):
             raise ReplayError(f"{path}: offsets do not match the plan")
+        phases = data.get("phases") or []
+        if phases and (
+            len(phases) != len(data["plan"])
+            or any(len(f) != len(p) for f, p in zip(phases, data["plan"], strict=True))
+            or any(
+                not isinstance(x, int) or isinstance(x, bool) or not 0 <= x <= 10_000
+                for f in phases
+                for x in f
+            )
+            or any(list(f) != sorted(set(f)) for f in phases)
+        ):
+            raise ReplayError(f"{path}: phases do not match the plan")
     except (KeyError, TypeError) as exc:
         raise ReplayError(f"{path}: malformed plan ({exc})") from exc
     return data
@@ -372,7 +645,11 @@ def replay_once(
     plan = plan_from_json(data["plan"])
     keys = scope_keys(data["protocol"], run_id, attempt, int(data.get("scopes", 1)))
     _setup(config, data["protocol"])
-    history = run_plan(config, plan, keys, offsets=data["offsets"], protocol=data["protocol"])
+    # Odd attempts run the recorded offsets, even ones the barrier-aligned phases (if saved).
+    phases = (data.get("phases") or None) if attempt % 2 == 0 else None
+    history = run_plan(
+        config, plan, keys, offsets=data["offsets"], phases=phases, protocol=data["protocol"]
+    )
     results = check_events(history.events, PROTOCOLS[data["protocol"]])
     v = overall(results)
     return {"ok": "linearizable", "illegal": "not linearizable"}.get(v, "unknown"), history, results
