@@ -80,24 +80,94 @@ def dense_scope() -> None:
 
 
 def driver_throughput() -> None:
+    """8 clients at once vs the same operations back to back by one client, against the bundled
+    store in this process and in its own process (``memspec serve``): after a warm-up run,
+    ``REPS`` alternating pairs; medians of operations per second and CPU ms per operation
+    (this process: harness, plus the store when it runs here; the store's process beside).
+    The store serialises every request under one lock, and in this process shares the GIL
+    with the client threads: the ratio cannot exceed about 1 there; in its own process it can
+    exceed 1 only with a free core for each side."""
+    import os
+    import socket
+    import statistics
+    import subprocess
+    from collections.abc import Callable
+
+    reps = 5
     token = secrets.token_urlsafe(16)
     plan = generate_plan(7, CLIENTS, 40, 4)
+    flat = [replace(op, client=0) for ops in plan for op in ops]  # client 0 sends all in order
+
+    def measure(config: TargetConfig, store_cpu: Callable[[], float], where: str) -> None:
+        run_plan(config, plan, [f"org:memspec-bthr-{where}-w-{i}" for i in range(4)])  # warm-up
+        rows: dict[str, list[tuple[float, float, float]]] = {"conc": [], "seq": []}
+        for r in range(reps):
+            for tag, p in (("conc", plan), ("seq", [flat]))[:: 1 if r % 2 else -1]:
+                cpu, scpu = time.process_time(), store_cpu()
+                h = run_plan(
+                    config, p, [f"org:memspec-bthr-{where}-{tag}{r}-{i}" for i in range(4)]
+                )
+                n = len(h.events)
+                rows[tag].append(
+                    (
+                        n / h.wall_s,
+                        (time.process_time() - cpu) / n * 1e3,
+                        (store_cpu() - scpu) / n * 1e3,
+                    )
+                )
+        med = {t: [statistics.median(x[k] for x in v) for k in range(3)] for t, v in rows.items()}
+        ratios = [c[0] / s[0] for c, s in zip(rows["conc"], rows["seq"], strict=True)]
+        print(f"  store {where}:")
+        for tag, label in (("conc", f"{CLIENTS} clients"), ("seq", "1 client")):
+            rate, cpu_ms, store_ms = med[tag]
+            extra = f", store process {store_ms:.2f}" if where != "in this process" else ""
+            print(f"    {label:>9}: {rate:6.0f} ops/s  cpu ms/op: this process {cpu_ms:.2f}{extra}")
+        print(
+            f"    ratio {med['conc'][0] / med['seq'][0]:.2f}x (per pair:"
+            f" {', '.join(f'{x:.2f}' for x in ratios)})"
+        )
+
+    print(f"driver against the bundled store: {CLIENTS}x40 ops over 4 scopes, {reps} pairs")
     handle = start_server(host="127.0.0.1", port=0, token=token)
     try:
-        config = TargetConfig(handle.url, Secret(token), 10.0)
-        conc = run_plan(config, plan, [f"org:memspec-bthr-c-{i}" for i in range(4)])
-        # The same operations, one client, back to back (client 0 sends everything in order).
-        flat = [replace(op, client=0) for ops in plan for op in ops]
-        seq = run_plan(config, [flat], [f"org:memspec-bthr-s-{i}" for i in range(4)])
+        measure(TargetConfig(handle.url, Secret(token), 10.0), lambda: 0.0, "in this process")
     finally:
         handle.stop()
-    c_rate = len(conc.events) / conc.wall_s
-    s_rate = len(seq.events) / seq.wall_s
-    print(f"driver against the bundled store: {len(conc.events)} ops")
-    print(
-        f"  8 clients: {c_rate:8.0f} ops/s   1 client: {s_rate:8.0f} ops/s"
-        f"   ratio {c_rate / s_rate:.2f}x"
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    cmd = [sys.executable, "-m", "conformance.cli", "serve", "--port", str(port)]
+    proc = subprocess.Popen(
+        [*cmd, "--db", ":memory:", "--quiet"],
+        env={**os.environ, "MEMSPEC_TOKEN": token},
+        stderr=subprocess.DEVNULL,
     )
+    tick = os.sysconf("SC_CLK_TCK")
+
+    def store_cpu() -> float:  # utime + stime of the store's process (Linux; else 0)
+        try:
+            with open(f"/proc/{proc.pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            return 0.0
+        return (int(fields[11]) + int(fields[12])) / tick
+
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        measure(
+            TargetConfig(f"http://127.0.0.1:{port}", Secret(token), 10.0),
+            store_cpu,
+            "in its own process",
+        )
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
 
 
 def main() -> int:

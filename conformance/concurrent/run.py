@@ -203,13 +203,19 @@ def _counterexample(
 ) -> Counterexample | None:
     proto = PROTOCOLS[protocol]
     part = [e for e in history.events if e.scope == result.partition]
+    if result.states > SHRINK_STATES:
+        # Every sub-history the shrinker would try needs about as many configurations as the
+        # whole, beyond its bound per check: each would come back unknown and the budget go
+        # for nothing.  The whole partition is the counterexample (the schedule shrinker
+        # makes it smaller by re-running less of it).
+        return _as_counterexample(protocol, result.partition, part, set(), plan, 0, 0.0, len(part))
     shrunk = shrink(
         to_ops(part, proto),
         proto,
         result.partition,
         first=result,
         budget_s=budget_s,
-        max_states=min(max_states, 20_000),
+        max_states=min(max_states, SHRINK_STATES),
         max_seconds=1.0,
     )
     if shrunk is None:  # pragma: no cover - the full partition was illegal
@@ -278,6 +284,9 @@ def phases_of(events: Sequence[Event]) -> dict[int, int]:
         )
     return level
 
+
+#: The history shrinker's bound per check (configurations).
+SHRINK_STATES = 20_000
 
 #: A counterexample this small ends the search for a smaller one in other scopes, and is not
 #: handed to the schedule shrinker.
