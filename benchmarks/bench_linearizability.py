@@ -85,8 +85,9 @@ def driver_throughput() -> None:
     ``REPS`` alternating pairs; medians of operations per second and CPU ms per operation
     (this process: harness, plus the store when it runs here; the store's process beside).
     The store serialises every request under one lock, and in this process shares the GIL
-    with the client threads: the ratio cannot exceed about 1 there; in its own process it can
-    exceed 1 only with a free core for each side."""
+    with the client threads: the ratio cannot exceed about 1 there (one core busy at most);
+    in its own process it can exceed 1 only with a free core for each side ("cores busy":
+    CPU seconds of both per second of the run)."""
     import os
     import socket
     import statistics
@@ -121,7 +122,11 @@ def driver_throughput() -> None:
         for tag, label in (("conc", f"{CLIENTS} clients"), ("seq", "1 client")):
             rate, cpu_ms, store_ms = med[tag]
             extra = f", store process {store_ms:.2f}" if where != "in this process" else ""
-            print(f"    {label:>9}: {rate:6.0f} ops/s  cpu ms/op: this process {cpu_ms:.2f}{extra}")
+            busy = rate * (cpu_ms + store_ms) / 1000  # CPU seconds used per second: cores busy
+            print(
+                f"    {label:>9}: {rate:6.0f} ops/s  cpu ms/op: this process {cpu_ms:.2f}{extra}"
+                f"  ({busy:.2f} cores busy)"
+            )
         print(
             f"    ratio {med['conc'][0] / med['seq'][0]:.2f}x (per pair:"
             f" {', '.join(f'{x:.2f}' for x in ratios)})"
