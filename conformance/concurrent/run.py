@@ -297,6 +297,9 @@ GOOD_ENOUGH = 4
 #: a candidate schedule is run before it counts as not reproducing the violation.
 RERUNS = {"quick": 40, "ci": 100, "deep": 300}
 TRIES = 2
+#: Runs of a starting schedule (the counterexample's, then the whole scope's) before the next
+#: is tried: until one reproduces nothing can be cut, so these get more luck.
+START_TRIES = 6
 #: Up to this many clients (ops) the schedule shrinker drops them one at a time only.
 SINGLES = 10
 
@@ -380,7 +383,7 @@ def shrink_schedule(
     base = None
     for start in (found, whole):
         if start is not None:
-            base = attempt((start.plan, start.phases, start.offsets), 2 * TRIES)
+            base = attempt((start.plan, start.phases, start.offsets), START_TRIES)
             if base is not None:
                 break
     progress = base is not None
