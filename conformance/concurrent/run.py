@@ -295,11 +295,13 @@ GOOD_ENOUGH = 4
 #: The schedule shrinker's budget per counterexample: schedules re-run against the target
 #: (work, not seconds: a loaded machine does not change how far it gets), and how many times
 #: a candidate schedule is run before it counts as not reproducing the violation.
-RERUNS = {"quick": 40, "ci": 100, "deep": 300}
+RERUNS = {"quick": 50, "ci": 150, "deep": 400}
 TRIES = 2
 #: Runs of a starting schedule (the counterexample's, then the whole scope's) before the next
 #: is tried: until one reproduces nothing can be cut, so these get more luck.
 START_TRIES = 6
+#: Passes over a schedule's candidates that cut nothing before the schedule shrinker stops.
+PASSES = 3
 #: Up to this many clients (ops) the schedule shrinker drops them one at a time only.
 SINGLES = 10
 
@@ -386,17 +388,19 @@ def shrink_schedule(
             base = attempt((start.plan, start.phases, start.offsets), START_TRIES)
             if base is not None:
                 break
-    progress = base is not None
-    while base is not None and progress and runs < budget and len(base.events) > 2:
+    # Passes over the candidates; a pass that cut nothing is repeated (each candidate gets
+    # TRIES more runs of luck) up to PASSES times while the budget lasts.
+    stale = 0
+    while base is not None and stale < PASSES and runs < budget and _size(base) > (GOOD_ENOUGH, 0):
         best = min(best, base, key=_size)
-        progress = False
+        stale += 1
         for drop in _candidates(base):
             cand = _without(base, drop)
             if cand is None:
                 continue
             c = attempt(cand)
             if c is not None and _size(c) < _size(base):
-                base, progress = c, True
+                base, stale = c, 0
                 break
             if runs >= budget:
                 break
