@@ -292,9 +292,9 @@ SHRINK_STATES = 20_000
 #: handed to the schedule shrinker.
 GOOD_ENOUGH = 4
 
-#: The schedule shrinker's budget per counterexample: schedules re-run against the target
-#: (work, not seconds: a loaded machine does not change how far it gets), and how many times
-#: a candidate schedule is run before it counts as not reproducing the violation.
+#: The schedule shrinker's budget per run (shared by its failing rounds): schedules re-run
+#: against the target (work, not seconds: a loaded machine does not change how far it gets),
+#: and how many times a candidate schedule is run before it counts as not reproducing.
 RERUNS = {"quick": 50, "ci": 150, "deep": 400}
 TRIES = 2
 #: Runs of a starting schedule (the counterexample's, then the whole scope's) before the next
@@ -539,6 +539,7 @@ def run_concurrent(
                 max_states=max_states,
                 scope_key=_rerun_scopes(protocol, run_id, round_no, written),
             )
+            reruns -= c.reruns if c is not None else 0  # one budget for the whole run
             if failed is None or (c is not None and (counter is None or _size(c) < _size(counter))):
                 counter, failed = c, (results, history)
             # A large counterexample: the profile's remaining rounds may race more simply.
