@@ -196,6 +196,7 @@ def run_plan(
     phases: Sequence[Sequence[int]] | None = None,
     on_op: Callable[[Event], None] | None = None,
     protocol: str = "memory",
+    targets: Sequence[HttpTarget] | None = None,
 ) -> History:
     """Run every client's ops in order, all clients at once; record the history.
 
@@ -206,6 +207,10 @@ def run_plan(
     (non-decreasing, one op per client and phase).  Every client waits at a barrier at the
     start of each phase, so the ops of one phase start together (their races happen as
     reliably as the target allows) and every op of an earlier phase has completed first.
+
+    ``targets``: per client an open target client to use (and leave open), so that many short
+    runs (the schedule shrinker's) reuse their connections; by default each client opens its
+    own and closes it.
     """
     n = len(plan)
     barrier = threading.Barrier(n + 1)
@@ -216,7 +221,7 @@ def run_plan(
     start = [0.0]
 
     def worker(c: int) -> None:
-        target = HttpTarget(config)
+        target = targets[c] if targets is not None else HttpTarget(config)
         client: MemoryClient | LedgerClient = (
             LedgerClient(scopes) if protocol == "ledger" else MemoryClient(scopes)
         )
@@ -243,7 +248,8 @@ def run_plan(
             if step is not None:
                 step.abort()  # the other clients stop waiting for this one
         finally:
-            target.close()
+            if targets is None:
+                target.close()
 
     def one(
         c: int, op: PlannedOp, client: MemoryClient | LedgerClient, target: HttpTarget, t0: float

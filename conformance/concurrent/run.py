@@ -27,6 +27,7 @@ from conformance.concurrent.workload import (
     plan_to_json,
 )
 from conformance.drivers.base import TargetConfig
+from conformance.targets.base import HttpTarget
 
 REPLAY_FORMAT = "memspec-concurrent-replay/1"
 
@@ -338,6 +339,38 @@ def shrink_schedule(
     ``whole``: the failing partition's whole schedule, the start when ``found``'s own does not
     reproduce (the history shrinker may have blurred away an op the race needed).
     """
+    pool: list[HttpTarget] = []  # one client connection per lane, kept across the runs
+    try:
+        return _shrink_schedule(
+            config,
+            protocol,
+            found,
+            whole,
+            pool,
+            scope_key=scope_key,
+            budget=budget,
+            search_s=search_s,
+            max_states=max_states,
+            history_budget_s=history_budget_s,
+        )
+    finally:
+        for target in pool:
+            target.close()
+
+
+def _shrink_schedule(
+    config: TargetConfig,
+    protocol: str,
+    found: Counterexample,
+    whole: Counterexample | None,
+    pool: list[HttpTarget],
+    *,
+    scope_key: Callable[[int], str],
+    budget: int,
+    search_s: float,
+    max_states: int,
+    history_budget_s: float,
+) -> Counterexample:
     proto = PROTOCOLS[protocol]
     best = found
     runs = 0
@@ -347,6 +380,7 @@ def shrink_schedule(
     def attempt(sched: Schedule, tries: int = TRIES) -> Counterexample | None:
         nonlocal runs, checks
         plan, phases, offsets = sched
+        pool.extend(HttpTarget(config) for _ in range(len(plan) - len(pool)))
         for t in range(tries):
             if runs >= budget:
                 return None
@@ -359,6 +393,7 @@ def shrink_schedule(
                 offsets=offsets,
                 phases=phases if t % 2 else None,
                 protocol=protocol,
+                targets=pool[: len(plan)],
             )
             results = check_events(
                 history.events, proto, max_states=max_states, max_seconds=search_s
