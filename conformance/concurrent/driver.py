@@ -204,7 +204,7 @@ def run_plan(
     keeps the recorded schedule as closely as the machine allows.
 
     ``phases`` (a shrunk schedule; wins over ``offsets``): per client, the phase of each op
-    (non-decreasing, one op per client and phase).  Every client waits at a barrier at the
+    (increasing: one op per client and phase).  Every client waits at a barrier at the
     start of each phase, so the ops of one phase start together (their races happen as
     reliably as the target allows) and every op of an earlier phase has completed first.
 
