@@ -32,8 +32,10 @@ indeterminate op ``step`` must return the states of every way it could have take
 
 from __future__ import annotations
 
+import gc
 import time
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -155,7 +157,37 @@ def check_operations(
     """Is this one partition's history linearizable with respect to ``model``?
 
     ``memo=False`` switches Lowe's memoization off (tests compare the two: same verdicts).
+
+    Python's cyclic garbage collector is paused during the search (and restored after): the
+    search allocates many long-lived objects (states, memo entries), each allocation burst
+    triggers a collection that walks every live object -- the whole recorded history
+    included -- and the search itself creates almost no reference cycles (what it drops is
+    freed by reference counting).  On a 10k-operation history that was a third of the time.
     """
+    with paused_gc():
+        return _search(ops, model, partition, max_states, max_seconds, memo)
+
+
+@contextmanager
+def paused_gc() -> Iterator[None]:
+    """Python's cyclic garbage collector off for the block (restored after, also on error)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _search(
+    ops: Sequence[Op],
+    model: Model,
+    partition: str,
+    max_states: int,
+    max_seconds: float,
+    memo: bool,
+) -> PartitionResult:
     started = time.perf_counter()
     # The time bound is CPU time of the process: a loaded machine slows the search down but
     # does not turn more of its verdicts into "unknown".
