@@ -42,7 +42,7 @@ What is compared, and what is not (see docs/linearizability.md):
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from types import MappingProxyType
 from typing import Any
@@ -55,6 +55,7 @@ from conformance.concurrent.memory_answers import (
     possible_answers,
     same_json,
     shows_here,
+    shows_paired,
     wire_records,
 )
 from conformance.concurrent.memory_calls import (
@@ -205,15 +206,25 @@ class MemoryModel(MemoryHints):
             return []
         ids_view = IdView(self, state)
         options: list[list[int]] = []
+        every_paired = True
         for w, frozen in wire:
             wid = w.get("id")
             at = self.paired(state, wid) if isinstance(wid, str) else None
             if at is not None:
-                # The bijection allows only the record this id is paired with.
-                hints: Iterable[int] = (at,)
-            else:
-                text = w.get("text")
-                hints = sorted(self._by_text.get(text, ())) if isinstance(text, str) else ()
+                # The bijection allows only the record this id is paired with: its content,
+                # and its supersedes pointer through the bijection (the id is its pair).
+                r = state.rec(at)
+                if (
+                    (allowed is not None and at not in allowed)
+                    or r.status != ACTIVE
+                    or not shows_paired(r, w, frozen, ids_view)
+                ):
+                    return []
+                options.append([at])
+                continue
+            every_paired = False
+            text = w.get("text")
+            hints = sorted(self._by_text.get(text, ())) if isinstance(text, str) else ()
             opts = [
                 p
                 for p in hints
@@ -225,6 +236,10 @@ class MemoryModel(MemoryHints):
             if not opts:
                 return []
             options.append(opts)
+        if every_paired:
+            # Distinct ids (wire_records) paired with distinct records: the assignment is
+            # the bijection's, and it pairs nothing new.
+            return [state]
         assignment = bipartite(options)
         if assignment is None:
             return []
