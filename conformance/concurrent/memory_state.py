@@ -14,8 +14,10 @@ if TYPE_CHECKING:
 
 #: Records per chunk of a state's persistent vector (a step copies one chunk and the spine).
 CHUNK = 64
-#: A state remembers its active positions while it has at most this many.
-LIVE_MAX = 64
+#: A state remembers its active positions while it has at most this many: above the default
+#: cap (500) and a batch, so that a scope at its cap evicts without scanning its records (the
+#: tuple is shared by successors whose active set is unchanged, copied when it changes).
+LIVE_MAX = 640
 _MASK = (1 << 61) - 1
 
 
@@ -173,13 +175,30 @@ class Draft:
         base = self.base.live
         if base is None:
             return [p for p in range(self.n) if self.rec(p).status == ACTIVE]
-        out = set(base)
+        return list(self._live_from(base))
+
+    def _live_from(self, base: tuple[int, ...]) -> tuple[int, ...]:
+        """``base`` (the base state's active positions) with this draft's changes: the same
+        tuple when no record changed between active and not (a bump, a dedup), else a copy."""
+        bn = self.base.n
+        gone: set[int] = set()
+        new: list[int] = []
         for p, r in self.recs.items():
-            if r.status == ACTIVE:
-                out.add(p)
-            else:
-                out.discard(p)
-        return sorted(out)
+            now = r.status == ACTIVE
+            if p >= bn:
+                if now:
+                    new.append(p)
+            elif now != (self.base.rec(p).status == ACTIVE):
+                if now:
+                    new.append(p)
+                else:
+                    gone.add(p)
+        if not gone and not new:
+            return base
+        kept = [p for p in base if p not in gone] if gone else list(base)
+        if new and (not kept or min(new) < kept[-1]):
+            return tuple(sorted([*kept, *new]))
+        return tuple(kept + sorted(new))
 
     def done(self) -> State:
         base = self.base
@@ -201,5 +220,8 @@ class Draft:
             tids = base.tids
         state = State(recs, tids, self.n, self.active, h & _MASK)
         if self.active <= LIVE_MAX:  # (a scan only when the scope shrinks to LIVE_MAX)
-            state.live = tuple(self.live()) if self.recs else base.live
+            if base.live is None:
+                state.live = tuple(self.live())
+            else:
+                state.live = self._live_from(base.live) if self.recs else base.live
         return state
