@@ -98,8 +98,11 @@ class MemoryModel(MemoryHints):
     def __init__(self, scope_key: str, *, memo: bool = True) -> None:
         super().__init__(scope_key)
         # (call, state) -> successors: the search reaches one state with many linearized
-        # sets (reads commute), and the step is a pure function of the two.
-        self._memo: dict[tuple[int, State], Sequence[State]] | None = {} if memo else None
+        # sets (reads commute), and the step is a pure function of the two.  Keyed by the
+        # call's id, the entry keeps the call (so the id is not reused while the entry lives).
+        self._memo: dict[tuple[int, State], tuple[MemoryCall, Sequence[State]]] | None = (
+            {} if memo else None
+        )
         #: Set when a step enumerated only part of its allowed successors (an indeterminate
         #: retrieve's cuts, an eviction's choices): an ``illegal`` verdict is then unknown.
         self.incomplete = False
@@ -116,9 +119,9 @@ class MemoryModel(MemoryHints):
             return self._step(state, call)
         key = (id(call), state)
         hit = self._memo.get(key)
-        if hit is None:
-            hit = self._memo[key] = self._step(state, call)
-        return hit
+        if hit is None or hit[0] is not call:
+            hit = self._memo[key] = (call, self._step(state, call))
+        return hit[1]
 
     def _step(self, state: State, call: MemoryCall) -> Sequence[State]:
         body = call.body

@@ -4,6 +4,7 @@ step (:class:`Draft`).  See :mod:`conformance.concurrent.memory_model`."""
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -19,11 +20,22 @@ CHUNK = 64
 #: tuple is shared by successors whose active set is unchanged, copied when it changes).
 LIVE_MAX = 640
 _MASK = (1 << 61) - 1
+_M64 = (1 << 64) - 1
 
 
 def _z(p: int, value: object) -> int:
-    """The Zobrist term of ``value`` at position ``p`` (a state's hash is their sum)."""
-    return hash((p, value)) & _MASK
+    """The Zobrist term of ``value`` at position ``p`` (a state's hash is their sum).
+
+    Python's tuple hash is no random function: changing one field of a record (its status,
+    its use count) moves ``hash((p, record))`` by nearly the same amount whatever the record
+    and the position, so plain sums collide -- every choice of which record an eviction takes,
+    or a retrieve bumps, summed to one hash, and the search's memo sets degraded into long
+    chains of equality checks.  The term is therefore the tuple hash put through the
+    splitmix64 finaliser (a bijection that spreads every input bit over the output)."""
+    x = hash((p, value)) & _M64
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _M64
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _M64
+    return (x ^ (x >> 31)) & _MASK
 
 
 class State:
@@ -195,7 +207,9 @@ class Draft:
                     gone.add(p)
         if not gone and not new:
             return base
-        kept = [p for p in base if p not in gone] if gone else list(base)
+        kept = list(base)
+        for p in sorted(gone, reverse=True):
+            del kept[bisect.bisect_left(kept, p)]
         if new and (not kept or min(new) < kept[-1]):
             return tuple(sorted([*kept, *new]))
         return tuple(kept + sorted(new))

@@ -232,3 +232,30 @@ def test_the_incremental_synthetic_store_answers_as_the_reference_store(
         assert any(e.route == "/write" and e.answer["evicted"] for e in fast)
     assert any(e.route == "/retrieve" and e.answer["records"] for e in fast)
     assert any(e.route == "/forget" and e.answer["forgotten"] for e in fast)
+
+
+@pytest.mark.clause("MEM-CAP.1", "MEM-STORE.3")
+def test_states_one_field_apart_hash_apart() -> None:
+    """The Zobrist terms must behave as random: evicting one record or another, bumping one
+    record or another -- states that differ in which record changed the same way -- must not
+    share a hash (they did with plain tuple hashes, and the memo sets degraded into chains
+    of equality checks: a 10k-operation scope at its cap took seconds)."""
+    model = MemoryModel(SCOPE)
+    texts = [f"w{i} note" for i in range(60)]
+    state = model.init()
+    for batch in (texts[:30], texts[30:]):
+        (state,) = model.step(state, parse_call("/write", write(*batch)[1], None, None, False))
+    evictions = model.step(
+        state, parse_call("/write", write("x note", cap=60)[1], None, None, False)
+    )
+    assert len(evictions) == 61
+    assert len({hash(s) for s in evictions}) == len(evictions)
+    bumped = []
+    for i in range(60):
+        # A fresh call each time (the last one freed: its id may come back -- the model's
+        # step memo is keyed by a call's id and must not answer for a dead call).
+        q = parse_call("/retrieve", {**retrieve(f"w{i}")[1], "limit": 1}, None, None, False)
+        (after,) = model.step(state, q)
+        assert [p for p in range(60) if after.rec(p).use_count] == [i]
+        bumped.append(after)
+    assert len({hash(s) for s in bumped}) == len({*bumped}) == 60
