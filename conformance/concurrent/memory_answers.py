@@ -150,9 +150,7 @@ def shows_here(rec: MemoryRecord, w: Mapping[str, object], frozen: Hashable, ids
     return sup is None or sup not in ids or w.get("supersedes") == ids[sup]
 
 
-def shows_paired(
-    rec: MemoryRecord, w: Mapping[str, object], frozen: Hashable, ids: IdView
-) -> bool:
+def shows_paired(rec: MemoryRecord, w: Mapping[str, object], frozen: Hashable, ids: IdView) -> bool:
     """``shows_here`` for a record already paired with the wire record's id (so the id checks
     hold): its content, then its supersedes pointer through the bijection."""
     if not _content_shows(rec, w, frozen):

@@ -32,9 +32,9 @@ from conformance.drivers.base import Exchange
 from reference.memory.engine import (
     DEFAULT_SCOPE_CAP,
     Dedup,
+    eviction_key,
     mint_record,
     normalize_text,
-    eviction_key,
     plan_eviction,
     plan_write,
     rank_records,
@@ -232,6 +232,31 @@ def synthetic_history(
     per_client = max(1, total_ops // clients)
     plan = generate_plan(seed, clients, per_client, scopes)
     keys = [f"org:memspec-bench-{s}" for s in range(scopes)]
+    return _run(plan, keys, rng, incremental=incremental)
+
+
+def independent_scopes_history(
+    scopes: int, per_scope: int, clients: int = 2, seed: int = 1
+) -> list[Event]:
+    """``scopes`` scopes, each with its own ``clients`` clients running ``per_scope``
+    operations on it alone (each scope's history drawn alike, from its own seed), all at
+    once: the history of ``scopes`` is ``scopes`` times the work of one, so checking it
+    should cost ``scopes`` times as much (the benchmark's scope-scaling case)."""
+    events: list[Event] = []
+    for s in range(scopes):
+        rng = random.Random(f"{seed}:{s}")
+        plan = generate_plan(seed * 1000 + s, clients, max(1, per_scope // clients), 1)
+        for e in _run(plan, [f"org:memspec-bench-{s}"], rng, incremental=True):
+            e.id = len(events)
+            e.client += s * clients
+            events.append(e)
+    events.sort(key=lambda e: (e.invoke, e.id))
+    return events
+
+
+def _run(
+    plan: list[list[PlannedOp]], keys: list[str], rng: random.Random, *, incremental: bool
+) -> list[Event]:
     timed: list[tuple[float, float, float, PlannedOp]] = []
     for ops in plan:
         t = rng.uniform(0, 0.002)
@@ -239,7 +264,7 @@ def synthetic_history(
             dur = rng.uniform(0.0005, 0.003)
             timed.append((t, t + dur, rng.uniform(t, t + dur), op))
             t += dur + rng.uniform(0, 0.0005)
-    client_state = [MemoryClient(keys) for _ in range(clients)]
+    client_state = [MemoryClient(keys) for _ in plan]
     live = {k: _Scope(k) for k in keys}
     states = {k: StoreState(scopes=MappingProxyType({})) for k in keys}
     events: list[Event] = []
