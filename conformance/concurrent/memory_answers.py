@@ -207,19 +207,24 @@ def bipartite(options: Sequence[Sequence[int]]) -> list[int] | None:
     """One distinct member per position, each among its options (Kuhn's augmenting paths),
     or ``None`` when there is none."""
     owner: dict[int, int] = {}  # member -> position
-
-    def place(i: int, seen: set[int]) -> bool:
-        for m in options[i]:
-            if m in seen:
-                continue
-            seen.add(m)
-            if m not in owner or place(owner[m], seen):
-                owner[m] = i
-                return True
-        return False
-
     for i in range(len(options)):
-        if not place(i, set()):
+        if not _augment(options, owner, i, set()):
             return None
     by_position = {i: m for m, i in owner.items()}
     return [by_position[i] for i in range(len(options))]
+
+
+def _augment(
+    options: Sequence[Sequence[int]], owner: dict[int, int], i: int, seen: set[int]
+) -> bool:
+    """Place position ``i``, moving earlier positions along an augmenting path.  (A module
+    function, not a recursive closure: a closure that calls itself is a reference cycle, and
+    the search runs with the cyclic collector paused.)"""
+    for m in options[i]:
+        if m in seen:
+            continue
+        seen.add(m)
+        if m not in owner or _augment(options, owner, owner[m], seen):
+            owner[m] = i
+            return True
+    return False
