@@ -119,6 +119,18 @@ def _spliced(
 ) -> tuple[tuple[Any, ...], ...]:
     """``chunks`` (``n`` items) with ``changes`` (position -> item) applied; positions
     ``n .. new_n - 1`` must all be in ``changes`` or be filled with ``None``."""
+    if new_n == n + 1 and len(changes) <= 1 and (not changes or n in changes):
+        # The common step: one item appended (an insert; the paired ids growing with it).
+        value = changes.get(n) if changes else None
+        if n & 63:
+            return (*chunks[:-1], (*chunks[-1], value))
+        return (*chunks, (value,))
+    if new_n == n and len(changes) == 1:
+        # One item replaced (a bump, a status change, a new pairing).
+        ((p, value),) = changes.items()
+        c, i = p >> 6, p & 63
+        chunk = chunks[c]
+        return (*chunks[:c], (*chunk[:i], value, *chunk[i + 1 :]), *chunks[c + 1 :])
     spine = list(chunks)
     touched: dict[int, list[Any]] = {}
     for p, value in changes.items():
