@@ -129,8 +129,8 @@ def _spliced(
         # One item replaced (a bump, a status change, a new pairing).
         ((p, value),) = changes.items()
         c, i = p >> 6, p & 63
-        chunk = chunks[c]
-        return (*chunks[:c], (*chunk[:i], value, *chunk[i + 1 :]), *chunks[c + 1 :])
+        old = chunks[c]
+        return (*chunks[:c], (*old[:i], value, *old[i + 1 :]), *chunks[c + 1 :])
     spine = list(chunks)
     touched: dict[int, list[Any]] = {}
     for p, value in changes.items():
