@@ -39,6 +39,7 @@ from conformance.concurrent.checker import (
     PartitionResult,
     check_operations,
     partition_ops,
+    paused_gc,
 )
 from conformance.concurrent.driver import Event
 
@@ -159,17 +160,18 @@ def check_events(
     max_states: int = DEFAULT_MAX_STATES,
     max_seconds: float = DEFAULT_MAX_SECONDS,
 ) -> list[PartitionResult]:
-    ops = to_ops(events, proto)
-    return [
-        check_operations(
-            part,
-            proto.model_for(key),
-            partition=key,
-            max_states=max_states,
-            max_seconds=max_seconds,
-        )
-        for key, part in partition_ops(ops).items()
-    ]
+    with paused_gc():  # see check_operations; one pause for every partition
+        ops = to_ops(events, proto)
+        return [
+            check_operations(
+                part,
+                proto.model_for(key),
+                partition=key,
+                max_states=max_states,
+                max_seconds=max_seconds,
+            )
+            for key, part in partition_ops(ops).items()
+        ]
 
 
 def _closed(ops: Sequence[Op], proto: Protocol) -> bool:

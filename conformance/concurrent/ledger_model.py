@@ -106,7 +106,9 @@ class LedgerModel:
 
     def __init__(self, initial: LedgerState | None = None) -> None:
         self.initial = initial or empty_state()
-        self._memo: dict[tuple[int, State], list[State]] = {}
+        # (id of the call, state) -> (the call, successors): the call is kept with its entry,
+        # so that its id is not reused by another call while the entry lives.
+        self._memo: dict[tuple[int, State], tuple[LedgerCall, list[State]]] = {}
 
     def init(self) -> State:
         return State(self.initial, frozenset())
@@ -114,9 +116,9 @@ class LedgerModel:
     def step(self, state: State, call: LedgerCall) -> list[State]:
         key = (id(call), state)
         hit = self._memo.get(key)
-        if hit is None:
-            hit = self._memo[key] = self._step(state, call)
-        return hit
+        if hit is None or hit[0] is not call:
+            hit = self._memo[key] = (call, self._step(state, call))
+        return hit[1]
 
     def _translations(self, state: State, call: LedgerCall) -> list[tuple[dict[str, Any], Pairs]]:
         if call.method == CONSOLIDATE:

@@ -6,11 +6,10 @@ have returned, and a bipartite matching of a list's records to the model's."""
 from __future__ import annotations
 
 import itertools
-import json
 from collections.abc import Hashable, Iterator, Mapping, Sequence, ValuesView
 
 from conformance.concurrent.memory_calls import MemoryCall
-from conformance.concurrent.memory_hints import MemoryHints
+from conformance.concurrent.memory_hints import MemoryHints, norm_of, tokens_of
 from conformance.concurrent.memory_state import Draft, State
 from reference.memory.judge import rank_allowed
 from reference.memory.records import MemoryRecord
@@ -69,14 +68,18 @@ class TargetIds(ValuesView[str]):
 
 
 def _freeze(v: object) -> str:
-    """A hashable copy of a JSON value that keeps types apart (``true`` is not ``1``)."""
-    return json.dumps(v, separators=(",", ":"))
+    """A hashable fingerprint of a JSON value that keeps types apart: ``repr`` of the parsed
+    value (dicts, lists, strings, ints, floats, booleans, ``None``) is a Python literal that
+    reads back as an equal value *of the same types* -- ``True`` is not ``1``, ``1.0`` is not
+    ``1``, ``-0.0`` is not ``0.0`` -- so two values with one fingerprint are the same JSON
+    (object key order included, as the JSON text would).  Twice as fast as ``json.dumps``."""
+    return repr(v)
 
 
 #: Caches over *values* (a wire record's frozen content, a model record object kept alive with
 #: its entry): the same record shows unchanged in many answers.
 _VALID: dict[tuple[str, Hashable], bool] = {}
-_CONTENT: dict[tuple[int, Hashable, bool], tuple[MemoryRecord, bool]] = {}
+_CONTENT: dict[tuple[int, Hashable], tuple[MemoryRecord, bool]] = {}
 _CACHE_MAX = 200_000
 
 
@@ -114,29 +117,28 @@ def wire_records(
 
 
 def same_json(call: MemoryCall, answer: object) -> bool:
-    """``json_equal(call.answer, answer)``, with a fast path: the same JSON text is the same
-    value (only a different text needs the judge's number-aware comparison)."""
-    hit = _ANSWER_TEXT.get(id(call))
-    if hit is None or hit[0] is not call:
-        if len(_ANSWER_TEXT) > _CACHE_MAX:
-            _ANSWER_TEXT.clear()
-        hit = _ANSWER_TEXT[id(call)] = (call, json.dumps(call.answer, sort_keys=True))
-    return hit[1] == json.dumps(answer, sort_keys=True) or json_equal(call.answer, answer)
+    """``json_equal(call.answer, answer)``, with a fast path for the flat objects of write and
+    forget answers: same keys, and every value of the same scalar type on both sides, are
+    equal JSON values exactly when they are equal Python values."""
+    got = call.answer
+    if type(got) is dict and type(answer) is dict and got.keys() == answer.keys():
+        for k, v in got.items():
+            w = answer[k]
+            if type(v) is not type(w) or type(v) not in _SCALARS:
+                return json_equal(got, answer)
+            if v != w:
+                return False
+        return True
+    return json_equal(got, answer)
 
 
-_ANSWER_TEXT: dict[int, tuple[MemoryCall, str]] = {}
+_SCALARS = (int, bool, str, type(None))
 
 
 def shows_here(rec: MemoryRecord, w: Mapping[str, object], frozen: Hashable, ids: IdView) -> bool:
     """``_shows(rec, w, bumped=False, id_map=ids)``: its content part (``id_map=None``)
     cached per (record, wire content), then the same id checks through the bijection."""
-    key = (id(rec), frozen, False)
-    hit = _CONTENT.get(key)
-    if hit is None or hit[0] is not rec:
-        if len(_CONTENT) > _CACHE_MAX:
-            _CONTENT.clear()
-        hit = _CONTENT[key] = (rec, _shows(rec, w, bumped=False, id_map=None))
-    if not hit[1]:
+    if not _content_shows(rec, w, frozen):
         return False
     wid = w.get("id")
     if rec.id in ids:
@@ -148,7 +150,35 @@ def shows_here(rec: MemoryRecord, w: Mapping[str, object], frozen: Hashable, ids
     return sup is None or sup not in ids or w.get("supersedes") == ids[sup]
 
 
+def shows_paired(rec: MemoryRecord, w: Mapping[str, object], frozen: Hashable, ids: IdView) -> bool:
+    """``shows_here`` for a record already paired with the wire record's id (so the id checks
+    hold): its content, then its supersedes pointer through the bijection."""
+    if not _content_shows(rec, w, frozen):
+        return False
+    sup = rec.supersedes
+    return sup is None or sup not in ids or w.get("supersedes") == ids[sup]
+
+
+def _content_shows(rec: MemoryRecord, w: Mapping[str, object], frozen: Hashable) -> bool:
+    """``_shows(rec, w, bumped=False, id_map=None)``, cached per (record, wire content)."""
+    key = (id(rec), frozen)
+    hit = _CONTENT.get(key)
+    if hit is None or hit[0] is not rec:
+        if len(_CONTENT) > _CACHE_MAX:
+            _CONTENT.clear()
+        hit = _CONTENT[key] = (rec, _shows(rec, w, bumped=False, id_map=None))
+    return hit[1]
+
+
 _WIRE: dict[int, tuple[MemoryCall, list[tuple[Mapping[str, object], Hashable]] | None]] = {}
+
+
+def clear_caches() -> None:
+    """Forget every cached judgement (the benchmark measures each history from cold)."""
+    for cache in (_VALID, _CONTENT, _WIRE):
+        cache.clear()
+    tokens_of.cache_clear()
+    norm_of.cache_clear()
 
 
 def possible_answers(
@@ -177,19 +207,24 @@ def bipartite(options: Sequence[Sequence[int]]) -> list[int] | None:
     """One distinct member per position, each among its options (Kuhn's augmenting paths),
     or ``None`` when there is none."""
     owner: dict[int, int] = {}  # member -> position
-
-    def place(i: int, seen: set[int]) -> bool:
-        for m in options[i]:
-            if m in seen:
-                continue
-            seen.add(m)
-            if m not in owner or place(owner[m], seen):
-                owner[m] = i
-                return True
-        return False
-
     for i in range(len(options)):
-        if not place(i, set()):
+        if not _augment(options, owner, i, set()):
             return None
     by_position = {i: m for m, i in owner.items()}
     return [by_position[i] for i in range(len(options))]
+
+
+def _augment(
+    options: Sequence[Sequence[int]], owner: dict[int, int], i: int, seen: set[int]
+) -> bool:
+    """Place position ``i``, moving earlier positions along an augmenting path.  (A module
+    function, not a recursive closure: a closure that calls itself is a reference cycle, and
+    the search runs with the cyclic collector paused.)"""
+    for m in options[i]:
+        if m in seen:
+            continue
+        seen.add(m)
+        if m not in owner or _augment(options, owner, owner[m], seen):
+            owner[m] = i
+            return True
+    return False

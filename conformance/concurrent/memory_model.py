@@ -42,10 +42,10 @@ What is compared, and what is not (see docs/linearizability.md):
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from types import MappingProxyType
-from typing import Any
+from typing import Any, overload
 
 from conformance.concurrent.memory_answers import (
     MAX_CUTS,
@@ -55,6 +55,7 @@ from conformance.concurrent.memory_answers import (
     possible_answers,
     same_json,
     shows_here,
+    shows_paired,
     wire_records,
 )
 from conformance.concurrent.memory_calls import (
@@ -97,8 +98,11 @@ class MemoryModel(MemoryHints):
     def __init__(self, scope_key: str, *, memo: bool = True) -> None:
         super().__init__(scope_key)
         # (call, state) -> successors: the search reaches one state with many linearized
-        # sets (reads commute), and the step is a pure function of the two.
-        self._memo: dict[tuple[int, State], list[State]] | None = {} if memo else None
+        # sets (reads commute), and the step is a pure function of the two.  Keyed by the
+        # call's id, the entry keeps the call (so the id is not reused while the entry lives).
+        self._memo: dict[tuple[int, State], tuple[MemoryCall, Sequence[State]]] | None = (
+            {} if memo else None
+        )
         #: Set when a step enumerated only part of its allowed successors (an indeterminate
         #: retrieve's cuts, an eviction's choices): an ``illegal`` verdict is then unknown.
         self.incomplete = False
@@ -110,22 +114,22 @@ class MemoryModel(MemoryHints):
 
     # -- the step ---------------------------------------------------------------------
 
-    def step(self, state: State, call: MemoryCall) -> list[State]:
+    def step(self, state: State, call: MemoryCall) -> Sequence[State]:
         if self._memo is None:
             return self._step(state, call)
         key = (id(call), state)
         hit = self._memo.get(key)
-        if hit is None:
-            hit = self._memo[key] = self._step(state, call)
-        return hit
+        if hit is None or hit[0] is not call:
+            hit = self._memo[key] = (call, self._step(state, call))
+        return hit[1]
 
-    def _step(self, state: State, call: MemoryCall) -> list[State]:
+    def _step(self, state: State, call: MemoryCall) -> Sequence[State]:
         body = call.body
         if call.determinate and call.status != 200:
             return []  # every request the workload sends is valid: MEM-WIRE says 200
         if isinstance(body, WriteBody):
             sent = [c.supersedes for c in body.candidates if c.supersedes]
-            out = []
+            parts: list[Sequence[State]] = []
             for mapping, new in self._translations(state, sent):
                 cands = [
                     replace(c, supersedes=mapping[c.supersedes]) if c.supersedes else c
@@ -138,8 +142,9 @@ class MemoryModel(MemoryHints):
                 answer, evictions = self.write(draft, cands, MODEL_NOW, cap)
                 if call.determinate and not same_json(call, answer):
                     continue
-                out.extend(self._evicted(draft, evictions))
-            return out
+                parts.append(self._evicted(draft, evictions))
+            # One reading of the ids (the usual case): its successors as built, lazily.
+            return parts[0] if len(parts) == 1 else [s for part in parts for s in part]
         if isinstance(body, ForgetBody):
             out = []
             for mapping, new in self._translations(state, [body.id]):
@@ -205,15 +210,25 @@ class MemoryModel(MemoryHints):
             return []
         ids_view = IdView(self, state)
         options: list[list[int]] = []
+        every_paired = True
         for w, frozen in wire:
             wid = w.get("id")
             at = self.paired(state, wid) if isinstance(wid, str) else None
             if at is not None:
-                # The bijection allows only the record this id is paired with.
-                hints: Iterable[int] = (at,)
-            else:
-                text = w.get("text")
-                hints = sorted(self._by_text.get(text, ())) if isinstance(text, str) else ()
+                # The bijection allows only the record this id is paired with: its content,
+                # and its supersedes pointer through the bijection (the id is its pair).
+                r = state.rec(at)
+                if (
+                    (allowed is not None and at not in allowed)
+                    or r.status != ACTIVE
+                    or not shows_paired(r, w, frozen, ids_view)
+                ):
+                    return []
+                options.append([at])
+                continue
+            every_paired = False
+            text = w.get("text")
+            hints = sorted(self._by_text.get(text, ())) if isinstance(text, str) else ()
             opts = [
                 p
                 for p in hints
@@ -225,6 +240,10 @@ class MemoryModel(MemoryHints):
             if not opts:
                 return []
             options.append(opts)
+        if every_paired:
+            # Distinct ids (wire_records) paired with distinct records: the assignment is
+            # the bijection's, and it pairs nothing new.
+            return [state]
         assignment = bipartite(options)
         if assignment is None:
             return []
@@ -290,7 +309,7 @@ class MemoryModel(MemoryHints):
         answer = write_response(WriteResult(inserted, deduped, superseded, excess))
         return answer, (live, excess)
 
-    def _evicted(self, draft: Draft, evictions: tuple[list[int], int]) -> list[State]:
+    def _evicted(self, draft: Draft, evictions: tuple[list[int], int]) -> Sequence[State]:
         """The states after each allowed eviction.  The model runs one clock, so which
         records are least recently used is not known: any ``excess`` of the active records
         (MEM-CAP.1's count is compared, MEM-CAP.2's order is the sequential oracle's)."""
@@ -298,16 +317,46 @@ class MemoryModel(MemoryHints):
         before = draft.done()
         if not excess:
             return [before]
-        out = []
-        for k, chosen in enumerate(itertools.combinations(live, excess)):
-            if k >= MAX_CUTS:
-                self.incomplete = True
-                break
+        choices = list(itertools.islice(itertools.combinations(live, excess), MAX_CUTS + 1))
+        if len(choices) > MAX_CUTS:
+            self.incomplete = True
+            del choices[MAX_CUTS:]
+
+        def evict(k: int) -> State:
             d = Draft(self, before)
-            for p in chosen:
+            for p in choices[k]:
                 d.set(p, replace(d.rec(p), status=EVICTED))
-            out.append(d.done())
-        return out
+            return d.done()
+
+        return Successors(len(choices), evict)
+
+
+class Successors(Sequence[State]):
+    """``n`` successor states, each built on first access and kept: the search usually
+    explores only the first of an eviction's choices, so the others are never built."""
+
+    __slots__ = ("_build", "_items")
+
+    def __init__(self, n: int, build: Callable[[int], State]) -> None:
+        self._build = build
+        self._items: list[State | None] = [None] * n
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    @overload
+    def __getitem__(self, k: int) -> State: ...
+
+    @overload
+    def __getitem__(self, k: slice) -> list[State]: ...
+
+    def __getitem__(self, k: int | slice) -> State | list[State]:
+        if isinstance(k, slice):
+            return [self[i] for i in range(*k.indices(len(self._items)))]
+        state = self._items[k]  # (raises IndexError past the end, as a list does)
+        if state is None:
+            state = self._items[k] = self._build(k % len(self._items))
+        return state
 
 
 def fast_write(

@@ -4,6 +4,7 @@ step (:class:`Draft`).  See :mod:`conformance.concurrent.memory_model`."""
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -14,14 +15,27 @@ if TYPE_CHECKING:
 
 #: Records per chunk of a state's persistent vector (a step copies one chunk and the spine).
 CHUNK = 64
-#: A state remembers its active positions while it has at most this many.
-LIVE_MAX = 64
+#: A state remembers its active positions while it has at most this many: above the default
+#: cap (500) and a batch, so that a scope at its cap evicts without scanning its records (the
+#: tuple is shared by successors whose active set is unchanged, copied when it changes).
+LIVE_MAX = 640
 _MASK = (1 << 61) - 1
+_M64 = (1 << 64) - 1
 
 
 def _z(p: int, value: object) -> int:
-    """The Zobrist term of ``value`` at position ``p`` (a state's hash is their sum)."""
-    return hash((p, value)) & _MASK
+    """The Zobrist term of ``value`` at position ``p`` (a state's hash is their sum).
+
+    Python's tuple hash is no random function: changing one field of a record (its status,
+    its use count) moves ``hash((p, record))`` by nearly the same amount whatever the record
+    and the position, so plain sums collide -- every choice of which record an eviction takes,
+    or a retrieve bumps, summed to one hash, and the search's memo sets degraded into long
+    chains of equality checks.  The term is therefore the tuple hash put through the
+    splitmix64 finaliser (a bijection that spreads every input bit over the output)."""
+    x = hash((p, value)) & _M64
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _M64
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _M64
+    return (x ^ (x >> 31)) & _MASK
 
 
 class State:
@@ -105,6 +119,18 @@ def _spliced(
 ) -> tuple[tuple[Any, ...], ...]:
     """``chunks`` (``n`` items) with ``changes`` (position -> item) applied; positions
     ``n .. new_n - 1`` must all be in ``changes`` or be filled with ``None``."""
+    if new_n == n + 1 and len(changes) <= 1 and (not changes or n in changes):
+        # The common step: one item appended (an insert; the paired ids growing with it).
+        value = changes.get(n) if changes else None
+        if n & 63:
+            return (*chunks[:-1], (*chunks[-1], value))
+        return (*chunks, (value,))
+    if new_n == n and len(changes) == 1:
+        # One item replaced (a bump, a status change, a new pairing).
+        ((p, value),) = changes.items()
+        c, i = p >> 6, p & 63
+        old = chunks[c]
+        return (*chunks[:c], (*old[:i], value, *old[i + 1 :]), *chunks[c + 1 :])
     spine = list(chunks)
     touched: dict[int, list[Any]] = {}
     for p, value in changes.items():
@@ -173,13 +199,32 @@ class Draft:
         base = self.base.live
         if base is None:
             return [p for p in range(self.n) if self.rec(p).status == ACTIVE]
-        out = set(base)
+        return list(self._live_from(base))
+
+    def _live_from(self, base: tuple[int, ...]) -> tuple[int, ...]:
+        """``base`` (the base state's active positions) with this draft's changes: the same
+        tuple when no record changed between active and not (a bump, a dedup), else a copy."""
+        bn = self.base.n
+        gone: set[int] = set()
+        new: list[int] = []
         for p, r in self.recs.items():
-            if r.status == ACTIVE:
-                out.add(p)
-            else:
-                out.discard(p)
-        return sorted(out)
+            now = r.status == ACTIVE
+            if p >= bn:
+                if now:
+                    new.append(p)
+            elif now != (self.base.rec(p).status == ACTIVE):
+                if now:
+                    new.append(p)
+                else:
+                    gone.add(p)
+        if not gone and not new:
+            return base
+        kept = list(base)
+        for p in sorted(gone, reverse=True):
+            del kept[bisect.bisect_left(kept, p)]
+        if new and (not kept or min(new) < kept[-1]):
+            return tuple(sorted([*kept, *new]))
+        return tuple(kept + sorted(new))
 
     def done(self) -> State:
         base = self.base
@@ -201,5 +246,8 @@ class Draft:
             tids = base.tids
         state = State(recs, tids, self.n, self.active, h & _MASK)
         if self.active <= LIVE_MAX:  # (a scan only when the scope shrinks to LIVE_MAX)
-            state.live = tuple(self.live()) if self.recs else base.live
+            if base.live is None:
+                state.live = tuple(self.live())
+            else:
+                state.live = self._live_from(base.live) if self.recs else base.live
         return state
