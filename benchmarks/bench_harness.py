@@ -21,7 +21,7 @@ the rate at which the same client can merely send the same requests over the sam
 connections.  ``--jobs 1`` gives the figure of a single driver (the definition before lanes).
 
 **Where the store runs** (``--store``).  ``process`` (the headline): each side's fresh store is
-a process of its own (``start_server`` in a spawned child, ephemeral 127.0.0.1 port), as a
+a process of its own (``start_server`` in a child ``python``, ephemeral 127.0.0.1 port), as a
 deployed store is — the harness's CPU and the store's overlap on the cores, and neither holds
 the other's GIL.  This is the honest figure for "a harness against a store": no user points
 memspec at a store inside memspec's own interpreter, and in that arrangement the raw side
@@ -49,16 +49,16 @@ Run: ``.venv/bin/python -m benchmarks.bench_harness [--jobs N] [--store both|pro
 from __future__ import annotations
 
 import argparse
-import multiprocessing
+import os
 import secrets
 import statistics
+import subprocess
 import sys
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from multiprocessing.connection import Connection
 from typing import Any
 
 from conformance.commands.run import DEFAULT_JOBS
@@ -167,25 +167,29 @@ class Store:
     seconds its own process has used so far (``None`` for a store in the harness's process,
     whose CPU cannot be told apart from the harness's)."""
 
-    def __init__(self, url: str, conn: Connection | None = None) -> None:
+    def __init__(self, url: str, child: subprocess.Popen[str] | None = None) -> None:
         self.url = url
-        self._conn = conn
+        self._child = child
 
     def cpu(self) -> float | None:
-        if self._conn is None:
+        if self._child is None:
             return None
-        self._conn.send("cpu")
-        cpu: float = self._conn.recv()
-        return cpu
+        assert self._child.stdin is not None and self._child.stdout is not None
+        self._child.stdin.write("cpu\n")
+        self._child.stdin.flush()
+        return float(self._child.stdout.readline())
 
 
-def _serve(token: str, conn: Connection) -> None:
-    """The child process of an out-of-process store: serve until told to stop, answering
-    ``"cpu"`` with this process's CPU seconds."""
-    with start_server(token=token) as handle:
-        conn.send(handle.url)
-        while conn.recv() == "cpu":
-            conn.send(time.process_time())
+#: The out-of-process store: prints its URL, then answers each line on stdin with its own CPU
+#: seconds; stops at the end of stdin.  Run with ``python -c`` (nothing of the harness loaded).
+_SERVE = """
+import os, sys, time
+from conformance.embedded.server import start_server
+with start_server(token=os.environ["MEMSPEC_BENCH_TOKEN"]) as handle:
+    print(handle.url, flush=True)
+    for _line in sys.stdin:
+        print(time.process_time(), flush=True)
+"""
 
 
 @contextmanager
@@ -196,23 +200,27 @@ def store(token: str, separate: bool) -> Iterator[Store]:
         with start_server(token=token) as handle:
             yield Store(handle.url)
         return
-    ctx = multiprocessing.get_context("spawn")  # no forked copy of the harness's threads
-    ours, theirs = ctx.Pipe()
-    child = ctx.Process(target=_serve, args=(token, theirs), daemon=True)
-    child.start()
+    child = subprocess.Popen(
+        [sys.executable, "-c", _SERVE],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "MEMSPEC_BENCH_TOKEN": token},
+    )
+    assert child.stdin is not None and child.stdout is not None
     try:
-        if not ours.poll(60):
-            raise SystemExit("the out-of-process store did not start within 60 s")
-        yield Store(ours.recv(), ours)
+        url = child.stdout.readline().strip()
+        if not url.startswith("http://127.0.0.1:"):
+            raise SystemExit(f"the out-of-process store did not start (it said {url!r})")
+        yield Store(url, child)
     finally:
+        child.stdin.close()
         try:
-            ours.send("stop")
-        except OSError:
-            pass
-        child.join(10)
-        if child.is_alive():
-            child.terminate()
-            child.join()
+            child.wait(10)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+        child.stdout.close()
 
 
 def differential(
