@@ -449,11 +449,11 @@ class MemoryDriver:
         )
 
         def send() -> Exchange:
-            ex = self.target.request(
-                "POST", path, content=raw, headers={"Content-Type": "application/json"}
-            )
+            # the same bytes and headers as ``raw`` (the target serializes ``args`` alike), and
+            # the exchange names ``args`` as its request body
+            ex = self.target.request("POST", path, args)
             self._note_written(args)
-            return replace(ex, request_body=args)
+            return ex
 
         return sent, send
 

@@ -42,6 +42,7 @@ rules (ties, ids, times) are exactly the scenario runner's.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any, ClassVar
 
@@ -274,6 +275,21 @@ INVALID_CANDIDATES: list[dict[str, Any]] = [
 ]
 
 
+#: The case lists :meth:`MemoryMachine._sendable` filters, by name.
+CASES: dict[str, list[tuple[str, dict[str, Any]]]] = {
+    "invalid": INVALID_BODIES,
+    "bounds": AT_THE_BOUNDS,
+}
+
+
+@functools.cache
+def _sendable_cases(which: str, have: frozenset[str]) -> tuple[tuple[str, dict[str, Any]], ...]:
+    """The cases of ``CASES[which]`` a target with capabilities ``have`` can take, in their
+    order — worked out once per capability set, as the rules' preconditions ask on every rule
+    draw."""
+    return tuple((op, a) for op, a in CASES[which] if step_requires(Step(op=op, args=a)) <= have)
+
+
 def able(*capabilities: str) -> Callable[[Any], bool]:
     """Precondition: the run is live and the target has every one of ``capabilities`` (a rule
     whose every request needs one the target lacks is never drawn, rather than drawn to skip
@@ -471,17 +487,15 @@ class MemoryMachine(DifferentialMachine):
 
     # -- invalid requests -----------------------------------------------------------------
 
-    def _sendable(
-        self, cases: list[tuple[str, dict[str, Any]]]
-    ) -> list[tuple[str, dict[str, Any]]]:
-        """The ``(op, args)`` cases whose request the target can take (its capabilities)."""
-        have = self.driver.capabilities()
-        return [(op, a) for op, a in cases if step_requires(Step(op=op, args=a)) <= have]
+    def _sendable(self, which: str) -> tuple[tuple[str, dict[str, Any]], ...]:
+        """The ``(op, args)`` cases of ``CASES[which]`` whose request the target can take (its
+        capabilities)."""
+        return _sendable_cases(which, self.driver.capabilities())
 
-    @precondition(lambda self: live(self) and bool(self._sendable(INVALID_BODIES)))
+    @precondition(lambda self: live(self) and bool(self._sendable("invalid")))
     @rule(data=st.data())
     def invalid_request(self, data: st.DataObject) -> None:
-        op, args = data.draw(st.sampled_from(self._sendable(INVALID_BODIES)), label="case")
+        op, args = data.draw(st.sampled_from(self._sendable("invalid")), label="case")
         self._step(op, args)
 
     @precondition(live)
@@ -495,12 +509,12 @@ class MemoryMachine(DifferentialMachine):
 
     # -- bounds ---------------------------------------------------------------------------
 
-    @precondition(lambda self: live(self) and bool(self._sendable(AT_THE_BOUNDS)))
+    @precondition(lambda self: live(self) and bool(self._sendable("bounds")))
     @rule(target=ids, data=st.data())
     def at_a_bound(self, data: st.DataObject) -> Any:
         """A valid request exactly at a bound (limit 50, a query of 4000 UTF-16 units, cap
         10000); one past each is in ``INVALID_BODIES``."""
-        op, args = data.draw(st.sampled_from(self._sendable(AT_THE_BOUNDS)), label="case")
+        op, args = data.draw(st.sampled_from(self._sendable("bounds")), label="case")
         if op == "write":
             return self._mutate(op, args)
         return self._read_and_bind(Step(op=op, args=args))
