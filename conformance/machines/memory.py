@@ -75,10 +75,16 @@ scopes = st.sampled_from(SCOPES)
 words = st.lists(st.sampled_from(VOCAB + VOCAB + UNICODE_WORDS), min_size=1, max_size=3)
 
 
+# The strategies the composite draws below use are built once, here: a strategy built inside a
+# draw is built (and validated) again on every draw.  The draws, and so the runs a seed gives,
+# are the same either way.
+_text_styles = st.sampled_from(["plain", "plain", "upper", "spaces", "punct"])
+
+
 @st.composite
 def texts(draw: st.DrawFn) -> str:
     ws = draw(words)
-    style = draw(st.sampled_from(["plain", "plain", "upper", "spaces", "punct"]))
+    style = draw(_text_styles)
     if style == "upper":
         ws = [w.upper() if i == 0 else w for i, w in enumerate(ws)]
     text = " ".join(ws)
@@ -115,25 +121,31 @@ PAD_3998: dict[str, Any] = {"$concat": ["deploy", {"$repeat": " ", "times": 3992
 FILLER_TOKENS = tuple(f"q{c}" for c in "abcdefghijklmnopqrstuvwx")
 
 
+_kinds = st.sampled_from(["fact", "summary"])
+_any_text = texts()
+_threads = st.sampled_from(["thread:1", "thread:2"])
+_keywords = st.lists(
+    st.sampled_from((*VOCAB, "zeta", "Deploy-Staging", "Café", "東京", "prod🚀")),
+    max_size=2,
+)
+_one_in_four = st.integers(0, 3)
+_confidences = st.sampled_from([0, 0.5, 1])
+
+
 def candidate(draw: st.DrawFn) -> dict[str, Any]:
     rec: dict[str, Any] = {
-        "kind": draw(st.sampled_from(["fact", "summary"])),
-        "text": draw(texts()),
-        "sourceThreadKey": draw(st.sampled_from(["thread:1", "thread:2"])),
+        "kind": draw(_kinds),
+        "text": draw(_any_text),
+        "sourceThreadKey": draw(_threads),
     }
     if draw(st.booleans()):
-        rec["keywords"] = draw(
-            st.lists(
-                st.sampled_from((*VOCAB, "zeta", "Deploy-Staging", "Café", "東京", "prod🚀")),
-                max_size=2,
-            )
-        )
+        rec["keywords"] = draw(_keywords)
     # optional fields appear one time in four; "absent" is the simplest value, so shrinking
     # removes them
-    if draw(st.integers(0, 3)) == 3:
+    if draw(_one_in_four) == 3:
         rec["sourceRunId"] = "run-1"
-    if draw(st.integers(0, 3)) == 3:
-        rec["confidence"] = draw(st.sampled_from([0, 0.5, 1]))
+    if draw(_one_in_four) == 3:
+        rec["confidence"] = draw(_confidences)
     return rec
 
 
