@@ -216,6 +216,8 @@ class MemoryDriver:
                 if name not in self.symbols:
                     raise StepError(f"symbol ${name} is not bound by an earlier step")
                 return self.symbols[name]
+            if "{scope:" not in value:  # (most strings: no placeholder to look for)
+                return value
             return _SCOPE_RE.sub(lambda m: self.scope_key(m.group(1)), value)
         if isinstance(value, list):
             return [self.expand(v) for v in value]
