@@ -22,15 +22,18 @@ connections.  ``--jobs 1`` gives the figure of a single driver (the definition b
 
 **Where the store runs** (``--store``).  ``process`` (the headline): each side's fresh store is
 a process of its own (``start_server`` in a child ``python``, ephemeral 127.0.0.1 port), as a
-deployed store is — the harness's CPU and the store's overlap on the cores, and neither holds
+deployed store is, so the harness's CPU and the store's overlap on the cores and neither holds
 the other's GIL.  This is the honest figure for "a harness against a store": no user points
-memspec at a store inside memspec's own interpreter, and in that arrangement the raw side
-(whose client does almost nothing) gets the whole GIL for the store while the differential
-side shares it with the harness, so the in-process ratio charges the harness twice for every
-millisecond of its CPU — once for itself and once for the store it stalls.  ``thread`` (what
-``memspec run`` does with the bundled store, and the figure before this option): the store is
-a thread of the benchmark's process.  ``both`` (the default) runs the two arrangements in the
-same interleaved rounds and prints both, the out-of-process ratio as the headline.
+memspec at a store inside memspec's own interpreter.  It is also the stricter one: the raw
+client does little, so the raw side runs at about the store's own pace (client and store
+overlap on two cores), while the differential side runs at the pace of the harness's CPU per
+step (one GIL for every lane) — the ratio is close to the store's CPU per request ÷ the
+harness's CPU per step.  ``thread`` (what ``memspec run`` does with the bundled store, and the
+only figure before this option): the store is a thread of the benchmark's process, one GIL for
+both, so each side runs at the pace of client (or harness) *plus* store — the store's CPU is
+added to both sides and dilutes the harness's share.  ``both`` (the default) runs the two
+arrangements in the same interleaved rounds and prints both, the out-of-process ratio as the
+headline.
 
 Reported per arrangement, summed over the rounds: the issue's ratio (differential steps/s ÷ raw
 requests/s, goal ≥ 0.7), the same with the spacing sleeps taken out, where the differential
