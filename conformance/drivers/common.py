@@ -34,7 +34,7 @@ _FORMS: dict[str, frozenset[str]] = {
 
 def is_macro(value: Any) -> bool:
     """Whether ``value`` is an object that names a macro (well-formed or not)."""
-    return isinstance(value, dict) and any(name in value for name in _FORMS)
+    return isinstance(value, dict) and not _FORMS.keys().isdisjoint(value)
 
 
 def _int(value: Any) -> TypeGuard[int]:

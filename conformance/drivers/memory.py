@@ -216,6 +216,8 @@ class MemoryDriver:
                 if name not in self.symbols:
                     raise StepError(f"symbol ${name} is not bound by an earlier step")
                 return self.symbols[name]
+            if "{scope:" not in value:  # (most strings: no placeholder to look for)
+                return value
             return _SCOPE_RE.sub(lambda m: self.scope_key(m.group(1)), value)
         if isinstance(value, list):
             return [self.expand(v) for v in value]
@@ -449,11 +451,11 @@ class MemoryDriver:
         )
 
         def send() -> Exchange:
-            ex = self.target.request(
-                "POST", path, content=raw, headers={"Content-Type": "application/json"}
-            )
+            # the same bytes and headers as ``raw`` (the target serializes ``args`` alike), and
+            # the exchange names ``args`` as its request body
+            ex = self.target.request("POST", path, args)
             self._note_written(args)
-            return replace(ex, request_body=args)
+            return ex
 
         return sent, send
 

@@ -42,6 +42,7 @@ rules (ties, ids, times) are exactly the scenario runner's.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any, ClassVar
 
@@ -74,10 +75,16 @@ scopes = st.sampled_from(SCOPES)
 words = st.lists(st.sampled_from(VOCAB + VOCAB + UNICODE_WORDS), min_size=1, max_size=3)
 
 
+# The strategies the composite draws below use are built once, here: a strategy built inside a
+# draw is built (and validated) again on every draw.  The draws, and so the runs a seed gives,
+# are the same either way.
+_text_styles = st.sampled_from(["plain", "plain", "upper", "spaces", "punct"])
+
+
 @st.composite
 def texts(draw: st.DrawFn) -> str:
     ws = draw(words)
-    style = draw(st.sampled_from(["plain", "plain", "upper", "spaces", "punct"]))
+    style = draw(_text_styles)
     if style == "upper":
         ws = [w.upper() if i == 0 else w for i, w in enumerate(ws)]
     text = " ".join(ws)
@@ -114,25 +121,31 @@ PAD_3998: dict[str, Any] = {"$concat": ["deploy", {"$repeat": " ", "times": 3992
 FILLER_TOKENS = tuple(f"q{c}" for c in "abcdefghijklmnopqrstuvwx")
 
 
+_kinds = st.sampled_from(["fact", "summary"])
+_any_text = texts()
+_threads = st.sampled_from(["thread:1", "thread:2"])
+_keywords = st.lists(
+    st.sampled_from((*VOCAB, "zeta", "Deploy-Staging", "Café", "東京", "prod🚀")),
+    max_size=2,
+)
+_one_in_four = st.integers(0, 3)
+_confidences = st.sampled_from([0, 0.5, 1])
+
+
 def candidate(draw: st.DrawFn) -> dict[str, Any]:
     rec: dict[str, Any] = {
-        "kind": draw(st.sampled_from(["fact", "summary"])),
-        "text": draw(texts()),
-        "sourceThreadKey": draw(st.sampled_from(["thread:1", "thread:2"])),
+        "kind": draw(_kinds),
+        "text": draw(_any_text),
+        "sourceThreadKey": draw(_threads),
     }
     if draw(st.booleans()):
-        rec["keywords"] = draw(
-            st.lists(
-                st.sampled_from((*VOCAB, "zeta", "Deploy-Staging", "Café", "東京", "prod🚀")),
-                max_size=2,
-            )
-        )
+        rec["keywords"] = draw(_keywords)
     # optional fields appear one time in four; "absent" is the simplest value, so shrinking
     # removes them
-    if draw(st.integers(0, 3)) == 3:
+    if draw(_one_in_four) == 3:
         rec["sourceRunId"] = "run-1"
-    if draw(st.integers(0, 3)) == 3:
-        rec["confidence"] = draw(st.sampled_from([0, 0.5, 1]))
+    if draw(_one_in_four) == 3:
+        rec["confidence"] = draw(_confidences)
     return rec
 
 
@@ -272,6 +285,29 @@ INVALID_CANDIDATES: list[dict[str, Any]] = [
     {"kind": "fact", "text": "deploy"},
     {"kind": "fact", "text": "deploy", "sourceThreadKey": "thread:1", "confidence": 1.5},
 ]
+
+
+#: The case lists :meth:`MemoryMachine._sendable` filters, by name.
+CASES: dict[str, list[tuple[str, dict[str, Any]]]] = {
+    "invalid": INVALID_BODIES,
+    "bounds": AT_THE_BOUNDS,
+}
+
+
+@functools.cache
+def _sendable_cases(which: str, have: frozenset[str]) -> tuple[tuple[str, dict[str, Any]], ...]:
+    """The cases of ``CASES[which]`` a target with capabilities ``have`` can take, in their
+    order — worked out once per capability set, as the rules' preconditions ask on every rule
+    draw."""
+    return tuple((op, a) for op, a in CASES[which] if step_requires(Step(op=op, args=a)) <= have)
+
+
+@functools.cache
+def _sendable_strategy(
+    which: str, have: frozenset[str]
+) -> st.SearchStrategy[tuple[str, dict[str, Any]]]:
+    """One of those cases (a strategy built once per case list and capability set)."""
+    return st.sampled_from(_sendable_cases(which, have))
 
 
 def able(*capabilities: str) -> Callable[[Any], bool]:
@@ -471,17 +507,17 @@ class MemoryMachine(DifferentialMachine):
 
     # -- invalid requests -----------------------------------------------------------------
 
-    def _sendable(
-        self, cases: list[tuple[str, dict[str, Any]]]
-    ) -> list[tuple[str, dict[str, Any]]]:
-        """The ``(op, args)`` cases whose request the target can take (its capabilities)."""
-        have = self.driver.capabilities()
-        return [(op, a) for op, a in cases if step_requires(Step(op=op, args=a)) <= have]
+    def _sendable(self, which: str) -> tuple[tuple[str, dict[str, Any]], ...]:
+        """The ``(op, args)`` cases of ``CASES[which]`` whose request the target can take (its
+        capabilities)."""
+        return _sendable_cases(which, self.driver.capabilities())
 
-    @precondition(lambda self: live(self) and bool(self._sendable(INVALID_BODIES)))
+    @precondition(lambda self: live(self) and bool(self._sendable("invalid")))
     @rule(data=st.data())
     def invalid_request(self, data: st.DataObject) -> None:
-        op, args = data.draw(st.sampled_from(self._sendable(INVALID_BODIES)), label="case")
+        op, args = data.draw(
+            _sendable_strategy("invalid", self.driver.capabilities()), label="case"
+        )
         self._step(op, args)
 
     @precondition(live)
@@ -495,12 +531,12 @@ class MemoryMachine(DifferentialMachine):
 
     # -- bounds ---------------------------------------------------------------------------
 
-    @precondition(lambda self: live(self) and bool(self._sendable(AT_THE_BOUNDS)))
+    @precondition(lambda self: live(self) and bool(self._sendable("bounds")))
     @rule(target=ids, data=st.data())
     def at_a_bound(self, data: st.DataObject) -> Any:
         """A valid request exactly at a bound (limit 50, a query of 4000 UTF-16 units, cap
         10000); one past each is in ``INVALID_BODIES``."""
-        op, args = data.draw(st.sampled_from(self._sendable(AT_THE_BOUNDS)), label="case")
+        op, args = data.draw(_sendable_strategy("bounds", self.driver.capabilities()), label="case")
         if op == "write":
             return self._mutate(op, args)
         return self._read_and_bind(Step(op=op, args=args))

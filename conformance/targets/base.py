@@ -205,6 +205,12 @@ class _Watchdog:
         self._deadline = 0.0
         self._closed = False
         self._thread: threading.Thread | None = None
+        #: the deadline the thread sleeps until (None: until armed).  Arming wakes it only for
+        #: an earlier deadline, and disarming never does: a request's deadline is later than
+        #: the last one's, so the thread sleeps through request after request (waking it twice
+        #: a request cost a thread switch each time) and, at the deadline it slept until, finds
+        #: a later one armed or none.
+        self._sleeping_until: float | None = None
         self.fired = False
 
     def arm(self, sock: socket.socket, deadline: float) -> None:
@@ -215,12 +221,12 @@ class _Watchdog:
                     target=self._run, name="memspec-request-deadline", daemon=True
                 )
                 self._thread.start()
-            self._cond.notify()
+            if self._sleeping_until is None or deadline < self._sleeping_until:
+                self._cond.notify()
 
     def disarm(self) -> None:
         with self._cond:
             self._sock = None
-            self._cond.notify()
 
     def close(self) -> None:
         with self._cond:
@@ -232,10 +238,12 @@ class _Watchdog:
         with self._cond:
             while not self._closed:
                 if self._sock is None:
+                    self._sleeping_until = None
                     self._cond.wait()
                     continue
                 remaining = self._deadline - time.monotonic()
                 if remaining > 0:
+                    self._sleeping_until = self._deadline
                     self._cond.wait(remaining)
                     continue
                 self.fired = True  # before the shutdown wakes the reader, which looks at it
@@ -497,7 +505,7 @@ class HttpTarget:
         lines.extend(f"{k}: {v}" for k, v in headers)
         if not keep:
             lines.append("Connection: close")
-        if any(c in "\r\n" for line in lines for c in line):
+        if any("\r" in line or "\n" in line for line in lines):
             return None
         try:
             return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
@@ -563,7 +571,7 @@ class HttpTarget:
             head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
         except UnicodeEncodeError:
             return self._unsendable(method, path, described, shown, "a header is not Latin-1")
-        if any(c in "\r\n" for line in lines for c in line):
+        if any("\r" in line or "\n" in line for line in lines):
             return self._unsendable(method, path, described, shown, "a header holds a line break")
         if chunked:
             wire_body = (f"{len(body):x}\r\n".encode() + body + b"\r\n" if body else b"") + (
@@ -848,17 +856,22 @@ def _json_problem(exc: ValueError) -> str:
 
 
 def _too_deep(value: Any) -> bool:
-    stack = [(value, 1)]
-    while stack:
-        v, d = stack.pop()
-        if isinstance(v, dict):
-            if d > MAX_DEPTH:
+    """An array or object more than :data:`MAX_DEPTH` levels deep (walked level by level)."""
+    level = [value]
+    depth = 1
+    while level:
+        inner: list[Any] = []
+        for v in level:
+            if isinstance(v, dict):
+                inner.extend(v.values())
+            elif isinstance(v, list):
+                inner.extend(v)
+            else:
+                continue
+            if depth > MAX_DEPTH:
                 return True
-            stack.extend((x, d + 1) for x in v.values())
-        elif isinstance(v, list):
-            if d > MAX_DEPTH:
-                return True
-            stack.extend((x, d + 1) for x in v)
+        level = inner
+        depth += 1
     return False
 
 

@@ -16,7 +16,9 @@ def utf16_length(s: str) -> int:
     """JavaScript ``String.length``: UTF-16 code units; astral characters count 2 (MEM-BUDGET.2)."""
     if s.isascii():  # every ASCII character is one code unit (the common case, and fast)
         return len(s)
-    return len(s) + sum(1 for c in s if ord(c) > 0xFFFF)
+    # UTF-16 is two bytes a code unit; ``surrogatepass`` counts a lone surrogate as the one
+    # unit it is in JavaScript
+    return len(s.encode("utf-16-le", "surrogatepass")) // 2
 
 
 def estimate_tokens(s: str) -> int:

@@ -116,7 +116,7 @@ class _Errors:
 def _char_fault(s: str, forbidden: frozenset[str], open_: frozenset[str], strict: bool) -> bool:
     """A character whose category is forbidden, or open and refused under the strict policy
     (MEM-WIRE.9, MEM-WIRE.15)."""
-    for c in s:
+    for c in set(s):  # each distinct character once (a key repeats most of its characters)
         cat = unicodedata.category(c)
         if cat in forbidden or (strict and cat in open_):
             return True
@@ -160,7 +160,12 @@ def _limit(obj: Mapping[str, object], errs: _Errors) -> int:
 def _lone_surrogate(v: object, policy: Policy) -> bool:
     """A lone surrogate (not Unicode text) in a string, refused under the strict policy
     (MEM-WIRE.10: implementation-defined whether a string field holding one is refused)."""
-    return policy.strict_chars and isinstance(v, str) and any(0xD800 <= ord(c) <= 0xDFFF for c in v)
+    return (
+        policy.strict_chars
+        and isinstance(v, str)
+        and not v.isascii()  # (ASCII holds no surrogate)
+        and any(0xD800 <= ord(c) <= 0xDFFF for c in v)
+    )
 
 
 def _query(v: object, errs: _Errors, policy: Policy = LENIENT) -> str:
