@@ -201,15 +201,3 @@ def test_a_first_answer_the_client_cannot_keep_never_sends_the_second_twice() ->
     finally:
         target.close()
         server.stop()
-
-
-@pytest.mark.clause()
-def test_an_https_target_gets_one_request_at_a_time() -> None:
-    """Over TLS the pair goes out one request after the other (see HttpTarget.pipelining)."""
-    https = HttpTarget(TargetConfig("https://127.0.0.1:9", Secret(TOKEN), timeout_s=1))
-    plain = HttpTarget(TargetConfig("http://127.0.0.1:9", Secret(TOKEN), timeout_s=1))
-    try:
-        assert not https.pipelining and plain.pipelining
-    finally:
-        https.close()
-        plain.close()

@@ -4,12 +4,16 @@ every https target — and the verdict is CONFORMANT."""
 
 from __future__ import annotations
 
+import datetime
+import select
 import socket
 import ssl
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trustme
@@ -18,36 +22,125 @@ from conformance.cli import main
 from conformance.commands.run import run_pipeline, start_bundled_store
 from conformance.drivers.base import Secret, TargetConfig
 from conformance.targets.base import RAW_HTTP
+from conformance.targets.ledger import LedgerTarget
 from tests.common.memory_harness import TOKEN
 
+#: How long the relay keeps reading (and dropping) what the client still sends after the store
+#: closed, before it closes the client's side too: a lingering close, as a real TLS terminator
+#: does, so the store's early answer (a 413 before a 512 KiB body was read) reaches the client
+#: intact instead of being destroyed by a reset.
+LINGER_S = 2.0
+IDLE_S = 30.0
 
-def _pump(src: socket.socket, dst: socket.socket, linger: bool) -> None:
-    """Relay src -> dst.  ``linger`` (client -> store): once the store has closed, keep
-    reading and dropping what the client still sends (a lingering close, as a real TLS
-    terminator does) so the store's early answer (a 413) reaches the client intact."""
-    dst_open = True
+
+def _relay(tls: ssl.SSLSocket, up: socket.socket, stats: dict[str, int]) -> None:
+    """Relay both directions of one connection in ONE thread.
+
+    An OpenSSL connection object must never be used by two threads at once.  The first version
+    of this proxy relayed each direction in its own thread (``tls.recv`` in one, ``tls.sendall``
+    in the other): when the client's pipelined pair was forwarded and the store answered the
+    first request before the reading thread was back in ``SSL_read``, the two calls overlapped
+    on the connection's shared state and ``SSL_read`` failed with an empty ``SSL_ERROR_SYSCALL``,
+    which Python reports as a ragged EOF (``recv`` returned ``b""``).  The proxy then closed
+    the connection -- after the store had carried out the second request, before its answer was
+    relayed: the "lost pipelined answer over TLS" of issue 11.  Here one thread owns the TLS
+    object, waits with ``select`` on both sockets and serves what the TLS object has already
+    decrypted (``pending()``) before waiting on its socket.
+    """
+    tls.setblocking(False)
+    up.setblocking(False)
+    to_up = bytearray()
+    to_tls = bytearray()
+    writing: bytes | None = None  # a TLS write to retry with the same bytes (OpenSSL's rule)
+    store_open = True  # the store still sends
+    linger_until: float | None = None
     try:
-        while data := src.recv(65536):
-            if dst_open:
-                try:
-                    dst.sendall(data)
-                except OSError:
-                    if not linger:
+        while True:
+            if linger_until is not None and (time.monotonic() >= linger_until):
+                return
+            readable: list[socket.socket] = [tls]
+            if store_open:
+                readable.append(up)
+            writable: list[socket.socket] = []
+            if to_up:
+                writable.append(up)
+            if to_tls or writing is not None:
+                writable.append(tls)
+            if tls.pending():
+                ready_r, ready_w = [tls], []
+            else:
+                wait = LINGER_S if linger_until is not None else IDLE_S
+                ready_r, ready_w, _ = select.select(readable, writable, [], wait)
+                if not ready_r and not ready_w:
+                    return  # idle (or lingering) long enough
+            if tls in ready_r:
+                while True:
+                    try:
+                        data = tls.recv(65536)
+                    except (ssl.SSLWantReadError, ssl.SSLWantWriteError):
+                        break
+                    if not data:  # the client closed: so does the relay
                         return
-                    dst_open = False
-    except OSError:
-        pass
-    finally:
-        if linger:
-            for s in (src, dst):
+                    if linger_until is None:
+                        to_up += data
+                        if data.count(b" HTTP/1.1\r\n") > 1:
+                            stats["pipelined"] = stats.get("pipelined", 0) + 1
+                    if not tls.pending():
+                        break
+            if up in ready_r:
                 try:
-                    s.close()
+                    data = up.recv(65536)
+                except BlockingIOError:
+                    data = None
+                except OSError:
+                    data = b""
+                if data == b"":
+                    store_open = False
+                elif data:
+                    to_tls += data
+            if up in ready_w and to_up:
+                try:
+                    sent = up.send(to_up)
+                    del to_up[:sent]
+                except BlockingIOError:
+                    pass
+                except OSError:  # the store closed while the client still sends: drop it
+                    to_up.clear()
+            if tls in ready_w or (writing is None and to_tls):
+                if writing is None and to_tls:
+                    writing = bytes(to_tls[:16384])
+                    del to_tls[: len(writing)]
+                if writing is not None:
+                    try:
+                        tls.send(writing)
+                        writing = None
+                    except (ssl.SSLWantWriteError, ssl.SSLWantReadError):
+                        pass
+            if not store_open and not to_tls and writing is None and linger_until is None:
+                # Everything the store said is relayed: close the client's side for writing
+                # and drain what it still sends for a while (a lingering close).
+                try:  # the plain socket's shutdown: SSLSocket.shutdown would drop the TLS object
+                    socket.socket.shutdown(tls, socket.SHUT_WR)
                 except OSError:
                     pass
+                to_up.clear()
+                linger_until = time.monotonic() + LINGER_S
+    except (OSError, ValueError) as exc:
+        # A TLS failure or a socket closed under us (TlsProxy.close): counted, so a test can
+        # see the relay never dropped a connection on its own.
+        stats["errors"] = stats.get("errors", 0) + 1
+        stats.setdefault("last_error", repr(exc))  # type: ignore[arg-type]
+    finally:
+        for s in (tls, up):
+            try:
+                s.close()
+            except OSError:
+                pass
 
 
 class TlsProxy:
-    """TLS on 127.0.0.1 in front of a plain-HTTP upstream: bytes are relayed as they come."""
+    """TLS on 127.0.0.1 in front of a plain-HTTP upstream: bytes are relayed as they come, one
+    thread per connection (see :func:`_relay`).  ``connections`` counts accepted connections."""
 
     def __init__(self, upstream_port: int, ctx: ssl.SSLContext) -> None:
         self.upstream_port = upstream_port
@@ -58,6 +151,8 @@ class TlsProxy:
         self.sock.listen(64)
         self.port = self.sock.getsockname()[1]
         self.conns: list[socket.socket] = []
+        self.connections = 0
+        self.stats: dict[str, int] = {}
         self.thread = threading.Thread(target=self._accept, daemon=True)
         self.thread.start()
 
@@ -67,19 +162,25 @@ class TlsProxy:
                 raw, _ = self.sock.accept()
             except OSError:
                 return
+            self.connections += 1
             threading.Thread(target=self._serve, args=(raw,), daemon=True).start()
 
     def _serve(self, raw: socket.socket) -> None:
         try:
+            raw.settimeout(10)
             tls = self.ctx.wrap_socket(raw, server_side=True)
         except (OSError, ssl.SSLError):
             raw.close()
             return
-        up = socket.create_connection(("127.0.0.1", self.upstream_port))
-        tls.settimeout(30)
+        try:
+            up = socket.create_connection(("127.0.0.1", self.upstream_port))
+        except OSError:
+            tls.close()
+            return
+        for s in (tls, up):  # each answer leaves at once (no Nagle wait behind the last one)
+            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.conns += [tls, up]
-        threading.Thread(target=_pump, args=(up, tls, False), daemon=True).start()
-        _pump(tls, up, True)
+        _relay(tls, up, self.stats)
 
     def close(self) -> None:
         self.sock.close()
@@ -91,7 +192,8 @@ class TlsProxy:
 
 
 @contextmanager
-def tls_store(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+def tls_stack(tmp_path: Path) -> Iterator[tuple[str, Path, TlsProxy, Any]]:
+    """The bundled store behind :class:`TlsProxy`: (https URL, CA file, proxy, store handle)."""
     ca = trustme.CA()
     cert = ca.issue_cert("127.0.0.1")
     server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
@@ -101,10 +203,16 @@ def tls_store(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     store = start_bundled_store(TOKEN)
     proxy = TlsProxy(int(store.url.rsplit(":", 1)[1]), server_ctx)
     try:
-        yield f"https://127.0.0.1:{proxy.port}", ca_file
+        yield f"https://127.0.0.1:{proxy.port}", ca_file, proxy, store
     finally:
         proxy.close()
         store.stop()
+
+
+@contextmanager
+def tls_store(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    with tls_stack(tmp_path) as (url, ca_file, _, _):
+        yield url, ca_file
 
 
 @pytest.mark.clause("MEM-WIRE.1", "MEM-WIRE.3", "MEM-WIRE.5", "MEM-WIRE.6", "LED-WIRE.1")
@@ -150,3 +258,47 @@ def test_ca_cert_is_needed_for_a_private_ca_and_is_used_from_the_cli(
     assert main([*common, "--ca-cert", str(tmp_path / "missing.pem")]) == 2
     _, err = capsys.readouterr()
     assert "--ca-cert" in err and len(err.strip().splitlines()) == 1
+
+
+PAIRS = 500
+
+
+@pytest.mark.clause("LED-WIRE.1", "LED-WIRE.7")
+def test_pipelined_pairs_over_tls_lose_no_answer_and_carry_out_no_save_twice(
+    tmp_path: Path,
+) -> None:
+    """Issue 11: over TLS a pipelined pair (clock pin + save) now and then lost the save's
+    answer although the store had carried it out.  The cause was this file's TLS proxy (see
+    :func:`_relay`), not the client; 500 pairs in a row on one kept-alive TLS connection: every
+    answer arrives, every save is carried out exactly once, the connection is never dropped."""
+    with tls_stack(tmp_path) as (url, ca_file, proxy, store):
+        target = LedgerTarget(TargetConfig(url, Secret(TOKEN), 10.0, ca_file=str(ca_file)))
+        try:
+            assert target.pipelining  # https pipelines like http
+            settings = {"mode": "off", "maxRecords": 10000}
+            assert target.call("memory/update_consolidation_settings", settings).status == 200
+            lost = []
+            start = datetime.datetime(2026, 3, 2, 9, tzinfo=datetime.UTC)
+            for i in range(PAIRS):
+                at = (start + datetime.timedelta(seconds=i)).isoformat(timespec="milliseconds")
+                pin, save = target.test_then_call(
+                    "set_clock",
+                    {"now": at.replace("+00:00", "Z")},
+                    "memory/save_memory_record",
+                    {"body": f"pair {i}"},
+                )
+                if (pin.status, save.status) != (200, 200):
+                    lost.append((i, pin.transport_error, save.transport_error))
+            still_pipelining = target.pipelining  # never turned off by a lost answer
+        finally:
+            target.close()
+        relayed = dict(proxy.stats)
+        ledger = store.ledger
+        with ledger.lock:
+            bodies = [r[0] for r in ledger.store.conn.execute("SELECT body FROM memory_records")]
+    assert lost == []
+    assert still_pipelining
+    assert sorted(bodies) == sorted(f"pair {i}" for i in range(PAIRS))  # each save once
+    assert proxy.connections == 1  # one kept-alive connection, never lost and reopened
+    assert relayed.get("errors", 0) == 0, relayed
+    assert relayed.get("pipelined", 0) >= PAIRS * 9 // 10  # the pairs really went pipelined
