@@ -27,7 +27,9 @@ class PairServer:
     answers the first request and ignores whatever else was sent on the connection; ``"big"``
     answers the first request with a large body; ``"drop"`` answers the first request of the
     first connection as if it would go on, then closes without reading further (a keep-alive
-    close between requests, as a busy server or an edge does).
+    close between requests, as a busy server or an edge does); ``"swallow"`` answers the first
+    request of the first connection, then carries out the next two (a pipelined pair) and
+    closes without answering them (a terminator losing the connection after the store acted).
     """
 
     def __init__(self, mode: str) -> None:
@@ -66,6 +68,7 @@ class PairServer:
     def _serve(self, conn: socket.socket, number: int) -> None:
         buf = b""
         first = True
+        swallowed = 0
         with conn:
             conn.settimeout(5)
             while True:
@@ -85,6 +88,12 @@ class PairServer:
                     buf += data
                     continue
                 path, buf = got
+                if self.mode == "swallow" and number == 1 and not first:
+                    self.handled.append(path)  # carried out, never answered
+                    swallowed += 1
+                    if swallowed == 2:
+                        return
+                    continue
                 if first and self.mode == "big":
                     body = json.dumps({"pad": "x" * 200}).encode()
                     self.handled.append(path)
@@ -198,6 +207,44 @@ def test_a_first_answer_the_client_cannot_keep_never_sends_the_second_twice() ->
         assert b.status is None and "not sent again" in (b.transport_error or "")
         time.sleep(0.3)
         assert server.handled == ["/first", "/second"]  # the second carried out once, not twice
+    finally:
+        target.close()
+        server.stop()
+
+
+@pytest.mark.clause()
+def test_a_kept_connection_closed_while_idle_is_noticed_before_a_pair_is_written() -> None:
+    """The target closed the kept connection after an answer (a keep-alive timeout): the pair
+    goes out on a fresh connection, both answered, each request carried out once."""
+    server = PairServer("drop")
+    target = HttpTarget(TargetConfig(server.url, Secret(TOKEN), timeout_s=5))
+    try:
+        assert target.request("POST", "/warm", {}).status == 200
+        time.sleep(0.2)  # the close reaches the client
+        a, b = target.request_pair(("POST", "/first", {}), ("POST", "/second", {}))
+        assert (a.status, b.status) == (200, 200)
+        assert server.handled == ["/warm", "/first", "/second"]
+        assert server.connections == 2 and target.pipelining
+    finally:
+        target.close()
+        server.stop()
+
+
+@pytest.mark.clause()
+def test_a_pair_lost_with_its_connection_gets_only_the_first_again() -> None:
+    """The kept connection was open when the pair went out; the target carried out both and
+    closed without an answer.  The first (repeatable) is sent again, fresh; the second is not
+    (it was carried out once), it is reported unanswered and pipelining is off."""
+    server = PairServer("swallow")
+    target = HttpTarget(TargetConfig(server.url, Secret(TOKEN), timeout_s=5))
+    try:
+        assert target.request("POST", "/warm", {}).status == 200
+        a, b = target.request_pair(("POST", "/first", {}), ("POST", "/second", {}))
+        assert a.status == 200
+        assert b.status is None and "not sent again" in (b.transport_error or "")
+        time.sleep(0.2)
+        assert server.handled == ["/warm", "/first", "/second", "/first"]  # /second once
+        assert not target.pipelining
     finally:
         target.close()
         server.stop()

@@ -20,7 +20,8 @@ import trustme
 
 from conformance.cli import main
 from conformance.commands.run import run_pipeline, start_bundled_store
-from conformance.drivers.base import Secret, TargetConfig
+from conformance.drivers.base import Exchange, Secret, TargetConfig
+from conformance.embedded.server import start_server
 from conformance.targets.base import RAW_HTTP
 from conformance.targets.ledger import LedgerTarget
 from tests.common.memory_harness import TOKEN
@@ -192,15 +193,21 @@ class TlsProxy:
 
 
 @contextmanager
-def tls_stack(tmp_path: Path) -> Iterator[tuple[str, Path, TlsProxy, Any]]:
-    """The bundled store behind :class:`TlsProxy`: (https URL, CA file, proxy, store handle)."""
+def tls_stack(
+    tmp_path: Path, idle_timeout: float | None = None
+) -> Iterator[tuple[str, Path, TlsProxy, Any]]:
+    """The bundled store behind :class:`TlsProxy`: (https URL, CA file, proxy, store handle).
+    ``idle_timeout``: the store closes a connection idle that long between requests."""
     ca = trustme.CA()
     cert = ca.issue_cert("127.0.0.1")
     server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     cert.configure_cert(server_ctx)
     ca_file = tmp_path / "ca.pem"
     ca.cert_pem.write_to_path(str(ca_file))
-    store = start_bundled_store(TOKEN)
+    if idle_timeout is None:
+        store = start_bundled_store(TOKEN)
+    else:
+        store = start_server(token=TOKEN, test_control=True, idle_timeout=idle_timeout)
     proxy = TlsProxy(int(store.url.rsplit(":", 1)[1]), server_ctx)
     try:
         yield f"https://127.0.0.1:{proxy.port}", ca_file, proxy, store
@@ -261,6 +268,24 @@ def test_ca_cert_is_needed_for_a_private_ca_and_is_used_from_the_cli(
 
 
 PAIRS = 500
+START = datetime.datetime(2026, 3, 2, 9, tzinfo=datetime.UTC)
+
+
+def _pin_and_save(target: LedgerTarget, i: int) -> tuple[Exchange, Exchange]:
+    """The ledger driver's pipelined pair: the clock pinned at START + i s, then a save."""
+    at = (START + datetime.timedelta(seconds=i)).isoformat(timespec="milliseconds")
+    return target.test_then_call(
+        "set_clock",
+        {"now": at.replace("+00:00", "Z")},
+        "memory/save_memory_record",
+        {"body": f"pair {i}"},
+    )
+
+
+def _saved(store: Any) -> list[str]:
+    ledger = store.ledger
+    with ledger.lock:
+        return sorted(r[0] for r in ledger.store.conn.execute("SELECT body FROM memory_records"))
 
 
 @pytest.mark.clause("LED-WIRE.1", "LED-WIRE.7")
@@ -278,27 +303,40 @@ def test_pipelined_pairs_over_tls_lose_no_answer_and_carry_out_no_save_twice(
             settings = {"mode": "off", "maxRecords": 10000}
             assert target.call("memory/update_consolidation_settings", settings).status == 200
             lost = []
-            start = datetime.datetime(2026, 3, 2, 9, tzinfo=datetime.UTC)
             for i in range(PAIRS):
-                at = (start + datetime.timedelta(seconds=i)).isoformat(timespec="milliseconds")
-                pin, save = target.test_then_call(
-                    "set_clock",
-                    {"now": at.replace("+00:00", "Z")},
-                    "memory/save_memory_record",
-                    {"body": f"pair {i}"},
-                )
+                pin, save = _pin_and_save(target, i)
                 if (pin.status, save.status) != (200, 200):
                     lost.append((i, pin.transport_error, save.transport_error))
             still_pipelining = target.pipelining  # never turned off by a lost answer
         finally:
             target.close()
         relayed = dict(proxy.stats)
-        ledger = store.ledger
-        with ledger.lock:
-            bodies = [r[0] for r in ledger.store.conn.execute("SELECT body FROM memory_records")]
+        saved = _saved(store)
     assert lost == []
     assert still_pipelining
-    assert sorted(bodies) == sorted(f"pair {i}" for i in range(PAIRS))  # each save once
+    assert saved == sorted(f"pair {i}" for i in range(PAIRS))  # each save once
     assert proxy.connections == 1  # one kept-alive connection, never lost and reopened
     assert relayed.get("errors", 0) == 0, relayed
     assert relayed.get("pipelined", 0) >= PAIRS * 9 // 10  # the pairs really went pipelined
+
+
+@pytest.mark.clause("LED-WIRE.1", "MEM-WIRE.19")
+def test_a_tls_connection_the_store_closed_while_idle_gets_no_pair_written_into_it(
+    tmp_path: Path,
+) -> None:
+    """The store closes a kept connection idle for 0.3 s (the proxy passes the close on): the
+    client sees that before writing the next pair (bytes already decrypted and the TLS close
+    checked without blocking), so the pair goes out whole on a fresh connection."""
+    with tls_stack(tmp_path, idle_timeout=0.3) as (url, ca_file, proxy, store):
+        target = LedgerTarget(TargetConfig(url, Secret(TOKEN), 10.0, ca_file=str(ca_file)))
+        try:
+            answers = [ex.status for ex in _pin_and_save(target, 0)]
+            time.sleep(0.8)
+            answers += [ex.status for ex in _pin_and_save(target, 1)]
+            still_pipelining = target.pipelining
+        finally:
+            target.close()
+        saved = _saved(store)
+    assert answers == [200, 200, 200, 200] and still_pipelining
+    assert saved == ["pair 0", "pair 1"]
+    assert proxy.connections == 2
