@@ -5,7 +5,9 @@ every https target — and the verdict is CONFORMANT."""
 from __future__ import annotations
 
 import datetime
+import io
 import select
+import shutil
 import socket
 import ssl
 import threading
@@ -22,6 +24,7 @@ from conformance.cli import main
 from conformance.commands.run import run_pipeline, start_bundled_store
 from conformance.drivers.base import Exchange, Secret, TargetConfig
 from conformance.embedded.server import start_server
+from conformance.runner import CORPUS_DIR
 from conformance.targets.base import RAW_HTTP
 from conformance.targets.ledger import LedgerTarget
 from tests.common.memory_harness import TOKEN
@@ -34,7 +37,24 @@ LINGER_S = 2.0
 IDLE_S = 30.0
 
 
-def _relay(tls: ssl.SSLSocket, up: socket.socket, stats: dict[str, int]) -> None:
+def _answer_end(buf: bytes | bytearray) -> int | None:
+    """Where the first whole answer in ``buf`` ends (the store frames every answer with a
+    ``Content-Length``), or None while it is incomplete."""
+    head_end = buf.find(b"\r\n\r\n")
+    if head_end < 0:
+        return None
+    length = 0
+    for line in bytes(buf[:head_end]).split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            length = int(value)
+    end = head_end + 4 + length
+    return end if len(buf) >= end else None
+
+
+def _relay(
+    tls: ssl.SSLSocket, up: socket.socket, stats: dict[str, int], lose: frozenset[int] = frozenset()
+) -> None:
     """Relay both directions of one connection in ONE thread.
 
     An OpenSSL connection object must never be used by two threads at once.  The first version
@@ -47,6 +67,10 @@ def _relay(tls: ssl.SSLSocket, up: socket.socket, stats: dict[str, int]) -> None
     relayed: the "lost pipelined answer over TLS" of issue 11.  Here one thread owns the TLS
     object, waits with ``select`` on both sockets and serves what the TLS object has already
     decrypted (``pending()``) before waiting on its socket.
+
+    ``lose``: the pipelined pairs (numbered from 1 over the proxy's life) whose second answer
+    the relay loses on purpose, the way the two-thread version did: it relays the first answer,
+    waits until the store has answered the second too (so it was carried out), and closes.
     """
     tls.setblocking(False)
     up.setblocking(False)
@@ -55,6 +79,7 @@ def _relay(tls: ssl.SSLSocket, up: socket.socket, stats: dict[str, int]) -> None
     writing: bytes | None = None  # a TLS write to retry with the same bytes (OpenSSL's rule)
     store_open = True  # the store still sends
     linger_until: float | None = None
+    losing: bytearray | None = None  # the store's answers to a pair whose second is lost
     try:
         while True:
             if linger_until is not None and (time.monotonic() >= linger_until):
@@ -86,6 +111,8 @@ def _relay(tls: ssl.SSLSocket, up: socket.socket, stats: dict[str, int]) -> None
                         to_up += data
                         if data.count(b" HTTP/1.1\r\n") > 1:
                             stats["pipelined"] = stats.get("pipelined", 0) + 1
+                            if stats["pipelined"] in lose:
+                                losing = bytearray()
                     if not tls.pending():
                         break
             if up in ready_r:
@@ -97,8 +124,16 @@ def _relay(tls: ssl.SSLSocket, up: socket.socket, stats: dict[str, int]) -> None
                     data = b""
                 if data == b"":
                     store_open = False
-                elif data:
+                elif data and losing is None:
                     to_tls += data
+                elif data and losing is not None:
+                    losing += data
+                    first_end = _answer_end(losing)
+                    if first_end is not None and _answer_end(losing[first_end:]) is not None:
+                        tls.setblocking(True)
+                        tls.sendall(bytes(to_tls) + bytes(losing[:first_end]))
+                        stats["lost"] = stats.get("lost", 0) + 1
+                        return  # the second answer is in: lost with the connection
             if up in ready_w and to_up:
                 try:
                     sent = up.send(to_up)
@@ -143,8 +178,11 @@ class TlsProxy:
     """TLS on 127.0.0.1 in front of a plain-HTTP upstream: bytes are relayed as they come, one
     thread per connection (see :func:`_relay`).  ``connections`` counts accepted connections."""
 
-    def __init__(self, upstream_port: int, ctx: ssl.SSLContext) -> None:
+    def __init__(
+        self, upstream_port: int, ctx: ssl.SSLContext, lose: frozenset[int] = frozenset()
+    ) -> None:
         self.upstream_port = upstream_port
+        self.lose = lose
         self.ctx = ctx
         self.sock = socket.socket()
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -181,7 +219,7 @@ class TlsProxy:
         for s in (tls, up):  # each answer leaves at once (no Nagle wait behind the last one)
             s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.conns += [tls, up]
-        _relay(tls, up, self.stats)
+        _relay(tls, up, self.stats, self.lose)
 
     def close(self) -> None:
         self.sock.close()
@@ -194,10 +232,11 @@ class TlsProxy:
 
 @contextmanager
 def tls_stack(
-    tmp_path: Path, idle_timeout: float | None = None
+    tmp_path: Path, idle_timeout: float | None = None, lose: frozenset[int] = frozenset()
 ) -> Iterator[tuple[str, Path, TlsProxy, Any]]:
     """The bundled store behind :class:`TlsProxy`: (https URL, CA file, proxy, store handle).
-    ``idle_timeout``: the store closes a connection idle that long between requests."""
+    ``idle_timeout``: the store closes a connection idle that long between requests; ``lose``:
+    see :func:`_relay`."""
     ca = trustme.CA()
     cert = ca.issue_cert("127.0.0.1")
     server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
@@ -208,7 +247,7 @@ def tls_stack(
         store = start_bundled_store(TOKEN)
     else:
         store = start_server(token=TOKEN, test_control=True, idle_timeout=idle_timeout)
-    proxy = TlsProxy(int(store.url.rsplit(":", 1)[1]), server_ctx)
+    proxy = TlsProxy(int(store.url.rsplit(":", 1)[1]), server_ctx, lose)
     try:
         yield f"https://127.0.0.1:{proxy.port}", ca_file, proxy, store
     finally:
@@ -340,3 +379,42 @@ def test_a_tls_connection_the_store_closed_while_idle_gets_no_pair_written_into_
     assert answers == [200, 200, 200, 200] and still_pipelining
     assert saved == ["pair 0", "pair 1"]
     assert proxy.connections == 2
+
+
+@pytest.mark.clause("LED-WIRE.1", "LED-BUDGET.5")
+def test_a_pipelined_answer_lost_on_the_way_is_indeterminate_never_a_divergence(
+    tmp_path: Path,
+) -> None:
+    """What the proxy of issue 11 did, on purpose: the store carries out a pipelined save and
+    its answer is lost with the connection.  The save is not sent again (carried out once), the
+    step and the scenario are indeterminate (a transport verdict: no clause failed), and the
+    console says INDETERMINATE, not DIVERGES."""
+    name = "a_refused_save_evicts_nothing.json"
+    corpus = tmp_path / "corpus"
+    (corpus / "ledger").mkdir(parents=True)
+    shutil.copy(CORPUS_DIR / "ledger" / name, corpus / "ledger" / name)
+    out = io.StringIO()
+    with tls_stack(tmp_path, lose=frozenset({2})) as (url, ca_file, proxy, store):
+        config = TargetConfig(url, Secret(TOKEN), 10.0, ca_file=str(ca_file), label=url)
+        outcome = run_pipeline(
+            config, spec="ledger", machines=False, out=out, corpus_dir=corpus, quiet=True
+        )
+        saved = _saved(store)
+    data = outcome.data
+    assert proxy.stats.get("lost") == 1
+    assert saved == ["newer", "oldest"]  # the lost save ("newer") carried out once, not twice
+    [scenario] = data["scenarios"]
+    [divergence] = data["divergences"]
+    assert scenario["verdict"] == divergence["verdict"] == "indeterminate"
+    assert divergence["step"] == 2 and divergence["exchange"]["status"] is None
+    assert "not sent again" in divergence["reason"]
+    assert data["summary"]["indeterminate"] == 1
+    assert all(row["failed"] == 0 for row in data["clauses"])  # no clause failed
+    [row] = [r for r in data["clauses"] if r["indeterminate"]]
+    assert row["id"] == "LED-BUDGET.5"
+    text = out.getvalue()
+    assert "INDETERMINATE scenario a_refused_save_evicts_nothing" in text
+    assert "DIVERGES" not in text and "✗" not in text
+    assert "1 not judged: no answer" in text
+    # The run cannot be called conformant (a scenario could not be judged): exit 1, as before.
+    assert outcome.exit_code == 1
