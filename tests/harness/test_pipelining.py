@@ -8,11 +8,14 @@ import json
 import socket
 import threading
 import time
+from typing import Any
 
 import pytest
 
-from conformance.drivers.base import Secret, TargetConfig
+from conformance.drivers.base import Exchange, Secret, TargetConfig
+from conformance.embedded.server import start_server
 from conformance.targets.base import HttpTarget
+from tests.common.memory_store import fact
 
 TOKEN = "pipelining-test-token-0123456789"
 
@@ -248,3 +251,88 @@ def test_a_pair_lost_with_its_connection_gets_only_the_first_again() -> None:
     finally:
         target.close()
         server.stop()
+
+
+# ---- the bundled store's side of a pipelined pair (conformance/embedded/http_handler.py)
+
+
+@pytest.mark.clause("MEM-WIRE.19")
+def test_a_busy_bundled_store_announces_its_close_so_the_pipelined_request_goes_again_once() -> (
+    None
+):
+    """Every worker busy: the store frees one by closing a connection after its answer.  It says
+    so in that answer (``Connection: close``), so the request pipelined behind it, which it did
+    not read, is sent again on a fresh connection and carried out once -- not lost unanswered."""
+    entered, release = threading.Event(), threading.Event()
+
+    def pause() -> None:
+        entered.set()
+        release.wait(10)
+
+    handle = start_server(token=TOKEN, max_workers=1, write_hook=pause)
+    target = HttpTarget(TargetConfig(handle.url, Secret(TOKEN), timeout_s=10))
+    pair: list[tuple[Exchange, Exchange]] = []
+    write = {"scopeKey": "org:pipe", "records": [fact("one")]}
+    listing = {"scopeKey": "org:pipe", "limit": 5}
+    client = threading.Thread(
+        target=lambda: pair.append(
+            target.request_pair(("POST", "/write", write), ("POST", "/list", listing))
+        )
+    )
+    other = None
+    try:
+        client.start()
+        assert entered.wait(10)  # the only worker is inside the write
+        other = socket.create_connection((handle.host, handle.port), timeout=10)
+        other.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        deadline = time.monotonic() + 10
+        while not handle._server.saturated and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert handle._server.saturated
+        release.set()
+        client.join(10)
+        [(a, b)] = pair
+        assert (a.status, b.status) == (200, 200), b.transport_error
+        assert [r["text"] for r in b.body["records"]] == ["one"]
+        assert other.recv(65536).startswith(b"HTTP/1.1 200 ")  # and the other client is served
+    finally:
+        release.set()
+        if other is not None:
+            other.close()
+        target.close()
+        handle.stop()
+
+
+class _Offered(set[Any]):
+    """The pool's set of connections it may close to free a worker, counting additions."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.offered = 0
+
+    def add(self, item: Any) -> None:
+        self.offered += 1
+        super().add(item)
+
+
+@pytest.mark.clause("MEM-WIRE.19")
+def test_a_connection_with_a_pipelined_request_buffered_is_never_offered_for_closing() -> None:
+    """The pool closes a connection waiting for its next request to free a worker.  One whose
+    next request is already read into the buffer (pipelined) is not waiting: closing it then
+    would carry that request out and lose its answer.  Only a connection blocked on the socket
+    with nothing buffered is offered: here before the pair arrives (maybe) and after it."""
+    with start_server(token=TOKEN) as handle:
+        offered = _Offered()
+        handle._server.waiting = offered
+        target = HttpTarget(TargetConfig(handle.url, Secret(TOKEN), timeout_s=10))
+        try:
+            listing = {"scopeKey": "org:pipe", "limit": 5}
+            a, b = target.request_pair(("POST", "/list", listing), ("POST", "/list", listing))
+            assert (a.status, b.status) == (200, 200)
+        finally:
+            target.close()
+        deadline = time.monotonic() + 10
+        while handle._server.connections and time.monotonic() < deadline:
+            time.sleep(0.01)  # the handler saw the close
+        assert not handle._server.connections
+    assert 1 <= offered.offered <= 2  # never while the second request sat in the buffer
