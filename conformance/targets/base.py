@@ -26,9 +26,10 @@ store.  The client is deliberately defensive, because the stores it talks to may
 
 Why one module of ~900 lines: it is one class whose connection state (the kept socket, the
 request written behind the last one by :meth:`HttpTarget.request_pair`, the watchdog, the
-counters that turn pipelining off) every method reads and changes; a split into a connection
-base class and decoding/config modules was tried (issue 13) and made one TLS run lose an
-answer, so it waits for a change that can be proven on its own.
+counters that turn pipelining off) every method reads and changes.  A split into a connection
+base class and decoding/config modules (issue 13) was backed out after a TLS run lost an
+answer; that loss was the TLS test's proxy (issue 11: one OpenSSL connection used from two
+threads), not the split.
 """
 
 from __future__ import annotations
@@ -268,15 +269,16 @@ class _Deadline(Exception):
 
 def _still_open(sock: socket.socket) -> bool:
     """Whether a kept connection may carry the next request: the target has neither closed it
-    while it was idle nor sent anything unasked.  Checked without blocking before a request is
-    written, so that a request is sent again only when it went into a connection that was still
-    open (not one the target had already closed: the common case, which costs nothing now).
-    Under TLS, bytes already decrypted count, and a record that carries no data (a session
-    ticket) leaves the connection usable."""
+    while it was idle (a keep-alive timeout) nor sent anything unasked.  Checked without
+    blocking before a request is written, so no request goes into a connection already closed
+    -- the common stale case, which then needs no resend.  Under TLS, bytes already decrypted
+    count, and a record that carries no data (a session ticket) leaves the connection usable."""
     if isinstance(sock, ssl.SSLSocket) and sock.pending():
         return False
     try:
-        readable, _, _ = select.select([sock], [], [], 0)
+        poller = select.poll()
+        poller.register(sock, select.POLLIN)
+        readable = poller.poll(0)
     except (OSError, ValueError):
         return False
     if not readable:

@@ -1,6 +1,9 @@
 """The bundled store over real TLS: the whole memory and ledger corpus through a TLS-terminating
 loopback proxy (certificates from ``trustme``, nothing mocked), with ``raw_http`` absent as for
-every https target — and the verdict is CONFORMANT."""
+every https target — and the verdict is CONFORMANT.  Pipelining over TLS (issue 11): 500
+pipelined pairs lose no answer and carry out no save twice; a connection the store closed while
+idle gets no pair written into it; an answer lost on the way (the proxy told to lose one) is a
+transport verdict, never a divergence, and the request is not sent again."""
 
 from __future__ import annotations
 
@@ -59,14 +62,17 @@ def _relay(
 
     An OpenSSL connection object must never be used by two threads at once.  The first version
     of this proxy relayed each direction in its own thread (``tls.recv`` in one, ``tls.sendall``
-    in the other): when the client's pipelined pair was forwarded and the store answered the
-    first request before the reading thread was back in ``SSL_read``, the two calls overlapped
-    on the connection's shared state and ``SSL_read`` failed with an empty ``SSL_ERROR_SYSCALL``,
-    which Python reports as a ragged EOF (``recv`` returned ``b""``).  The proxy then closed
-    the connection -- after the store had carried out the second request, before its answer was
-    relayed: the "lost pipelined answer over TLS" of issue 11.  Here one thread owns the TLS
-    object, waits with ``select`` on both sockets and serves what the TLS object has already
-    decrypted (``pending()``) before waiting on its socket.
+    in the other).  Traced: the client's pipelined pair is forwarded, the store answers the
+    first request while the forwarding thread is still on its way back into ``SSL_read``, so
+    ``SSL_read`` (reader thread) and ``SSL_write`` (the first answer) overlap on one connection;
+    now and then ``SSL_read`` then failed with ``SSL_ERROR_SYSCALL`` and an empty error queue,
+    which Python reports as a bare "EOF occurred in violation of protocol" and ``recv`` turns
+    into ``b""`` (``suppress_ragged_eofs``).  The proxy took that for the client's close and
+    closed the connection -- after the store had carried out the second request, before its
+    answer was relayed: the "lost pipelined answer over TLS" of issue 11 (and a resend of it
+    would carry it out twice).  Here one thread owns the TLS object, waits with ``select`` on
+    both sockets and serves what the TLS object has already decrypted (``pending()``) before
+    waiting on its socket.
 
     ``lose``: the pipelined pairs (numbered from 1 over the proxy's life) whose second answer
     the relay loses on purpose, the way the two-thread version did: it relays the first answer,
