@@ -42,6 +42,7 @@ class PairServer:
         self.handled: list[str] = []
         self.pipelined: list[bool] = []
         self.connections = 0
+        self.closed = threading.Semaphore(0)  # released each time a connection is closed
         threading.Thread(target=self._accept, daemon=True).start()
 
     def _accept(self) -> None:
@@ -69,6 +70,12 @@ class PairServer:
         return head.split(b" ")[1].decode(), rest[length:]
 
     def _serve(self, conn: socket.socket, number: int) -> None:
+        try:
+            self._converse(conn, number)
+        finally:
+            self.closed.release()
+
+    def _converse(self, conn: socket.socket, number: int) -> None:
         buf = b""
         first = True
         swallowed = 0
@@ -223,7 +230,8 @@ def test_a_kept_connection_closed_while_idle_is_noticed_before_a_pair_is_written
     target = HttpTarget(TargetConfig(server.url, Secret(TOKEN), timeout_s=5))
     try:
         assert target.request("POST", "/warm", {}).status == 200
-        time.sleep(0.2)  # the close reaches the client
+        assert server.closed.acquire(timeout=10)  # the server closed the connection
+        time.sleep(0.05)  # and the close reached the client
         a, b = target.request_pair(("POST", "/first", {}), ("POST", "/second", {}))
         assert (a.status, b.status) == (200, 200)
         assert server.handled == ["/warm", "/first", "/second"]

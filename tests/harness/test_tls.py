@@ -165,6 +165,7 @@ def _relay(
                     socket.socket.shutdown(tls, socket.SHUT_WR)
                 except OSError:
                     pass
+                stats["closes_passed_on"] = stats.get("closes_passed_on", 0) + 1
                 to_up.clear()
                 linger_until = time.monotonic() + LINGER_S
     except (OSError, ValueError) as exc:
@@ -376,7 +377,11 @@ def test_a_tls_connection_the_store_closed_while_idle_gets_no_pair_written_into_
         target = LedgerTarget(TargetConfig(url, Secret(TOKEN), 10.0, ca_file=str(ca_file)))
         try:
             answers = [ex.status for ex in _pin_and_save(target, 0)]
-            time.sleep(0.8)
+            deadline = time.monotonic() + 10
+            while not proxy.stats.get("closes_passed_on") and time.monotonic() < deadline:
+                time.sleep(0.02)  # the store closes the idle connection after 0.3 s
+            time.sleep(0.05)  # and the proxy's close reaches the client
+            assert proxy.stats.get("closes_passed_on") == 1
             answers += [ex.status for ex in _pin_and_save(target, 1)]
             still_pipelining = target.pipelining
         finally:
