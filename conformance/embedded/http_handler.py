@@ -8,6 +8,7 @@ import hmac
 import io
 import json
 import re
+import select
 import sys
 import time
 import traceback
@@ -30,6 +31,13 @@ _ABSOLUTE_FORM = re.compile(r"[Hh][Tt][Tt][Pp][Ss]?://")
 _LEDGER_UNAVAILABLE = {"error": {"code": -32603, "message": "ledger binding not available"}}
 
 
+def _readable(sock: socket) -> bool:
+    """Bytes (or the peer's close) are waiting on ``sock``: a read would not block."""
+    poller = select.poll()
+    poller.register(sock, select.POLLIN)
+    return bool(poller.poll(0))
+
+
 class _DeadlineReader(io.RawIOBase):
     """The request stream: each read waits at most until the handler's current deadline, so
     a head or body trickled byte by byte is dropped when its deadline passes."""
@@ -49,12 +57,12 @@ class _DeadlineReader(io.RawIOBase):
             if remaining <= 0:
                 raise TimeoutError("request deadline passed")
             self._sock.settimeout(remaining)
-        if not self._handler.idle:
+        if not self._handler.idle or _readable(self._sock):
             return self._sock.recv_into(buffer)
-        # Waiting for the next request with nothing of it buffered: only now may the pool close
-        # this connection to free its worker (one whose next request is already in the buffer,
-        # pipelined behind the last, is not idle: closing it would lose that request's answer
-        # after carrying it out).
+        # Waiting for the next request with nothing of it buffered or arrived: only now may the
+        # pool close this connection to free its worker (one whose next request is already in
+        # the buffer, pipelined behind the last, is not idle: closing it would lose that
+        # request's answer after carrying it out, or the request itself).
         server = self._handler.server
         with server.idle:
             server.waiting.add(self._sock)

@@ -328,7 +328,8 @@ def test_a_connection_with_a_pipelined_request_buffered_is_never_offered_for_clo
     """The pool closes a connection waiting for its next request to free a worker.  One whose
     next request is already read into the buffer (pipelined) is not waiting: closing it then
     would carry that request out and lose its answer.  Only a connection blocked on the socket
-    with nothing buffered is offered: here before the pair arrives (maybe) and after it."""
+    with nothing buffered or arrived is offered: here before the pair arrives (maybe) and
+    after it."""
     with start_server(token=TOKEN) as handle:
         offered = _Offered()
         handle._server.waiting = offered
@@ -337,6 +338,10 @@ def test_a_connection_with_a_pipelined_request_buffered_is_never_offered_for_clo
             listing = {"scopeKey": "org:pipe", "limit": 5}
             a, b = target.request_pair(("POST", "/list", listing), ("POST", "/list", listing))
             assert (a.status, b.status) == (200, 200)
+            deadline = time.monotonic() + 10
+            while not offered.offered and time.monotonic() < deadline:
+                time.sleep(0.01)  # idle after the pair: now it is offered
+            assert offered.offered
         finally:
             target.close()
         deadline = time.monotonic() + 10
