@@ -14,8 +14,15 @@ Each row carries the load average when it started, since the machine may be shar
 The store and the proxies run in this process, the harness in its own, so the two share the
 machine's cores the way a real remote target would not: the ratios are an upper bound.
 
+``--tls``: the same over https.  TLS sits between the harness and the delay: harness ->
+delay proxy -> TLS terminator (:class:`~benchmarks.delay_proxy.TlsTerminator`, a ``trustme``
+certificate, ``--ca-cert``) -> store, so the TLS records and the handshake cross the delayed
+link as they would to a store behind a distant edge (a terminator on the far side of the delay
+would make a reconnect look cheaper than it is).  Pipelining is on for https as for http.
+The https rows have their own 0 ms base; an https run skips the ``raw_http`` probes.
+
 Run: ``.venv/bin/python -m benchmarks.bench_latency [--profile ci] [--jobs N] [--delays 0,10]
-[--ledger-instances N]`` (ledger instances default to ``--jobs``: one lane each).
+[--ledger-instances N] [--tls]`` (ledger instances default to ``--jobs``: one lane each).
 """
 
 from __future__ import annotations
@@ -23,6 +30,8 @@ from __future__ import annotations
 import argparse
 import os
 import secrets
+import shutil
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -30,7 +39,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.delay_proxy import DelayProxy
+from benchmarks.delay_proxy import DelayProxy, TlsTerminator
 from conformance.commands.run import DEFAULT_JOBS
 from conformance.embedded.server import start_server
 
@@ -70,37 +79,75 @@ def run_harness(cmd: list[str], env: dict[str, str]) -> tuple[int, str, float, f
     return proc.returncode, tail, wall, peak
 
 
+def _tls_contexts(tmp: Path) -> tuple[ssl.SSLContext, Path]:
+    """A server context with a ``trustme`` certificate for 127.0.0.1, and the CA file."""
+    import trustme  # a test dependency: only the https rows need it
+
+    ca = trustme.CA()
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("127.0.0.1").configure_cert(ctx)
+    ca_file = tmp / "ca.pem"
+    ca.cert_pem.write_to_path(str(ca_file))
+    return ctx, ca_file
+
+
 def run_once(
-    delay_ms: int, profile: str, jobs: int, spec: str, extra: list[str], instances: int
+    delay_ms: int,
+    profile: str,
+    jobs: int,
+    spec: str,
+    extra: list[str],
+    instances: int,
+    tls: bool = False,
 ) -> dict[str, Any]:
     token = secrets.token_urlsafe(24)
+    tmp_dir = tempfile.TemporaryDirectory()
+    tmp = Path(tmp_dir.name)
     # A ledger has one account scope: its lanes need instances of their own (--ledger-target).
     stores = [start_server(port=0, token=token, test_control=True) for _ in range(instances)]
-    proxies = [DelayProxy(s.url, delay_ms / 1000) for s in stores]
-    proxy = proxies[0]
+    terminators: list[TlsTerminator] = []
+    if tls:
+        ctx, ca_file = _tls_contexts(tmp)
+        terminators = [TlsTerminator(s.url, ctx) for s in stores]
+        upstreams = [f"http://127.0.0.1:{t.port}" for t in terminators]  # TCP: TLS passes through
+        extra = [*extra, "--ca-cert", str(ca_file)]
+    else:
+        upstreams = [s.url for s in stores]
+    proxies = [DelayProxy(u, delay_ms / 1000) for u in upstreams]
+    scheme = "https" if tls else "http"
+    urls = [f"{scheme}://127.0.0.1:{p.sock.getsockname()[1]}" for p in proxies]
     if spec != "memory":
-        extra = [*extra, *(a for p in proxies[1:] for a in ("--ledger-target", p.url))]
+        extra = [*extra, *(a for u in urls[1:] for a in ("--ledger-target", u))]
     try:
-        with tempfile.TemporaryDirectory() as tmp:
-            cmd = [
-                sys.executable, "-m", "conformance.cli", "run",
-                "--target", proxy.url, "--token-env", TOKEN_ENV,
-                "--spec", spec, "--profile", profile, "--jobs", str(jobs),
-                "--report", str(Path(tmp) / "report"), "--quiet", "--timeout", "30",
-                *extra,
-            ]  # fmt: skip
-            env = {**os.environ, TOKEN_ENV: token}
-            load = os.getloadavg()[0]
-            code, tail, wall, peak = run_harness(cmd, env)
+        cmd = [
+            sys.executable, "-m", "conformance.cli", "run",
+            "--target", urls[0], "--token-env", TOKEN_ENV,
+            "--spec", spec, "--profile", profile, "--jobs", str(jobs),
+            "--report", str(tmp / "report"), "--quiet", "--timeout", "30",
+            *extra,
+        ]  # fmt: skip
+        env = {**os.environ, TOKEN_ENV: token}
+        load = os.getloadavg()[0]
+        code, tail, wall, peak = run_harness(cmd, env)
+        if (
+            code != 0 and (tmp / "report").is_dir()
+        ):  # keep the report of a run that was not CONFORMANT, to look at
+            kept = Path(tempfile.mkdtemp(prefix=f"bench-latency-{scheme}-{delay_ms}ms-"))
+            shutil.copytree(tmp / "report", kept / "report", dirs_exist_ok=True)
+            tail += f"\nreport kept in {kept / 'report'}"
     finally:
         for p in proxies:
             p.stop()
+        for t in terminators:
+            t.stop()
         for s in stores:
             s.stop()
+        tmp_dir.cleanup()
     verdict = "CONFORMANT" if code == 0 else f"exit {code}"
-    if code not in (0, 1):
+    if code != 0:
         verdict += ": " + " / ".join(tail.strip().splitlines()[-3:])
     return {
+        "scheme": scheme,
         "delay_ms": delay_ms,
         "wall_s": wall,
         "verdict": verdict,
@@ -118,6 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--ledger-instances", type=int, default=None, help="ledger store instances (default: jobs)"
     )
+    ap.add_argument("--tls", action="store_true", help="over https (TLS before the delay)")
     args = ap.parse_args(argv if argv is not None else [])
     delays = [int(d) for d in args.delays.split(",")]
     if 0 not in delays:
@@ -127,10 +175,10 @@ def main(argv: list[str] | None = None) -> int:
     instances = max(1, args.ledger_instances or jobs)
     rows = []
     for d in delays:
-        row = run_once(d, args.profile, jobs, args.spec, extra, instances)
+        row = run_once(d, args.profile, jobs, args.spec, extra, instances, tls=args.tls)
         rows.append(row)
         print(
-            f"   one-way {d:>3} ms: {row['wall_s']:7.1f} s  {row['verdict']}"
+            f"   {row['scheme']:<5} one-way {d:>3} ms: {row['wall_s']:7.1f} s  {row['verdict']}"
             f"  (peak RSS {row['peak_rss_mb']:.0f} MB, load average {row['load']:.1f})",
             flush=True,
         )

@@ -5,12 +5,18 @@ and the answer reaches the client ``delay_s`` after the store sent it — the ro
 ``2 * delay_s`` while throughput is untouched (chunks are queued with their due time, never
 held back behind one another's delay).  It listens on 127.0.0.1 only and forwards only to the
 loopback upstream it is given.  Used by ``bench_latency`` (never by a timed test).
+
+:class:`TlsTerminator` puts TLS in front of a plain loopback store, for the https rows of
+``bench_latency``: harness -> delay proxy (bytes as they are: TLS records, the handshake
+delayed like everything else) -> terminator -> store.
 """
 
 from __future__ import annotations
 
 import heapq
+import select
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Callable
@@ -114,6 +120,148 @@ class DelayProxy:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+#: After the store closed, what the client still sends is read and dropped this long before the
+#: client's side is closed too (a lingering close: an early answer such as a 413 sent before a
+#: large body was read reaches the client instead of being destroyed by a reset).
+LINGER_S = 2.0
+
+
+def tls_relay(tls: ssl.SSLSocket, up: socket.socket, idle_s: float = 60.0) -> None:
+    """Relay one TLS connection to a plain one, both directions in ONE thread.
+
+    An OpenSSL connection object must not be used by two threads at once: a TLS relay with one
+    thread per direction (``recv`` in one, ``sendall`` in the other) now and then had its
+    ``SSL_read`` fail as a ragged EOF while the other thread wrote, and closed the connection
+    with an answer unsent -- the pipelined answers "lost over TLS" of issue 11.  Here one
+    thread waits on both sockets with ``select`` and serves what the TLS object already
+    decrypted (``pending()``) before waiting on its socket.
+    """
+    tls.setblocking(False)
+    up.setblocking(False)
+    to_up, to_tls = bytearray(), bytearray()
+    writing: bytes | None = None  # a TLS write to retry with the same bytes (OpenSSL's rule)
+    store_open = True
+    linger_until: float | None = None
+    try:
+        while linger_until is None or time.monotonic() < linger_until:
+            readable: list[socket.socket] = [tls, up] if store_open else [tls]
+            writable: list[socket.socket] = [up] if to_up else []
+            if to_tls or writing is not None:
+                writable.append(tls)
+            ready_r: list[socket.socket]
+            ready_w: list[socket.socket]
+            if tls.pending():
+                ready_r, ready_w = [tls], []
+            else:
+                wait = LINGER_S if linger_until is not None else idle_s
+                ready_r, ready_w, _ = select.select(readable, writable, [], wait)
+                if not ready_r and not ready_w:
+                    return
+            if tls in ready_r:
+                while True:
+                    try:
+                        data = tls.recv(65536)
+                    except (ssl.SSLWantReadError, ssl.SSLWantWriteError):
+                        break
+                    if not data:
+                        return  # the client closed
+                    if linger_until is None:
+                        to_up += data
+                    if not tls.pending():
+                        break
+            if up in ready_r:
+                try:
+                    chunk = up.recv(65536)
+                except BlockingIOError:
+                    chunk = None
+                except OSError:
+                    chunk = b""
+                if chunk == b"":
+                    store_open = False
+                elif chunk:
+                    to_tls += chunk
+            if up in ready_w and to_up:
+                try:
+                    del to_up[: up.send(to_up)]
+                except BlockingIOError:
+                    pass
+                except OSError:
+                    to_up.clear()  # the store closed while the client still sends
+            if writing is None and to_tls:
+                writing = bytes(to_tls[:16384])
+                del to_tls[: len(writing)]
+            if writing is not None:
+                try:
+                    tls.send(writing)
+                    writing = None
+                except (ssl.SSLWantWriteError, ssl.SSLWantReadError):
+                    pass
+            if not store_open and not to_tls and writing is None and linger_until is None:
+                try:  # the plain socket's shutdown: SSLSocket.shutdown would drop the TLS object
+                    socket.socket.shutdown(tls, socket.SHUT_WR)
+                except OSError:
+                    pass
+                to_up.clear()
+                linger_until = time.monotonic() + LINGER_S
+    except (OSError, ValueError):
+        pass
+    finally:
+        for s in (tls, up):
+            try:
+                s.close()
+            except OSError:
+                pass
+
+
+class TlsTerminator:
+    """TLS on 127.0.0.1 in front of a plain loopback store (``ctx``: a server context with
+    its certificate).  ``.port``; ``.stop()``."""
+
+    def __init__(self, upstream_url: str, ctx: ssl.SSLContext) -> None:
+        parts = urlsplit(upstream_url)
+        if parts.hostname not in ("127.0.0.1", "localhost", "::1"):
+            raise ValueError("the TLS terminator forwards to loopback only")
+        self.upstream = (parts.hostname, parts.port or 80)
+        self.ctx = ctx
+        self.sock = socket.create_server(("127.0.0.1", 0), backlog=256)
+        self.port = self.sock.getsockname()[1]
+        self._conns: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                raw, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(raw,), daemon=True).start()
+
+    def _serve(self, raw: socket.socket) -> None:
+        try:
+            raw.settimeout(30)
+            tls = self.ctx.wrap_socket(raw, server_side=True)
+        except OSError:  # ssl.SSLError included
+            raw.close()
+            return
+        try:
+            up = socket.create_connection(self.upstream)
+        except OSError:
+            tls.close()
+            return
+        for s in (tls, up):
+            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._conns += [tls, up]
+        tls_relay(tls, up)
+
+    def stop(self) -> None:
+        self.sock.close()
+        for s in self._conns:
+            try:
+                s.close()
+            except OSError:
+                pass
 
 
 def measure_rtt(url: str, get: Callable[[str], object], n: int = 5) -> float:

@@ -8,6 +8,7 @@ import hmac
 import io
 import json
 import re
+import select
 import sys
 import time
 import traceback
@@ -30,6 +31,13 @@ _ABSOLUTE_FORM = re.compile(r"[Hh][Tt][Tt][Pp][Ss]?://")
 _LEDGER_UNAVAILABLE = {"error": {"code": -32603, "message": "ledger binding not available"}}
 
 
+def _readable(sock: socket) -> bool:
+    """Bytes (or the peer's close) are waiting on ``sock``: a read would not block."""
+    poller = select.poll()
+    poller.register(sock, select.POLLIN)
+    return bool(poller.poll(0))
+
+
 class _DeadlineReader(io.RawIOBase):
     """The request stream: each read waits at most until the handler's current deadline, so
     a head or body trickled byte by byte is dropped when its deadline passes."""
@@ -49,7 +57,20 @@ class _DeadlineReader(io.RawIOBase):
             if remaining <= 0:
                 raise TimeoutError("request deadline passed")
             self._sock.settimeout(remaining)
-        return self._sock.recv_into(buffer)
+        if not self._handler.idle or _readable(self._sock):
+            return self._sock.recv_into(buffer)
+        # Waiting for the next request with nothing of it buffered or arrived: only now may the
+        # pool close this connection to free its worker (one whose next request is already in
+        # the buffer, pipelined behind the last, is not idle: closing it would lose that
+        # request's answer after carrying it out, or the request itself).
+        server = self._handler.server
+        with server.idle:
+            server.waiting.add(self._sock)
+        try:
+            return self._sock.recv_into(buffer)
+        finally:
+            with server.idle:
+                server.waiting.discard(self._sock)
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -65,6 +86,7 @@ class Handler(BaseHTTPRequestHandler):
     def setup(self) -> None:
         super().setup()
         self.deadline: float | None = None
+        self.idle = False  # waiting for the next request with none of it buffered
         self._reader = io.BufferedReader(_DeadlineReader(self.connection, self))
         self.rfile = self._reader
         with self.server.idle:
@@ -108,13 +130,11 @@ class Handler(BaseHTTPRequestHandler):
         try:
             # Idle keep-alive wait for the first byte, then a deadline for the whole head.
             self.deadline = time.monotonic() + server.idle_timeout
-            with server.idle:
-                server.waiting.add(self.connection)
+            self.idle = True
             try:
                 first = self._reader.peek(1)
             finally:
-                with server.idle:
-                    server.waiting.discard(self.connection)
+                self.idle = False
             if not first:
                 self.close_connection = True
                 return
@@ -139,8 +159,6 @@ class Handler(BaseHTTPRequestHandler):
                     self.server.in_flight -= 1
                     self.server.idle.notify_all()
             self.wfile.flush()
-            if server.saturated:
-                self.close_connection = True  # hand the worker to a waiting connection
         except (TimeoutError, ConnectionError):
             self.close_connection = True
         finally:
@@ -175,6 +193,12 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Cache-Control", "no-store")
         if allow is not None:
             self.send_header("Allow", allow)
+        if self.server.saturated:
+            # Hand the worker to a connection waiting for one -- announced in this answer, so a
+            # client that pipelined a request behind this one knows it was not read (RFC 9112
+            # 9.6) and may send it again; a close after an answer that did not say so would
+            # leave that request's fate unknown.
+            self.close_connection = True
         if close or self.close_connection:
             self.send_header("Connection", "close")
         # Head and body leave in one write (one segment for small answers).

@@ -50,12 +50,17 @@ def print_summary(
     if rows:
         out.write(f"{'clause':<16} {'passed':>6} {'failed':>6} {'skipped':>7}  title\n")
         for r in rows:
-            failed = r["failed"] + r["indeterminate"]
+            failed = r["failed"]
+            # No answer from the target (a lost connection, a timeout) is a transport verdict:
+            # shown apart, never as a failed clause.
+            unanswered = r["indeterminate"]
             mark = ""
-            if failed and r["expected"]:
+            if (failed or unanswered) and r["expected"]:
                 mark = " (expected)"
             elif failed:
                 mark = " ✗"
+            if unanswered:
+                mark += f" ({unanswered} not judged: no answer)"
             skip = f"{r['skipped']}" if r["skipped"] else "0"
             out.write(
                 f"{r['id']:<16} {r['passed']:>6} {failed:>6} {skip:>7}"

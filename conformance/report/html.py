@@ -119,10 +119,10 @@ def report_html(data: dict[str, Any]) -> str:
         "<h2>Clauses</h2><table><tr><th>clause</th><th>title</th><th>passed</th><th>failed</th><th>skipped</th><th>notes</th></tr>"
     )
     for r in data["clauses"]:
-        failed = r["failed"] + r["indeterminate"]
+        failed = r["failed"]  # no answer (indeterminate) is a transport verdict, shown apart
         cls = (
             "expected"
-            if failed and r["expected"]
+            if (failed or r["indeterminate"]) and r["expected"]
             else "fail"
             if failed
             else "pass"
@@ -130,7 +130,9 @@ def report_html(data: dict[str, Any]) -> str:
             else "skip"
         )
         notes = "; ".join(
-            ["expected: " + e for e in r["expected"]] + ["skipped: " + x for x in r["skip_reasons"]]
+            ["expected: " + e for e in r["expected"]]
+            + ["skipped: " + x for x in r["skip_reasons"]]
+            + ([f"{r['indeterminate']} not judged: no answer"] if r["indeterminate"] else [])
         )
         parts.append(
             f"<tr class='{cls}'><td class='v'><code>{escape(r['id'])}</code></td>"

@@ -26,9 +26,10 @@ store.  The client is deliberately defensive, because the stores it talks to may
 
 Why one module of ~900 lines: it is one class whose connection state (the kept socket, the
 request written behind the last one by :meth:`HttpTarget.request_pair`, the watchdog, the
-counters that turn pipelining off) every method reads and changes; a split into a connection
-base class and decoding/config modules was tried (issue 13) and made one TLS run lose an
-answer, so it waits for a change that can be proven on its own.
+counters that turn pipelining off) every method reads and changes.  A split into a connection
+base class and decoding/config modules (issue 13) was backed out after a TLS run lost an
+answer; that loss was the TLS test's proxy (issue 11: one OpenSSL connection used from two
+threads), not the split.
 """
 
 from __future__ import annotations
@@ -37,13 +38,14 @@ import http.client
 import json
 import math
 import os
+import select
 import socket
 import ssl
 import threading
 import time
 import tomllib
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -273,6 +275,41 @@ class _Deadline(Exception):
     pass
 
 
+def _still_open(sock: socket.socket) -> bool:
+    """Whether a kept connection may carry the next request: the target has neither closed it
+    while it was idle (a keep-alive timeout) nor sent anything unasked.  Checked without
+    blocking before a request is written, so no request goes into a connection already closed
+    -- the common stale case, which then needs no resend.  Under TLS, bytes already decrypted
+    count, and a record that carries no data (a session ticket) leaves the connection usable."""
+    if isinstance(sock, ssl.SSLSocket) and sock.pending():
+        return False
+    try:
+        poller = select.poll()
+        poller.register(sock, select.POLLIN)
+        readable = poller.poll(0)
+    except (OSError, ValueError):
+        return False
+    if not readable:
+        return True
+    timeout = sock.gettimeout()
+    try:
+        sock.setblocking(False)
+        if isinstance(sock, ssl.SSLSocket):
+            sock.recv(1)
+        else:
+            sock.recv(1, socket.MSG_PEEK)
+    except (ssl.SSLWantReadError, ssl.SSLWantWriteError, BlockingIOError):
+        return True
+    except OSError:
+        return False
+    finally:
+        try:
+            sock.settimeout(timeout)
+        except OSError:
+            pass
+    return False  # closed, or bytes no request asked for: not a connection to reuse
+
+
 @dataclass
 class _Answer:
     status: int
@@ -339,11 +376,11 @@ class HttpTarget:
         #: (socket, the reader holding the bytes past the last answer)
         self._inflight: tuple[socket.socket, Any] | None = None
         self._closing = False  # the last answer announced ``Connection: close``
-        #: off once a target failed to answer a pipelined request (see :meth:`request_pair`),
-        #: and off from the start over TLS: there the whole ledger corpus lost the answer to a
-        #: pipelined request now and then (a save then carried out once, its answer never read),
-        #: so an https target gets one request at a time until that is understood.
-        self.pipelining = self._scheme == "http"
+        self._then_lost = False  # the request behind the last one went with a lost connection
+        #: off once a target failed to answer a pipelined request (see :meth:`request_pair`).
+        #: On over TLS too: the answers "lost over TLS" (issue 11) were lost by the test's
+        #: TLS-terminating proxy, which used one OpenSSL connection from two threads at once.
+        self.pipelining = True
 
     # -- capabilities -----------------------------------------------------------------
 
@@ -447,31 +484,44 @@ class HttpTarget:
         not run them side by side).
 
         Only for a ``first`` that may be repeated (a test control setting an absolute value):
-        when the kept connection turns out stale it is sent again, fresh.  If ``first`` gets
-        no answer, ``second``'s bytes were dropped with the connection and its exchange says
-        so (its answer unknown); if ``first``'s answer closes the connection, ``second`` is
-        sent again on a fresh one (the target never read it).  A target that answers
-        ``first`` but not ``second`` has pipelining turned off for the rest of the run.
+        a kept connection the target closed while idle is noticed before anything is written
+        (:func:`_still_open`); one that is lost as the pair goes out gets ``first`` again, fresh,
+        never ``second``.  ``second`` is sent again only when ``first``'s answer announced
+        ``Connection: close`` (the target must not read past it, RFC 9112 9.6).  In every other
+        case where ``second``'s answer does not arrive -- the connection lost before or after
+        ``first``'s answer, ``first``'s answer unusable -- ``second`` is reported unanswered
+        with a transport error (the step is indeterminate, not a divergence: the target may have
+        carried it out) and pipelining is off for the rest of the run.
         """
         if not self.pipelining or self._silent:
             return self.request(*first), self.request(*second)
         wire = self._prepared(*second)
         if wire is None:
             return self.request(*first), self.request(*second)
+        self._then_lost = False
         a = self.request(*first, _then=wire)
         if self._inflight is None:
             # first closed the connection (second was never read: sent again) or failed or
-            # came back unusable (second's bytes went with the connection, its fate unknown).
-            if a.status is not None and self._closing:
+            # came back unusable or was sent again alone (second's fate unknown).
+            if a.status is not None and self._closing and not self._then_lost:
                 return a, self.request(*second)
+            if a.status is not None:
+                self.pipelining = False
             return a, self._failure(
                 second[0], second[1], second[2], time.perf_counter(),
-                "not answered: the connection was lost with the answer to the request"
-                " pipelined before it (not sent again: it may have been carried out)",
+                f"not answered: the connection was lost before the answer to {first[0]}"
+                f" {first[1]} came back with it (pipelined behind it; not sent again: it may"
+                " have been carried out)",
             )  # fmt: skip
         b = self.request(*second, _sent=True)
         if b.status is None:
             self.pipelining = False
+            if not b.unsendable:
+                why = (
+                    f"not answered (pipelined behind {first[0]} {first[1]}, whose answer came;"
+                    f" not sent again: it may have been carried out): {b.transport_error}"
+                )
+                b = replace(b, transport_error=why)
         return a, b
 
     def _prepared(self, method: str, path: str, body: Any) -> bytes | None:
@@ -593,6 +643,8 @@ class HttpTarget:
                 )
         started = time.perf_counter()
         deadline = time.monotonic() + self.config.timeout_s
+        if keep and not sent and self._conn is not None and not _still_open(self._conn):
+            self._drop()  # closed by the target while idle: nothing was sent on it
         reused = keep and self._conn is not None
         answer_ok = False
         wire = b"" if sent else head + wire_body + then
@@ -603,9 +655,13 @@ class HttpTarget:
             except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
                 if not reused or self._watchdog.fired or sent:
                     raise
-                # A kept-alive connection the target had already closed: once more, fresh.
+                # A kept-alive connection the target closed as the request went out: once more,
+                # fresh.  Not the request pipelined behind it: the target may have carried that
+                # one out before the connection went (request_pair reports it unanswered).
                 self._drop()
-                answer = self._roundtrip(method, wire, deadline, keep, bool(then), sent)
+                self._then_lost = bool(then)
+                wire = head + wire_body
+                answer = self._roundtrip(method, wire, deadline, keep, False, sent)
                 answer_ok = True
         except (_Deadline, TimeoutError):
             self._drop()

@@ -8,11 +8,14 @@ import json
 import socket
 import threading
 import time
+from typing import Any
 
 import pytest
 
-from conformance.drivers.base import Secret, TargetConfig
+from conformance.drivers.base import Exchange, Secret, TargetConfig
+from conformance.embedded.server import start_server
 from conformance.targets.base import HttpTarget
+from tests.common.memory_store import fact
 
 TOKEN = "pipelining-test-token-0123456789"
 
@@ -27,7 +30,9 @@ class PairServer:
     answers the first request and ignores whatever else was sent on the connection; ``"big"``
     answers the first request with a large body; ``"drop"`` answers the first request of the
     first connection as if it would go on, then closes without reading further (a keep-alive
-    close between requests, as a busy server or an edge does).
+    close between requests, as a busy server or an edge does); ``"swallow"`` answers the first
+    request of the first connection, then carries out the next two (a pipelined pair) and
+    closes without answering them (a terminator losing the connection after the store acted).
     """
 
     def __init__(self, mode: str) -> None:
@@ -37,6 +42,7 @@ class PairServer:
         self.handled: list[str] = []
         self.pipelined: list[bool] = []
         self.connections = 0
+        self.closed = threading.Semaphore(0)  # released each time a connection is closed
         threading.Thread(target=self._accept, daemon=True).start()
 
     def _accept(self) -> None:
@@ -64,8 +70,15 @@ class PairServer:
         return head.split(b" ")[1].decode(), rest[length:]
 
     def _serve(self, conn: socket.socket, number: int) -> None:
+        try:
+            self._converse(conn, number)
+        finally:
+            self.closed.release()
+
+    def _converse(self, conn: socket.socket, number: int) -> None:
         buf = b""
         first = True
+        swallowed = 0
         with conn:
             conn.settimeout(5)
             while True:
@@ -85,6 +98,12 @@ class PairServer:
                     buf += data
                     continue
                 path, buf = got
+                if self.mode == "swallow" and number == 1 and not first:
+                    self.handled.append(path)  # carried out, never answered
+                    swallowed += 1
+                    if swallowed == 2:
+                        return
+                    continue
                 if first and self.mode == "big":
                     body = json.dumps({"pad": "x" * 200}).encode()
                     self.handled.append(path)
@@ -204,12 +223,129 @@ def test_a_first_answer_the_client_cannot_keep_never_sends_the_second_twice() ->
 
 
 @pytest.mark.clause()
-def test_an_https_target_gets_one_request_at_a_time() -> None:
-    """Over TLS the pair goes out one request after the other (see HttpTarget.pipelining)."""
-    https = HttpTarget(TargetConfig("https://127.0.0.1:9", Secret(TOKEN), timeout_s=1))
-    plain = HttpTarget(TargetConfig("http://127.0.0.1:9", Secret(TOKEN), timeout_s=1))
+def test_a_kept_connection_closed_while_idle_is_noticed_before_a_pair_is_written() -> None:
+    """The target closed the kept connection after an answer (a keep-alive timeout): the pair
+    goes out on a fresh connection, both answered, each request carried out once."""
+    server = PairServer("drop")
+    target = HttpTarget(TargetConfig(server.url, Secret(TOKEN), timeout_s=5))
     try:
-        assert not https.pipelining and plain.pipelining
+        assert target.request("POST", "/warm", {}).status == 200
+        assert server.closed.acquire(timeout=10)  # the server closed the connection
+        time.sleep(0.05)  # and the close reached the client
+        a, b = target.request_pair(("POST", "/first", {}), ("POST", "/second", {}))
+        assert (a.status, b.status) == (200, 200)
+        assert server.handled == ["/warm", "/first", "/second"]
+        assert server.connections == 2 and target.pipelining
     finally:
-        https.close()
-        plain.close()
+        target.close()
+        server.stop()
+
+
+@pytest.mark.clause()
+def test_a_pair_lost_with_its_connection_gets_only_the_first_again() -> None:
+    """The kept connection was open when the pair went out; the target carried out both and
+    closed without an answer.  The first (repeatable) is sent again, fresh; the second is not
+    (it was carried out once), it is reported unanswered and pipelining is off."""
+    server = PairServer("swallow")
+    target = HttpTarget(TargetConfig(server.url, Secret(TOKEN), timeout_s=5))
+    try:
+        assert target.request("POST", "/warm", {}).status == 200
+        a, b = target.request_pair(("POST", "/first", {}), ("POST", "/second", {}))
+        assert a.status == 200
+        assert b.status is None and "not sent again" in (b.transport_error or "")
+        time.sleep(0.2)
+        assert server.handled == ["/warm", "/first", "/second", "/first"]  # /second once
+        assert not target.pipelining
+    finally:
+        target.close()
+        server.stop()
+
+
+# ---- the bundled store's side of a pipelined pair (conformance/embedded/http_handler.py)
+
+
+@pytest.mark.clause("MEM-WIRE.19")
+def test_a_busy_bundled_store_announces_its_close_so_the_pipelined_request_goes_again_once() -> (
+    None
+):
+    """Every worker busy: the store frees one by closing a connection after its answer.  It says
+    so in that answer (``Connection: close``), so the request pipelined behind it, which it did
+    not read, is sent again on a fresh connection and carried out once -- not lost unanswered."""
+    entered, release = threading.Event(), threading.Event()
+
+    def pause() -> None:
+        entered.set()
+        release.wait(10)
+
+    handle = start_server(token=TOKEN, max_workers=1, write_hook=pause)
+    target = HttpTarget(TargetConfig(handle.url, Secret(TOKEN), timeout_s=10))
+    pair: list[tuple[Exchange, Exchange]] = []
+    write = {"scopeKey": "org:pipe", "records": [fact("one")]}
+    listing = {"scopeKey": "org:pipe", "limit": 5}
+    client = threading.Thread(
+        target=lambda: pair.append(
+            target.request_pair(("POST", "/write", write), ("POST", "/list", listing))
+        )
+    )
+    other = None
+    try:
+        client.start()
+        assert entered.wait(10)  # the only worker is inside the write
+        other = socket.create_connection((handle.host, handle.port), timeout=10)
+        other.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        deadline = time.monotonic() + 10
+        while not handle._server.saturated and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert handle._server.saturated
+        release.set()
+        client.join(10)
+        [(a, b)] = pair
+        assert (a.status, b.status) == (200, 200), b.transport_error
+        assert [r["text"] for r in b.body["records"]] == ["one"]
+        assert other.recv(65536).startswith(b"HTTP/1.1 200 ")  # and the other client is served
+    finally:
+        release.set()
+        if other is not None:
+            other.close()
+        target.close()
+        handle.stop()
+
+
+class _Offered(set[Any]):
+    """The pool's set of connections it may close to free a worker, counting additions."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.offered = 0
+
+    def add(self, item: Any) -> None:
+        self.offered += 1
+        super().add(item)
+
+
+@pytest.mark.clause("MEM-WIRE.19")
+def test_a_connection_with_a_pipelined_request_buffered_is_never_offered_for_closing() -> None:
+    """The pool closes a connection waiting for its next request to free a worker.  One whose
+    next request is already read into the buffer (pipelined) is not waiting: closing it then
+    would carry that request out and lose its answer.  Only a connection blocked on the socket
+    with nothing buffered or arrived is offered: here before the pair arrives (maybe) and
+    after it."""
+    with start_server(token=TOKEN) as handle:
+        offered = _Offered()
+        handle._server.waiting = offered
+        target = HttpTarget(TargetConfig(handle.url, Secret(TOKEN), timeout_s=10))
+        try:
+            listing = {"scopeKey": "org:pipe", "limit": 5}
+            a, b = target.request_pair(("POST", "/list", listing), ("POST", "/list", listing))
+            assert (a.status, b.status) == (200, 200)
+            deadline = time.monotonic() + 10
+            while not offered.offered and time.monotonic() < deadline:
+                time.sleep(0.01)  # idle after the pair: now it is offered
+            assert offered.offered
+        finally:
+            target.close()
+        deadline = time.monotonic() + 10
+        while handle._server.connections and time.monotonic() < deadline:
+            time.sleep(0.01)  # the handler saw the close
+        assert not handle._server.connections
+    assert 1 <= offered.offered <= 2  # never while the second request sat in the buffer

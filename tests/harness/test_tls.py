@@ -1,56 +1,195 @@
 """The bundled store over real TLS: the whole memory and ledger corpus through a TLS-terminating
 loopback proxy (certificates from ``trustme``, nothing mocked), with ``raw_http`` absent as for
-every https target — and the verdict is CONFORMANT."""
+every https target — and the verdict is CONFORMANT.  Pipelining over TLS (issue 11): 500
+pipelined pairs lose no answer and carry out no save twice; a connection the store closed while
+idle gets no pair written into it; an answer lost on the way (the proxy told to lose one) is a
+transport verdict, never a divergence, and the request is not sent again."""
 
 from __future__ import annotations
 
+import datetime
+import io
+import select
+import shutil
 import socket
 import ssl
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trustme
 
 from conformance.cli import main
 from conformance.commands.run import run_pipeline, start_bundled_store
-from conformance.drivers.base import Secret, TargetConfig
+from conformance.drivers.base import Exchange, Secret, TargetConfig
+from conformance.embedded.server import start_server
+from conformance.runner import CORPUS_DIR
 from conformance.targets.base import RAW_HTTP
+from conformance.targets.ledger import LedgerTarget
 from tests.common.memory_harness import TOKEN
 
+#: How long the relay keeps reading (and dropping) what the client still sends after the store
+#: closed, before it closes the client's side too: a lingering close, as a real TLS terminator
+#: does, so the store's early answer (a 413 before a 512 KiB body was read) reaches the client
+#: intact instead of being destroyed by a reset.
+LINGER_S = 2.0
+IDLE_S = 30.0
 
-def _pump(src: socket.socket, dst: socket.socket, linger: bool) -> None:
-    """Relay src -> dst.  ``linger`` (client -> store): once the store has closed, keep
-    reading and dropping what the client still sends (a lingering close, as a real TLS
-    terminator does) so the store's early answer (a 413) reaches the client intact."""
-    dst_open = True
+
+def _answer_end(buf: bytes | bytearray) -> int | None:
+    """Where the first whole answer in ``buf`` ends (the store frames every answer with a
+    ``Content-Length``), or None while it is incomplete."""
+    head_end = buf.find(b"\r\n\r\n")
+    if head_end < 0:
+        return None
+    length = 0
+    for line in bytes(buf[:head_end]).split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            length = int(value)
+    end = head_end + 4 + length
+    return end if len(buf) >= end else None
+
+
+def _relay(
+    tls: ssl.SSLSocket, up: socket.socket, stats: dict[str, int], lose: frozenset[int] = frozenset()
+) -> None:
+    """Relay both directions of one connection in ONE thread.
+
+    An OpenSSL connection object must never be used by two threads at once.  The first version
+    of this proxy relayed each direction in its own thread (``tls.recv`` in one, ``tls.sendall``
+    in the other).  Traced: the client's pipelined pair is forwarded, the store answers the
+    first request while the forwarding thread is still on its way back into ``SSL_read``, so
+    ``SSL_read`` (reader thread) and ``SSL_write`` (the first answer) overlap on one connection;
+    now and then ``SSL_read`` then failed with ``SSL_ERROR_SYSCALL`` and an empty error queue,
+    which Python reports as a bare "EOF occurred in violation of protocol" and ``recv`` turns
+    into ``b""`` (``suppress_ragged_eofs``).  The proxy took that for the client's close and
+    closed the connection -- after the store had carried out the second request, before its
+    answer was relayed: the "lost pipelined answer over TLS" of issue 11 (and a resend of it
+    would carry it out twice).  Here one thread owns the TLS object, waits with ``select`` on
+    both sockets and serves what the TLS object has already decrypted (``pending()``) before
+    waiting on its socket.
+
+    ``lose``: the pipelined pairs (numbered from 1 over the proxy's life) whose second answer
+    the relay loses on purpose, the way the two-thread version did: it relays the first answer,
+    waits until the store has answered the second too (so it was carried out), and closes.
+    """
+    tls.setblocking(False)
+    up.setblocking(False)
+    to_up = bytearray()
+    to_tls = bytearray()
+    writing: bytes | None = None  # a TLS write to retry with the same bytes (OpenSSL's rule)
+    store_open = True  # the store still sends
+    linger_until: float | None = None
+    losing: bytearray | None = None  # the store's answers to a pair whose second is lost
     try:
-        while data := src.recv(65536):
-            if dst_open:
-                try:
-                    dst.sendall(data)
-                except OSError:
-                    if not linger:
+        while True:
+            if linger_until is not None and (time.monotonic() >= linger_until):
+                return
+            readable: list[socket.socket] = [tls]
+            if store_open:
+                readable.append(up)
+            writable: list[socket.socket] = []
+            if to_up:
+                writable.append(up)
+            if to_tls or writing is not None:
+                writable.append(tls)
+            if tls.pending():
+                ready_r, ready_w = [tls], []
+            else:
+                wait = LINGER_S if linger_until is not None else IDLE_S
+                ready_r, ready_w, _ = select.select(readable, writable, [], wait)
+                if not ready_r and not ready_w:
+                    return  # idle (or lingering) long enough
+            if tls in ready_r:
+                while True:
+                    try:
+                        data = tls.recv(65536)
+                    except (ssl.SSLWantReadError, ssl.SSLWantWriteError):
+                        break
+                    if not data:  # the client closed: so does the relay
                         return
-                    dst_open = False
-    except OSError:
-        pass
-    finally:
-        if linger:
-            for s in (src, dst):
+                    if linger_until is None:
+                        to_up += data
+                        if data.count(b" HTTP/1.1\r\n") > 1:
+                            stats["pipelined"] = stats.get("pipelined", 0) + 1
+                            if stats["pipelined"] in lose:
+                                losing = bytearray()
+                    if not tls.pending():
+                        break
+            if up in ready_r:
                 try:
-                    s.close()
+                    data = up.recv(65536)
+                except BlockingIOError:
+                    data = None
+                except OSError:
+                    data = b""
+                if data == b"":
+                    store_open = False
+                elif data and losing is None:
+                    to_tls += data
+                elif data and losing is not None:
+                    losing += data
+                    first_end = _answer_end(losing)
+                    if first_end is not None and _answer_end(losing[first_end:]) is not None:
+                        tls.setblocking(True)
+                        tls.sendall(bytes(to_tls) + bytes(losing[:first_end]))
+                        stats["lost"] = stats.get("lost", 0) + 1
+                        return  # the second answer is in: lost with the connection
+            if up in ready_w and to_up:
+                try:
+                    sent = up.send(to_up)
+                    del to_up[:sent]
+                except BlockingIOError:
+                    pass
+                except OSError:  # the store closed while the client still sends: drop it
+                    to_up.clear()
+            if tls in ready_w or (writing is None and to_tls):
+                if writing is None and to_tls:
+                    writing = bytes(to_tls[:16384])
+                    del to_tls[: len(writing)]
+                if writing is not None:
+                    try:
+                        tls.send(writing)
+                        writing = None
+                    except (ssl.SSLWantWriteError, ssl.SSLWantReadError):
+                        pass
+            if not store_open and not to_tls and writing is None and linger_until is None:
+                # Everything the store said is relayed: close the client's side for writing
+                # and drain what it still sends for a while (a lingering close).
+                try:  # the plain socket's shutdown: SSLSocket.shutdown would drop the TLS object
+                    socket.socket.shutdown(tls, socket.SHUT_WR)
                 except OSError:
                     pass
+                stats["closes_passed_on"] = stats.get("closes_passed_on", 0) + 1
+                to_up.clear()
+                linger_until = time.monotonic() + LINGER_S
+    except (OSError, ValueError) as exc:
+        # A TLS failure or a socket closed under us (TlsProxy.close): counted, so a test can
+        # see the relay never dropped a connection on its own.
+        stats["errors"] = stats.get("errors", 0) + 1
+        stats.setdefault("last_error", repr(exc))  # type: ignore[arg-type]
+    finally:
+        for s in (tls, up):
+            try:
+                s.close()
+            except OSError:
+                pass
 
 
 class TlsProxy:
-    """TLS on 127.0.0.1 in front of a plain-HTTP upstream: bytes are relayed as they come."""
+    """TLS on 127.0.0.1 in front of a plain-HTTP upstream: bytes are relayed as they come, one
+    thread per connection (see :func:`_relay`).  ``connections`` counts accepted connections."""
 
-    def __init__(self, upstream_port: int, ctx: ssl.SSLContext) -> None:
+    def __init__(
+        self, upstream_port: int, ctx: ssl.SSLContext, lose: frozenset[int] = frozenset()
+    ) -> None:
         self.upstream_port = upstream_port
+        self.lose = lose
         self.ctx = ctx
         self.sock = socket.socket()
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -58,6 +197,8 @@ class TlsProxy:
         self.sock.listen(64)
         self.port = self.sock.getsockname()[1]
         self.conns: list[socket.socket] = []
+        self.connections = 0
+        self.stats: dict[str, int] = {}
         self.thread = threading.Thread(target=self._accept, daemon=True)
         self.thread.start()
 
@@ -67,19 +208,25 @@ class TlsProxy:
                 raw, _ = self.sock.accept()
             except OSError:
                 return
+            self.connections += 1
             threading.Thread(target=self._serve, args=(raw,), daemon=True).start()
 
     def _serve(self, raw: socket.socket) -> None:
         try:
+            raw.settimeout(10)
             tls = self.ctx.wrap_socket(raw, server_side=True)
         except (OSError, ssl.SSLError):
             raw.close()
             return
-        up = socket.create_connection(("127.0.0.1", self.upstream_port))
-        tls.settimeout(30)
+        try:
+            up = socket.create_connection(("127.0.0.1", self.upstream_port))
+        except OSError:
+            tls.close()
+            return
+        for s in (tls, up):  # each answer leaves at once (no Nagle wait behind the last one)
+            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.conns += [tls, up]
-        threading.Thread(target=_pump, args=(up, tls, False), daemon=True).start()
-        _pump(tls, up, True)
+        _relay(tls, up, self.stats, self.lose)
 
     def close(self) -> None:
         self.sock.close()
@@ -91,20 +238,34 @@ class TlsProxy:
 
 
 @contextmanager
-def tls_store(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+def tls_stack(
+    tmp_path: Path, idle_timeout: float | None = None, lose: frozenset[int] = frozenset()
+) -> Iterator[tuple[str, Path, TlsProxy, Any]]:
+    """The bundled store behind :class:`TlsProxy`: (https URL, CA file, proxy, store handle).
+    ``idle_timeout``: the store closes a connection idle that long between requests; ``lose``:
+    see :func:`_relay`."""
     ca = trustme.CA()
     cert = ca.issue_cert("127.0.0.1")
     server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     cert.configure_cert(server_ctx)
     ca_file = tmp_path / "ca.pem"
     ca.cert_pem.write_to_path(str(ca_file))
-    store = start_bundled_store(TOKEN)
-    proxy = TlsProxy(int(store.url.rsplit(":", 1)[1]), server_ctx)
+    if idle_timeout is None:
+        store = start_bundled_store(TOKEN)
+    else:
+        store = start_server(token=TOKEN, test_control=True, idle_timeout=idle_timeout)
+    proxy = TlsProxy(int(store.url.rsplit(":", 1)[1]), server_ctx, lose)
     try:
-        yield f"https://127.0.0.1:{proxy.port}", ca_file
+        yield f"https://127.0.0.1:{proxy.port}", ca_file, proxy, store
     finally:
         proxy.close()
         store.stop()
+
+
+@contextmanager
+def tls_store(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    with tls_stack(tmp_path) as (url, ca_file, _, _):
+        yield url, ca_file
 
 
 @pytest.mark.clause("MEM-WIRE.1", "MEM-WIRE.3", "MEM-WIRE.5", "MEM-WIRE.6", "LED-WIRE.1")
@@ -150,3 +311,121 @@ def test_ca_cert_is_needed_for_a_private_ca_and_is_used_from_the_cli(
     assert main([*common, "--ca-cert", str(tmp_path / "missing.pem")]) == 2
     _, err = capsys.readouterr()
     assert "--ca-cert" in err and len(err.strip().splitlines()) == 1
+
+
+PAIRS = 500
+START = datetime.datetime(2026, 3, 2, 9, tzinfo=datetime.UTC)
+
+
+def _pin_and_save(target: LedgerTarget, i: int) -> tuple[Exchange, Exchange]:
+    """The ledger driver's pipelined pair: the clock pinned at START + i s, then a save."""
+    at = (START + datetime.timedelta(seconds=i)).isoformat(timespec="milliseconds")
+    return target.test_then_call(
+        "set_clock",
+        {"now": at.replace("+00:00", "Z")},
+        "memory/save_memory_record",
+        {"body": f"pair {i}"},
+    )
+
+
+def _saved(store: Any) -> list[str]:
+    ledger = store.ledger
+    with ledger.lock:
+        return sorted(r[0] for r in ledger.store.conn.execute("SELECT body FROM memory_records"))
+
+
+@pytest.mark.clause("LED-WIRE.1", "LED-WIRE.7")
+def test_pipelined_pairs_over_tls_lose_no_answer_and_carry_out_no_save_twice(
+    tmp_path: Path,
+) -> None:
+    """Issue 11: over TLS a pipelined pair (clock pin + save) now and then lost the save's
+    answer although the store had carried it out.  The cause was this file's TLS proxy (see
+    :func:`_relay`), not the client; 500 pairs in a row on one kept-alive TLS connection: every
+    answer arrives, every save is carried out exactly once, the connection is never dropped."""
+    with tls_stack(tmp_path) as (url, ca_file, proxy, store):
+        target = LedgerTarget(TargetConfig(url, Secret(TOKEN), 10.0, ca_file=str(ca_file)))
+        try:
+            assert target.pipelining  # https pipelines like http
+            settings = {"mode": "off", "maxRecords": 10000}
+            assert target.call("memory/update_consolidation_settings", settings).status == 200
+            lost = []
+            for i in range(PAIRS):
+                pin, save = _pin_and_save(target, i)
+                if (pin.status, save.status) != (200, 200):
+                    lost.append((i, pin.transport_error, save.transport_error))
+            still_pipelining = target.pipelining  # never turned off by a lost answer
+        finally:
+            target.close()
+        relayed = dict(proxy.stats)
+        saved = _saved(store)
+    assert lost == []
+    assert still_pipelining
+    assert saved == sorted(f"pair {i}" for i in range(PAIRS))  # each save once
+    assert proxy.connections == 1  # one kept-alive connection, never lost and reopened
+    assert relayed.get("errors", 0) == 0, relayed
+    assert relayed.get("pipelined", 0) >= PAIRS * 9 // 10  # the pairs really went pipelined
+
+
+@pytest.mark.clause("LED-WIRE.1", "MEM-WIRE.19")
+def test_a_tls_connection_the_store_closed_while_idle_gets_no_pair_written_into_it(
+    tmp_path: Path,
+) -> None:
+    """The store closes a kept connection idle for 0.3 s (the proxy passes the close on): the
+    client sees that before writing the next pair (bytes already decrypted and the TLS close
+    checked without blocking), so the pair goes out whole on a fresh connection."""
+    with tls_stack(tmp_path, idle_timeout=0.3) as (url, ca_file, proxy, store):
+        target = LedgerTarget(TargetConfig(url, Secret(TOKEN), 10.0, ca_file=str(ca_file)))
+        try:
+            answers = [ex.status for ex in _pin_and_save(target, 0)]
+            deadline = time.monotonic() + 10
+            while not proxy.stats.get("closes_passed_on") and time.monotonic() < deadline:
+                time.sleep(0.02)  # the store closes the idle connection after 0.3 s
+            time.sleep(0.05)  # and the proxy's close reaches the client
+            assert proxy.stats.get("closes_passed_on") == 1
+            answers += [ex.status for ex in _pin_and_save(target, 1)]
+            still_pipelining = target.pipelining
+        finally:
+            target.close()
+        saved = _saved(store)
+    assert answers == [200, 200, 200, 200] and still_pipelining
+    assert saved == ["pair 0", "pair 1"]
+    assert proxy.connections == 2
+
+
+@pytest.mark.clause("LED-WIRE.1", "LED-BUDGET.5")
+def test_a_pipelined_answer_lost_on_the_way_is_indeterminate_never_a_divergence(
+    tmp_path: Path,
+) -> None:
+    """What the proxy of issue 11 did, on purpose: the store carries out a pipelined save and
+    its answer is lost with the connection.  The save is not sent again (carried out once), the
+    step and the scenario are indeterminate (a transport verdict: no clause failed), and the
+    console says INDETERMINATE, not DIVERGES."""
+    name = "a_refused_save_evicts_nothing.json"
+    corpus = tmp_path / "corpus"
+    (corpus / "ledger").mkdir(parents=True)
+    shutil.copy(CORPUS_DIR / "ledger" / name, corpus / "ledger" / name)
+    out = io.StringIO()
+    with tls_stack(tmp_path, lose=frozenset({2})) as (url, ca_file, proxy, store):
+        config = TargetConfig(url, Secret(TOKEN), 10.0, ca_file=str(ca_file), label=url)
+        outcome = run_pipeline(
+            config, spec="ledger", machines=False, out=out, corpus_dir=corpus, quiet=True
+        )
+        saved = _saved(store)
+    data = outcome.data
+    assert proxy.stats.get("lost") == 1
+    assert saved == ["newer", "oldest"]  # the lost save ("newer") carried out once, not twice
+    [scenario] = data["scenarios"]
+    [divergence] = data["divergences"]
+    assert scenario["verdict"] == divergence["verdict"] == "indeterminate"
+    assert divergence["step"] == 2 and divergence["exchange"]["status"] is None
+    assert "not sent again" in divergence["reason"]
+    assert data["summary"]["indeterminate"] == 1
+    assert all(row["failed"] == 0 for row in data["clauses"])  # no clause failed
+    [row] = [r for r in data["clauses"] if r["indeterminate"]]
+    assert row["id"] == "LED-BUDGET.5"
+    text = out.getvalue()
+    assert "INDETERMINATE scenario a_refused_save_evicts_nothing" in text
+    assert "DIVERGES" not in text and "✗" not in text
+    assert "1 not judged: no answer" in text
+    # The run cannot be called conformant (a scenario could not be judged): exit 1, as before.
+    assert outcome.exit_code == 1
