@@ -128,26 +128,71 @@ class DelayProxy:
 LINGER_S = 2.0
 
 
-def tls_relay(tls: ssl.SSLSocket, up: socket.socket, idle_s: float = 60.0) -> None:
-    """Relay one TLS connection to a plain one, both directions in ONE thread.
+def _answer_end(buf: bytes | bytearray) -> int | None:
+    """Where the first whole answer in ``buf`` ends (the store frames every answer with a
+    ``Content-Length``), or None while it is incomplete."""
+    head_end = buf.find(b"\r\n\r\n")
+    if head_end < 0:
+        return None
+    length = 0
+    for line in bytes(buf[:head_end]).split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            length = int(value)
+    end = head_end + 4 + length
+    return end if len(buf) >= end else None
 
-    An OpenSSL connection object must not be used by two threads at once: a TLS relay with one
-    thread per direction (``recv`` in one, ``sendall`` in the other) now and then had its
-    ``SSL_read`` fail as a ragged EOF while the other thread wrote, and closed the connection
-    with an answer unsent -- the pipelined answers "lost over TLS" of issue 11.  Here one
-    thread waits on both sockets with ``select`` and serves what the TLS object already
-    decrypted (``pending()``) before waiting on its socket.
+
+def tls_relay(
+    tls: ssl.SSLSocket,
+    up: socket.socket,
+    idle_s: float = 60.0,
+    stats: dict[str, int] | None = None,
+    lose: frozenset[int] = frozenset(),
+) -> None:
+    """Relay both directions of one connection in ONE thread.
+
+    An OpenSSL connection object must never be used by two threads at once.  The first version
+    of this proxy relayed each direction in its own thread (``tls.recv`` in one, ``tls.sendall``
+    in the other).  Traced: the client's pipelined pair is forwarded, the store answers the
+    first request while the forwarding thread is still on its way back into ``SSL_read``, so
+    ``SSL_read`` (reader thread) and ``SSL_write`` (the first answer) overlap on one connection;
+    now and then ``SSL_read`` then failed with ``SSL_ERROR_SYSCALL`` and an empty error queue,
+    which Python reports as a bare "EOF occurred in violation of protocol" and ``recv`` turns
+    into ``b""`` (``suppress_ragged_eofs``).  The proxy took that for the client's close and
+    closed the connection -- after the store had carried out the second request, before its
+    answer was relayed: the "lost pipelined answer over TLS" of issue 11 (and a resend of it
+    would carry it out twice).  Here one thread owns the TLS object, waits with ``select`` on
+    both sockets and serves what the TLS object has already decrypted (``pending()``) before
+    waiting on its socket.
+
+    ``stats`` (counted into when given): ``pipelined`` (chunks from the client holding more than
+    one request), ``closes_passed_on``, ``lost``, ``errors`` (and ``last_error``).
+    ``lose`` (fault injection, for tests): the pipelined pairs (numbered from 1 over the
+    terminator's life) whose second answer the relay loses on purpose, the way the two-thread
+    version did: it relays the first answer, waits until the store has answered the second too
+    (so it was carried out), and closes.
     """
+    if stats is None:
+        stats = {}
     tls.setblocking(False)
     up.setblocking(False)
-    to_up, to_tls = bytearray(), bytearray()
+    to_up = bytearray()
+    to_tls = bytearray()
     writing: bytes | None = None  # a TLS write to retry with the same bytes (OpenSSL's rule)
-    store_open = True
+    store_open = True  # the store still sends
     linger_until: float | None = None
+    losing: bytearray | None = None  # the store's answers to a pair whose second is lost
     try:
-        while linger_until is None or time.monotonic() < linger_until:
-            readable: list[socket.socket] = [tls, up] if store_open else [tls]
-            writable: list[socket.socket] = [up] if to_up else []
+        while True:
+            if linger_until is not None and (time.monotonic() >= linger_until):
+                return
+            readable: list[socket.socket] = [tls]
+            if store_open:
+                readable.append(up)
+            writable: list[socket.socket] = []
+            if to_up:
+                writable.append(up)
             if to_tls or writing is not None:
                 writable.append(tls)
             ready_r: list[socket.socket]
@@ -158,55 +203,76 @@ def tls_relay(tls: ssl.SSLSocket, up: socket.socket, idle_s: float = 60.0) -> No
                 wait = LINGER_S if linger_until is not None else idle_s
                 ready_r, ready_w, _ = select.select(readable, writable, [], wait)
                 if not ready_r and not ready_w:
-                    return
+                    return  # idle (or lingering) long enough
             if tls in ready_r:
                 while True:
                     try:
                         data = tls.recv(65536)
                     except (ssl.SSLWantReadError, ssl.SSLWantWriteError):
                         break
-                    if not data:
-                        return  # the client closed
+                    if not data:  # the client closed: so does the relay
+                        return
                     if linger_until is None:
                         to_up += data
+                        if data.count(b" HTTP/1.1\r\n") > 1:
+                            stats["pipelined"] = stats.get("pipelined", 0) + 1
+                            if stats["pipelined"] in lose:
+                                losing = bytearray()
                     if not tls.pending():
                         break
             if up in ready_r:
+                answer: bytes | None
                 try:
-                    chunk = up.recv(65536)
+                    answer = up.recv(65536)
                 except BlockingIOError:
-                    chunk = None
+                    answer = None
                 except OSError:
-                    chunk = b""
-                if chunk == b"":
+                    answer = b""
+                if answer == b"":
                     store_open = False
-                elif chunk:
-                    to_tls += chunk
+                elif answer and losing is None:
+                    to_tls += answer
+                elif answer and losing is not None:
+                    losing += answer
+                    first_end = _answer_end(losing)
+                    if first_end is not None and _answer_end(losing[first_end:]) is not None:
+                        tls.setblocking(True)
+                        tls.sendall(bytes(to_tls) + bytes(losing[:first_end]))
+                        stats["lost"] = stats.get("lost", 0) + 1
+                        return  # the second answer is in: lost with the connection
             if up in ready_w and to_up:
                 try:
-                    del to_up[: up.send(to_up)]
+                    sent = up.send(to_up)
+                    del to_up[:sent]
                 except BlockingIOError:
                     pass
-                except OSError:
-                    to_up.clear()  # the store closed while the client still sends
-            if writing is None and to_tls:
-                writing = bytes(to_tls[:16384])
-                del to_tls[: len(writing)]
-            if writing is not None:
-                try:
-                    tls.send(writing)
-                    writing = None
-                except (ssl.SSLWantWriteError, ssl.SSLWantReadError):
-                    pass
+                except OSError:  # the store closed while the client still sends: drop it
+                    to_up.clear()
+            if tls in ready_w or (writing is None and to_tls):
+                if writing is None and to_tls:
+                    writing = bytes(to_tls[:16384])
+                    del to_tls[: len(writing)]
+                if writing is not None:
+                    try:
+                        tls.send(writing)
+                        writing = None
+                    except (ssl.SSLWantWriteError, ssl.SSLWantReadError):
+                        pass
             if not store_open and not to_tls and writing is None and linger_until is None:
+                # Everything the store said is relayed: close the client's side for writing
+                # and drain what it still sends for a while (a lingering close).
                 try:  # the plain socket's shutdown: SSLSocket.shutdown would drop the TLS object
                     socket.socket.shutdown(tls, socket.SHUT_WR)
                 except OSError:
                     pass
+                stats["closes_passed_on"] = stats.get("closes_passed_on", 0) + 1
                 to_up.clear()
                 linger_until = time.monotonic() + LINGER_S
-    except (OSError, ValueError):
-        pass
+    except (OSError, ValueError) as exc:
+        # A TLS failure or a socket closed under us (TlsTerminator.stop): counted, so a test can
+        # see the relay never dropped a connection on its own.
+        stats["errors"] = stats.get("errors", 0) + 1
+        stats.setdefault("last_error", repr(exc))  # type: ignore[arg-type]
     finally:
         for s in (tls, up):
             try:
@@ -217,9 +283,13 @@ def tls_relay(tls: ssl.SSLSocket, up: socket.socket, idle_s: float = 60.0) -> No
 
 class TlsTerminator:
     """TLS on 127.0.0.1 in front of a plain loopback store (``ctx``: a server context with
-    its certificate).  ``.port``; ``.stop()``."""
+    its certificate), one thread per connection relaying both directions (:func:`tls_relay`).
+    ``.port``; ``.stop()``; ``.connections`` (accepted so far); ``.stats`` (see
+    :func:`tls_relay`, summed over the connections); ``lose``: see :func:`tls_relay`."""
 
-    def __init__(self, upstream_url: str, ctx: ssl.SSLContext) -> None:
+    def __init__(
+        self, upstream_url: str, ctx: ssl.SSLContext, lose: frozenset[int] = frozenset()
+    ) -> None:
         parts = urlsplit(upstream_url)
         if parts.hostname not in ("127.0.0.1", "localhost", "::1"):
             raise ValueError("the TLS terminator forwards to loopback only")
@@ -228,6 +298,9 @@ class TlsTerminator:
         self.sock = socket.create_server(("127.0.0.1", 0), backlog=256)
         self.port = self.sock.getsockname()[1]
         self._conns: list[socket.socket] = []
+        self.lose = lose
+        self.connections = 0
+        self.stats: dict[str, int] = {}
         threading.Thread(target=self._accept, daemon=True).start()
 
     def _accept(self) -> None:
@@ -236,6 +309,7 @@ class TlsTerminator:
                 raw, _ = self.sock.accept()
             except OSError:
                 return
+            self.connections += 1
             threading.Thread(target=self._serve, args=(raw,), daemon=True).start()
 
     def _serve(self, raw: socket.socket) -> None:
@@ -250,10 +324,10 @@ class TlsTerminator:
         except OSError:
             tls.close()
             return
-        for s in (tls, up):
+        for s in (tls, up):  # each answer leaves at once (no Nagle wait behind the last one)
             s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._conns += [tls, up]
-        tls_relay(tls, up)
+        tls_relay(tls, up, stats=self.stats, lose=self.lose)
 
     def stop(self) -> None:
         self.sock.close()

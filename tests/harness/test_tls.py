@@ -9,11 +9,8 @@ from __future__ import annotations
 
 import datetime
 import io
-import select
 import shutil
-import socket
 import ssl
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -23,6 +20,7 @@ from typing import Any
 import pytest
 import trustme
 
+from benchmarks.delay_proxy import TlsTerminator
 from conformance.cli import main
 from conformance.commands.run import run_pipeline, start_bundled_store
 from conformance.drivers.base import Exchange, Secret, TargetConfig
@@ -32,218 +30,15 @@ from conformance.targets.base import RAW_HTTP
 from conformance.targets.ledger import LedgerTarget
 from tests.common.memory_harness import TOKEN
 
-#: How long the relay keeps reading (and dropping) what the client still sends after the store
-#: closed, before it closes the client's side too: a lingering close, as a real TLS terminator
-#: does, so the store's early answer (a 413 before a 512 KiB body was read) reaches the client
-#: intact instead of being destroyed by a reset.
-LINGER_S = 2.0
-IDLE_S = 30.0
-
-
-def _answer_end(buf: bytes | bytearray) -> int | None:
-    """Where the first whole answer in ``buf`` ends (the store frames every answer with a
-    ``Content-Length``), or None while it is incomplete."""
-    head_end = buf.find(b"\r\n\r\n")
-    if head_end < 0:
-        return None
-    length = 0
-    for line in bytes(buf[:head_end]).split(b"\r\n")[1:]:
-        name, _, value = line.partition(b":")
-        if name.strip().lower() == b"content-length":
-            length = int(value)
-    end = head_end + 4 + length
-    return end if len(buf) >= end else None
-
-
-def _relay(
-    tls: ssl.SSLSocket, up: socket.socket, stats: dict[str, int], lose: frozenset[int] = frozenset()
-) -> None:
-    """Relay both directions of one connection in ONE thread.
-
-    An OpenSSL connection object must never be used by two threads at once.  The first version
-    of this proxy relayed each direction in its own thread (``tls.recv`` in one, ``tls.sendall``
-    in the other).  Traced: the client's pipelined pair is forwarded, the store answers the
-    first request while the forwarding thread is still on its way back into ``SSL_read``, so
-    ``SSL_read`` (reader thread) and ``SSL_write`` (the first answer) overlap on one connection;
-    now and then ``SSL_read`` then failed with ``SSL_ERROR_SYSCALL`` and an empty error queue,
-    which Python reports as a bare "EOF occurred in violation of protocol" and ``recv`` turns
-    into ``b""`` (``suppress_ragged_eofs``).  The proxy took that for the client's close and
-    closed the connection -- after the store had carried out the second request, before its
-    answer was relayed: the "lost pipelined answer over TLS" of issue 11 (and a resend of it
-    would carry it out twice).  Here one thread owns the TLS object, waits with ``select`` on
-    both sockets and serves what the TLS object has already decrypted (``pending()``) before
-    waiting on its socket.
-
-    ``lose``: the pipelined pairs (numbered from 1 over the proxy's life) whose second answer
-    the relay loses on purpose, the way the two-thread version did: it relays the first answer,
-    waits until the store has answered the second too (so it was carried out), and closes.
-    """
-    tls.setblocking(False)
-    up.setblocking(False)
-    to_up = bytearray()
-    to_tls = bytearray()
-    writing: bytes | None = None  # a TLS write to retry with the same bytes (OpenSSL's rule)
-    store_open = True  # the store still sends
-    linger_until: float | None = None
-    losing: bytearray | None = None  # the store's answers to a pair whose second is lost
-    try:
-        while True:
-            if linger_until is not None and (time.monotonic() >= linger_until):
-                return
-            readable: list[socket.socket] = [tls]
-            if store_open:
-                readable.append(up)
-            writable: list[socket.socket] = []
-            if to_up:
-                writable.append(up)
-            if to_tls or writing is not None:
-                writable.append(tls)
-            if tls.pending():
-                ready_r, ready_w = [tls], []
-            else:
-                wait = LINGER_S if linger_until is not None else IDLE_S
-                ready_r, ready_w, _ = select.select(readable, writable, [], wait)
-                if not ready_r and not ready_w:
-                    return  # idle (or lingering) long enough
-            if tls in ready_r:
-                while True:
-                    try:
-                        data = tls.recv(65536)
-                    except (ssl.SSLWantReadError, ssl.SSLWantWriteError):
-                        break
-                    if not data:  # the client closed: so does the relay
-                        return
-                    if linger_until is None:
-                        to_up += data
-                        if data.count(b" HTTP/1.1\r\n") > 1:
-                            stats["pipelined"] = stats.get("pipelined", 0) + 1
-                            if stats["pipelined"] in lose:
-                                losing = bytearray()
-                    if not tls.pending():
-                        break
-            if up in ready_r:
-                try:
-                    data = up.recv(65536)
-                except BlockingIOError:
-                    data = None
-                except OSError:
-                    data = b""
-                if data == b"":
-                    store_open = False
-                elif data and losing is None:
-                    to_tls += data
-                elif data and losing is not None:
-                    losing += data
-                    first_end = _answer_end(losing)
-                    if first_end is not None and _answer_end(losing[first_end:]) is not None:
-                        tls.setblocking(True)
-                        tls.sendall(bytes(to_tls) + bytes(losing[:first_end]))
-                        stats["lost"] = stats.get("lost", 0) + 1
-                        return  # the second answer is in: lost with the connection
-            if up in ready_w and to_up:
-                try:
-                    sent = up.send(to_up)
-                    del to_up[:sent]
-                except BlockingIOError:
-                    pass
-                except OSError:  # the store closed while the client still sends: drop it
-                    to_up.clear()
-            if tls in ready_w or (writing is None and to_tls):
-                if writing is None and to_tls:
-                    writing = bytes(to_tls[:16384])
-                    del to_tls[: len(writing)]
-                if writing is not None:
-                    try:
-                        tls.send(writing)
-                        writing = None
-                    except (ssl.SSLWantWriteError, ssl.SSLWantReadError):
-                        pass
-            if not store_open and not to_tls and writing is None and linger_until is None:
-                # Everything the store said is relayed: close the client's side for writing
-                # and drain what it still sends for a while (a lingering close).
-                try:  # the plain socket's shutdown: SSLSocket.shutdown would drop the TLS object
-                    socket.socket.shutdown(tls, socket.SHUT_WR)
-                except OSError:
-                    pass
-                stats["closes_passed_on"] = stats.get("closes_passed_on", 0) + 1
-                to_up.clear()
-                linger_until = time.monotonic() + LINGER_S
-    except (OSError, ValueError) as exc:
-        # A TLS failure or a socket closed under us (TlsProxy.close): counted, so a test can
-        # see the relay never dropped a connection on its own.
-        stats["errors"] = stats.get("errors", 0) + 1
-        stats.setdefault("last_error", repr(exc))  # type: ignore[arg-type]
-    finally:
-        for s in (tls, up):
-            try:
-                s.close()
-            except OSError:
-                pass
-
-
-class TlsProxy:
-    """TLS on 127.0.0.1 in front of a plain-HTTP upstream: bytes are relayed as they come, one
-    thread per connection (see :func:`_relay`).  ``connections`` counts accepted connections."""
-
-    def __init__(
-        self, upstream_port: int, ctx: ssl.SSLContext, lose: frozenset[int] = frozenset()
-    ) -> None:
-        self.upstream_port = upstream_port
-        self.lose = lose
-        self.ctx = ctx
-        self.sock = socket.socket()
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(64)
-        self.port = self.sock.getsockname()[1]
-        self.conns: list[socket.socket] = []
-        self.connections = 0
-        self.stats: dict[str, int] = {}
-        self.thread = threading.Thread(target=self._accept, daemon=True)
-        self.thread.start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                raw, _ = self.sock.accept()
-            except OSError:
-                return
-            self.connections += 1
-            threading.Thread(target=self._serve, args=(raw,), daemon=True).start()
-
-    def _serve(self, raw: socket.socket) -> None:
-        try:
-            raw.settimeout(10)
-            tls = self.ctx.wrap_socket(raw, server_side=True)
-        except (OSError, ssl.SSLError):
-            raw.close()
-            return
-        try:
-            up = socket.create_connection(("127.0.0.1", self.upstream_port))
-        except OSError:
-            tls.close()
-            return
-        for s in (tls, up):  # each answer leaves at once (no Nagle wait behind the last one)
-            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.conns += [tls, up]
-        _relay(tls, up, self.stats, self.lose)
-
-    def close(self) -> None:
-        self.sock.close()
-        for c in self.conns:
-            try:
-                c.close()
-            except OSError:
-                pass
-
 
 @contextmanager
 def tls_stack(
     tmp_path: Path, idle_timeout: float | None = None, lose: frozenset[int] = frozenset()
-) -> Iterator[tuple[str, Path, TlsProxy, Any]]:
-    """The bundled store behind :class:`TlsProxy`: (https URL, CA file, proxy, store handle).
+) -> Iterator[tuple[str, Path, TlsTerminator, Any]]:
+    """The bundled store behind a :class:`TlsTerminator`: (https URL, CA file, terminator,
+    store handle).
     ``idle_timeout``: the store closes a connection idle that long between requests; ``lose``:
-    see :func:`_relay`."""
+    see :func:`benchmarks.delay_proxy.tls_relay`."""
     ca = trustme.CA()
     cert = ca.issue_cert("127.0.0.1")
     server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
@@ -254,11 +49,11 @@ def tls_stack(
         store = start_bundled_store(TOKEN)
     else:
         store = start_server(token=TOKEN, test_control=True, idle_timeout=idle_timeout)
-    proxy = TlsProxy(int(store.url.rsplit(":", 1)[1]), server_ctx, lose)
+    proxy = TlsTerminator(store.url, server_ctx, lose)
     try:
         yield f"https://127.0.0.1:{proxy.port}", ca_file, proxy, store
     finally:
-        proxy.close()
+        proxy.stop()
         store.stop()
 
 
@@ -339,9 +134,10 @@ def test_pipelined_pairs_over_tls_lose_no_answer_and_carry_out_no_save_twice(
     tmp_path: Path,
 ) -> None:
     """Issue 11: over TLS a pipelined pair (clock pin + save) now and then lost the save's
-    answer although the store had carried it out.  The cause was this file's TLS proxy (see
-    :func:`_relay`), not the client; 500 pairs in a row on one kept-alive TLS connection: every
-    answer arrives, every save is carried out exactly once, the connection is never dropped."""
+    answer although the store had carried it out.  The cause was the test's TLS proxy (now
+    :func:`benchmarks.delay_proxy.tls_relay`), not the client; 500 pairs in a row on one
+    kept-alive TLS connection: every answer arrives, every save is carried out exactly once,
+    the connection is never dropped."""
     with tls_stack(tmp_path) as (url, ca_file, proxy, store):
         target = LedgerTarget(TargetConfig(url, Secret(TOKEN), 10.0, ca_file=str(ca_file)))
         try:
