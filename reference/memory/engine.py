@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Final
 
 from reference.memory.records import ACTIVE, MemoryCandidate, MemoryRecord
@@ -21,8 +22,12 @@ CANDIDATE_FLOOR: Final = 50
 CANDIDATE_FACTOR: Final = 5
 
 
+@lru_cache(maxsize=16384)
 def normalize_text(text: str) -> str:
-    """The dedup key: trim, lower-case, collapse whitespace; punctuation kept (MEM-WRITE.2)."""
+    """The dedup key: trim, lower-case, collapse whitespace; punctuation kept (MEM-WRITE.2).
+
+    Memoized per text (a pure function of a string): ``plan_write`` asks it of every active
+    record for every candidate."""
     return collapse_whitespace(text.lower())
 
 

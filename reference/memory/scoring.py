@@ -2,12 +2,17 @@
 
 score = ALPHA * keyword_match + BETA * recency, with whole-token keyword matching and an
 exponential recency decay of time constant TAU_MS over ``last_used_at ?? created_at``.
+
+Performance only: the tokens of a record and of a query are worked out once per distinct value
+(``functools.lru_cache`` on :func:`token_set` and :func:`query_tokens`, pure functions of
+immutable strings); what they return is what the uncached definitions return.
 """
 
 from __future__ import annotations
 
 import math
 import re
+from functools import lru_cache
 from typing import Final
 
 from reference.memory.records import MemoryRecord
@@ -40,10 +45,23 @@ def record_tokens(record: MemoryRecord) -> frozenset[str]:
     Each keyword counts as the tokens ``tokenize`` finds in it, so a keyword is matched by
     exactly the same rule as the text.
     """
-    out = set(tokenize(record.text))
-    for kw in record.keywords:
+    return token_set(record.text, record.keywords)
+
+
+@lru_cache(maxsize=16384)
+def token_set(text: str, keywords: tuple[str, ...]) -> frozenset[str]:
+    """The tokens of ``text`` and of each of ``keywords`` (MEM-SCORE.2): what
+    :func:`record_tokens` reads of a record, memoized per (text, keywords)."""
+    out = set(tokenize(text))
+    for kw in keywords:
         out.update(tokenize(kw))
     return frozenset(out)
+
+
+@lru_cache(maxsize=4096)
+def query_tokens(query: str) -> tuple[str, ...]:
+    """``tokenize(query)`` as a tuple (MEM-SCORE.2), memoized per query."""
+    return tuple(tokenize(query))
 
 
 def keyword_match(query: str, record: MemoryRecord) -> float:
@@ -52,7 +70,7 @@ def keyword_match(query: str, record: MemoryRecord) -> float:
     0.0 for a query without tokens.  Whole-token, never substring: ``"a"`` does not hit
     ``"alpha"``.
     """
-    q = tokenize(query)
+    q = query_tokens(query)
     if not q:
         return 0.0
     bag = record_tokens(record)

@@ -146,7 +146,14 @@ def candidates(
     options: dict[int, list[str]] = {}
     for pos in unbound:
         item = items[pos]
-        fits = [r.id for r in free if not record_problems(w, item, r, route, now, modes(route))]
+        # A record of another text never fits (its text is a content problem): only records
+        # of the item's own text are checked in full.
+        text = item.get("text")
+        fits = [
+            r.id
+            for r in free
+            if r.text == text and not record_problems(w, item, r, route, now, modes(route))
+        ]
         if not fits:
             raise Reject(*no_match_reason(w, item, pos, free, route, now, state))
         options[pos] = fits

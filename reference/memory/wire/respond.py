@@ -221,8 +221,11 @@ def _body_options(
     except (ValueError, RecursionError):
         return [_error(state, 400, "body is not JSON")]
     validate = _VALIDATORS[route]
-    lenient = validate(obj, LENIENT)
     strict = validate(obj, STRICT)
+    # The strict policy refuses all the lenient one refuses and more; a body it accepts reads
+    # the same under both (see ``Policy``), so the lenient reading is needed only after a
+    # strict refusal.
+    lenient = strict if not isinstance(strict, WireError) else validate(obj, LENIENT)
     if isinstance(lenient, WireError):
         assert isinstance(strict, WireError)
         fields = strict.fields if strict.field is not None else ()
