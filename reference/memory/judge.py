@@ -27,6 +27,7 @@ import re
 import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Final
 
 from reference.memory.engine import candidate_cap, eviction_key, fts_match_tokens
@@ -47,6 +48,7 @@ class Problem:
 _ASCII_WORD: Final = re.compile(r"[A-Za-z0-9]+")
 
 
+@lru_cache(maxsize=16384)
 def robust_tokens(text: str) -> frozenset[str]:
     """The tokens of ``text`` every full-text tokenizer sees as words (MEM-STORE.5).
 
@@ -54,7 +56,7 @@ def robust_tokens(text: str) -> frozenset[str]:
     character: ``ascii`` and ``unicode61`` tokenizers both keep such a run as one token, but
     glue a run touching a non-ASCII letter, mark or symbol into a longer word (``café`` is
     ``cafe`` or ``café``, never ``caf``).  The engine's own tokens (MEM-SCORE.2) are a
-    superset; the difference is what a prefilter may miss.
+    superset; the difference is what a prefilter may miss.  Memoized per text (pure).
     """
     out: set[str] = set()
     for m in _ASCII_WORD.finditer(text):
@@ -66,12 +68,13 @@ def robust_tokens(text: str) -> frozenset[str]:
     return frozenset(out)
 
 
+@lru_cache(maxsize=16384)
 def folded_tokens(text: str) -> frozenset[str]:
     """The words a case- and diacritic-folding full-text tokenizer sees (MEM-STORE.7).
 
     Compatibility-decomposed, combining marks dropped, lower-cased, split at every character
     that is not a letter or digit of any script -- what FTS5's ``unicode61`` tokenizer indexes
-    (``résumé`` is ``resume``).
+    (``résumé`` is ``resume``).  Memoized per text (pure).
     """
     decomposed = unicodedata.normalize("NFKD", text)
     stripped = "".join(c for c in decomposed if unicodedata.category(c) != "Mn").lower()

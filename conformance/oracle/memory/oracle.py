@@ -9,7 +9,6 @@ for an eviction the target made invisibly, several) or is rejected with its clau
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -31,7 +30,7 @@ from conformance.oracle.memory.worlds import (
 )
 from reference.memory.engine import DEFAULT_SCOPE_CAP, Dedup, plan_write
 from reference.memory.judge import eviction_picks
-from reference.memory.records import ACTIVE, EVICTED
+from reference.memory.records import ACTIVE, EVICTED, MemoryRecord
 from reference.memory.store import empty_store
 from reference.memory.wire import (
     Allowed,
@@ -44,9 +43,9 @@ from reference.memory.wire import (
     WriteBody,
     members_differ,
     names_field,
-    validate_write,
     worker_respond,
 )
+from reference.memory.wire.respond import read_body
 
 MAX_WORLDS = 64
 
@@ -228,8 +227,11 @@ def check_error_body(spec: ErrorBody, body: Any) -> None:
 def after_write(w: World, option: Option, sent: SentRequest, req: WireRequest) -> list[World]:
     """The worlds after an admitted write: meta for the new records, eviction forks
     (MEM-CAP.2: every legal pick other than the model's own is a world of its own)."""
-    obj = json.loads(req.body.decode("utf-8", "replace").removeprefix("\ufeff"))
-    parsed = validate_write(obj)
+    # The lenient reading the model's 200 came from (the same text: a 200 write was valid
+    # UTF-8, or read with U+FFFD, with a BOM skipped).
+    read = read_body("/write", req.body.decode("utf-8", "replace").removeprefix("\ufeff"))
+    assert read is not None, "an admitted 200 write must be JSON"
+    parsed = read[1]
     assert isinstance(parsed, WriteBody), "an admitted 200 write must validate"
     scope = parsed.scope_key
     sent_records = sent.body.get("records", []) if isinstance(sent.body, dict) else []
@@ -258,7 +260,7 @@ def after_write(w: World, option: Option, sent: SentRequest, req: WireRequest) -
         meta[rec.id] = RecMeta(cand.keywords is not None, ptr, sent_str)
         if plan.supersede_id is not None:
             active = [r for r in active if r.id != plan.supersede_id]
-        active.append(replace(rec, status=ACTIVE))  # as it was before the eviction
+        active.append(_as_active(rec))  # as it was before the eviction
     base = w.copy()
     base.state = option.state
     base.meta = meta
@@ -269,7 +271,7 @@ def after_write(w: World, option: Option, sent: SentRequest, req: WireRequest) -
     if not evicted_now:
         return [base]
     by_id = {r.id: r for r in after}
-    pre_evict = [replace(by_id[r.id], status=ACTIVE) for r in active]
+    pre_evict = [_as_active(by_id[r.id]) for r in active]
     picks = eviction_picks(pre_evict, len(evicted_now))
     if len(picks) > MAX_WORLDS:
         raise Reject(
@@ -285,3 +287,8 @@ def after_write(w: World, option: Option, sent: SentRequest, req: WireRequest) -
             nw.state = set_statuses(option.state, scope, model_pick, pick)
         worlds.append(nw)
     return worlds
+
+
+def _as_active(rec: MemoryRecord) -> MemoryRecord:
+    """``rec`` with status active (the record itself when it already is)."""
+    return rec if rec.status == ACTIVE else replace(rec, status=ACTIVE)

@@ -51,7 +51,8 @@ class WireRequest:
         Optional whitespace (SP, HTAB) around a field value is not part of it (RFC 9110 §5.5),
         so it is stripped here exactly as every HTTP parser strips it.
         """
-        values = [v.strip(" \t") for k, v in self.headers if k.lower() == name.lower()]
+        want = name.lower()
+        values = [v.strip(" \t") for k, v in self.headers if k.lower() == want]
         return ", ".join(values) if values else None
 
     @property

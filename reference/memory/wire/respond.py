@@ -8,6 +8,7 @@ its own -- and finally the store model's answer.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import lru_cache
 from typing import Final
 
 from reference.jsonvalues import parse_json
@@ -154,7 +155,8 @@ def worker_respond(
             continue
         options += _body_options(state, request.route, text, now, cap_default)
     # Strict choices first so that the primary state is the conservative one.
-    options.sort(key=lambda o: 0 if o.status == 400 else 1)
+    if len(options) > 1:
+        options.sort(key=lambda o: 0 if o.status == 400 else 1)
     deduped: list[Option] = []
     for o in options:
         if not any(d.status == o.status and d.body == o.body for d in deduped):
@@ -209,6 +211,26 @@ def _before_body(
     return None
 
 
+@lru_cache(maxsize=16)
+def read_body(route: str, text: str) -> tuple[object, object] | None:
+    """One reading of a data route's body, as ``(strict, lenient)``: what each policy makes of
+    it, a valid body or a ``WireError`` (MEM-WIRE.8 to MEM-WIRE.15); ``None`` when it is not
+    JSON (MEM-WIRE.7).
+
+    The strict policy refuses all the lenient one refuses and more, and a body it accepts reads
+    the same under both (see ``Policy``): the lenient reading is made only after a strict
+    refusal.  Memoized per (route, text), a pure function of two strings: an oracle asks it
+    once per live model world, and again for a write it admitted."""
+    try:
+        obj = parse_json(text)
+    except (ValueError, RecursionError):
+        return None
+    validate = _VALIDATORS[route]
+    strict = validate(obj, STRICT)
+    lenient = strict if not isinstance(strict, WireError) else validate(obj, LENIENT)
+    return strict, lenient
+
+
 def _body_options(
     state: StoreState, route: str, text: str, now: int, cap_default: int
 ) -> list[Option]:
@@ -216,16 +238,10 @@ def _body_options(
     policy is 400 (MEM-WIRE.7, MEM-WIRE.8); else the store's answer, with a 400 as well when
     the strict policy refuses it (MEM-WIRE.9, MEM-WIRE.10) and a no-op for an empty batch
     (MEM-CAP.1)."""
-    try:
-        obj = parse_json(text)
-    except (ValueError, RecursionError):
+    read = read_body(route, text)
+    if read is None:
         return [_error(state, 400, "body is not JSON")]
-    validate = _VALIDATORS[route]
-    strict = validate(obj, STRICT)
-    # The strict policy refuses all the lenient one refuses and more; a body it accepts reads
-    # the same under both (see ``Policy``), so the lenient reading is needed only after a
-    # strict refusal.
-    lenient = strict if not isinstance(strict, WireError) else validate(obj, LENIENT)
+    strict, lenient = read
     if isinstance(lenient, WireError):
         assert isinstance(strict, WireError)
         fields = strict.fields if strict.field is not None else ()

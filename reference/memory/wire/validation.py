@@ -10,6 +10,7 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Final
 
 from reference.jsonvalues import js_integer, js_trim
@@ -113,9 +114,11 @@ class _Errors:
         return WireError(names[0], self.items[0][1], names)
 
 
+@lru_cache(maxsize=1024)
 def _char_fault(s: str, forbidden: frozenset[str], open_: frozenset[str], strict: bool) -> bool:
     """A character whose category is forbidden, or open and refused under the strict policy
-    (MEM-WIRE.9, MEM-WIRE.15)."""
+    (MEM-WIRE.9, MEM-WIRE.15).  Memoized per argument values (a pure function; a run sends one
+    scope key many times)."""
     for c in set(s):  # each distinct character once (a key repeats most of its characters)
         cat = unicodedata.category(c)
         if cat in forbidden or (strict and cat in open_):
