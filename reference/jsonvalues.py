@@ -24,9 +24,15 @@ def _reject_constant(name: str) -> object:
     raise ValueError(f"not JSON: {name}")
 
 
+#: One decoder for every call (``json.loads`` with an argument builds a new one each time).
+_DECODER: Final = json.JSONDecoder(parse_constant=_reject_constant)
+
+
 def parse_json(text: str) -> object:
     """``JSON.parse``: strict JSON, ``NaN``/``Infinity`` rejected (ValueError) (MEM-WIRE.7)."""
-    return json.loads(text, parse_constant=_reject_constant)
+    if text.startswith("\ufeff"):  # what ``json.loads`` says of a byte order mark
+        raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
+    return _DECODER.decode(text)
 
 
 def is_number(v: object) -> bool:
