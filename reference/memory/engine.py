@@ -22,7 +22,7 @@ CANDIDATE_FLOOR: Final = 50
 CANDIDATE_FACTOR: Final = 5
 
 
-@lru_cache(maxsize=16384)
+@lru_cache(maxsize=2048)
 def normalize_text(text: str) -> str:
     """The dedup key: trim, lower-case, collapse whitespace; punctuation kept (MEM-WRITE.2).
 

@@ -48,7 +48,7 @@ class Problem:
 _ASCII_WORD: Final = re.compile(r"[A-Za-z0-9]+")
 
 
-@lru_cache(maxsize=16384)
+@lru_cache(maxsize=2048)
 def robust_tokens(text: str) -> frozenset[str]:
     """The tokens of ``text`` every full-text tokenizer sees as words (MEM-STORE.5).
 
@@ -68,7 +68,7 @@ def robust_tokens(text: str) -> frozenset[str]:
     return frozenset(out)
 
 
-@lru_cache(maxsize=16384)
+@lru_cache(maxsize=2048)
 def folded_tokens(text: str) -> frozenset[str]:
     """The words a case- and diacritic-folding full-text tokenizer sees (MEM-STORE.7).
 

@@ -5,7 +5,8 @@ exponential recency decay of time constant TAU_MS over ``last_used_at ?? created
 
 Performance only: the tokens of a record and of a query are worked out once per distinct value
 (``functools.lru_cache`` on :func:`token_set` and :func:`query_tokens`, pure functions of
-immutable strings); what they return is what the uncached definitions return.
+immutable strings); what they return is what the uncached definitions return.  The caches are
+bounded (2048 entries: tens of megabytes at most, were every text 4000 characters long).
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ def record_tokens(record: MemoryRecord) -> frozenset[str]:
     return token_set(record.text, record.keywords)
 
 
-@lru_cache(maxsize=16384)
+@lru_cache(maxsize=2048)
 def token_set(text: str, keywords: tuple[str, ...]) -> frozenset[str]:
     """The tokens of ``text`` and of each of ``keywords`` (MEM-SCORE.2): what
     :func:`record_tokens` reads of a record, memoized per (text, keywords)."""
@@ -58,7 +59,7 @@ def token_set(text: str, keywords: tuple[str, ...]) -> frozenset[str]:
     return frozenset(out)
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=1024)
 def query_tokens(query: str) -> tuple[str, ...]:
     """``tokenize(query)`` as a tuple (MEM-SCORE.2), memoized per query."""
     return tuple(tokenize(query))
