@@ -65,7 +65,9 @@ def describe_records(spec: RecordsBody, state: StoreState, w: World) -> str:
     groups = rank_allowed(active, query, spec.limit, spec.now)
     lines = []
     for n, g in enumerate(groups):
-        members = sorted((by_id[i] for i in g), key=lambda r: r.created_at)
+        # created_at, then id: a tie group is a set, and its iteration order follows
+        # PYTHONHASHSEED; the text must be the same on every run of a seed.
+        members = sorted((by_id[i] for i in g), key=lambda r: (r.created_at, r.id))
         km = keyword_match(query, members[0])
         lines.append(f"  group {n + 1} (keyword match {km:.3f}, any order):")
         lines.extend(f"     {show(r, w)}" for r in members)
