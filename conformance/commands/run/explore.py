@@ -71,15 +71,17 @@ def explore(
     def is_expected(clauses: tuple[str, ...]) -> bool:
         return match(expected, name, list(clauses)) is not None
 
+    # The machine runs on the protocol's lanes (the first is ``driver`` itself, unless every
+    # lane lives in a worker process); ``driver`` confirms the findings here.
     result = run_machine(
         protocol,
-        driver,
+        lanes[0] if lanes else driver,
         profile,
         seed,
         on_step=progress.step,
         is_expected=is_expected,
         shard=(shard.index, shard.count),
-        lanes=lanes,
+        lanes=lanes[1:],
     )
     done.result = result
     for n, finding in enumerate(result.findings):
@@ -118,7 +120,7 @@ def explore_all(
             profile=profile,
             seed=seed,
             shard=shard,
-            lanes=lanes.get(protocol, [driver])[1:],
+            lanes=lanes.get(protocol, [driver]),
             expected=expected,
             progress=progress,
         )
