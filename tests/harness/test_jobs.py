@@ -86,7 +86,7 @@ def test_worker_processes_change_no_result(tmp_path: Path) -> None:
     or in two (a mutant store, so there is something to find)."""
     handle = start_bundled_store(TOKEN, quirks=frozenset({"mem-substring-match"}))
     try:
-        threads = _run_mutant(handle.url, 1, 0, tmp_path / "threads", machines=False)
+        threads = _run_mutant(handle.url, 1, 0, tmp_path / "threads")
         one = _run_mutant(handle.url, 2, 1, tmp_path / "one")
         two = _run_mutant(handle.url, 4, 2, tmp_path / "two")
     finally:
