@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -147,3 +148,33 @@ def _parent(pid: int) -> int | None:
             return int(f.read().split(")")[-1].split()[1])
     except (FileNotFoundError, ValueError, IndexError):
         return None
+
+
+@pytest.mark.clause()
+def test_a_worker_that_dies_makes_its_unit_indeterminate_not_a_pass() -> None:
+    with bundled_store() as url:
+        driver = make_driver(url)
+        ctx = RunContext("memspec-memtest01", TargetConfig(url, Secret(TOKEN), 10.0))
+        pool = WorkerPool()
+        try:
+            pool.start(1, ctx.target.token)
+            (lane,) = pool.lanes("memory", ctx, driver.capabilities(), 1)
+            scenario = Scenario(
+                protocol="memory",
+                name="dies-mid-unit",
+                clauses=["MEM-WIRE.1"],
+                steps=[Step(op="healthz", args={}), Step(op="pause_ms", args={"ms": 20_000})],
+            )
+            assert isinstance(lane, RemoteLane)
+            # the worker dies while the unit runs (in its pause): the lane must not wait on
+            kill = threading.Timer(1.0, pool.workers[0].proc.kill)
+            kill.start()
+            started = time.monotonic()
+            result = lane.run_scenario(scenario, tag="c0")
+            kill.join()
+            assert time.monotonic() - started < 15
+        finally:
+            pool.close()
+            driver.close()
+    assert result.verdict == "indeterminate"
+    assert result.reason.startswith("harness error: worker 1 ended")
