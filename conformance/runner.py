@@ -240,7 +240,8 @@ def run_scenarios(
         for t in threads:
             t.start()
         for t in threads:
-            t.join()
+            while t.is_alive():  # a bounded wait, so that Ctrl-C is seen at once
+                t.join(0.2)
     return [r for r in results if r is not None]
 
 

@@ -689,10 +689,14 @@ def worker_main(argv: Sequence[str] | None = None) -> None:
         os._exit(0)  # the parent is gone: so is this worker, at once
     for ln in lanes:
         ln.inbox.put(None)
+    # At the end of a run the lanes are idle; after an interrupt a lane may be mid-unit, whose
+    # result nobody waits for any more: it is cut short by the exit below.
+    deadline = time.monotonic() + 1.0
     for t in threads:
-        t.join(STOP_TIMEOUT_S)
+        t.join(max(0.0, deadline - time.monotonic()))
     for ln in lanes:
-        ln.driver.close()
+        if not any(t.is_alive() for t in threads):
+            ln.driver.close()
     try:
         out(("bye", time.process_time(), collect() if collect is not None else None))
     except Exception as exc:  # noqa: BLE001 -- a hook that fails must not hide the run

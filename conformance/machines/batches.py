@@ -183,5 +183,6 @@ def _run_round(
     for t in threads:
         t.start()
     for t in threads:
-        t.join()
+        while t.is_alive():  # a bounded wait, so that Ctrl-C is seen at once
+            t.join(0.2)
     return [results[b] for b in batch_nos]

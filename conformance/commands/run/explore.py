@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -130,6 +130,8 @@ def explore_all(
         progress.set_phase("machines")
         with ThreadPoolExecutor(len(drivers), thread_name_prefix="memspec") as pool:
             futures = [pool.submit(one, p, d) for p, d in drivers.items()]
+            while not all(f.done() for f in futures):  # bounded waits: Ctrl-C is seen at once
+                wait(futures, timeout=0.2)
             return [f.result() for f in futures]
     explored = []
     for protocol, driver in drivers.items():

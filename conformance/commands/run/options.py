@@ -138,7 +138,8 @@ def add_run_options(p: argparse.ArgumentParser, *, machines: bool = True) -> Non
         help="worker processes the memory lanes are spread over, so a run uses more than one "
         "core (default: 2 on a machine with 2 or more cores when --jobs is 2 or more, else 0; "
         "0 = every lane a thread of this process). --jobs N lanes are split evenly over the "
-        "P workers; ledger lanes stay threads here. Results do not depend on P",
+        "P workers; ledger lanes stay threads here. The verdict and the divergences found do "
+        "not depend on P",
     )
     p.add_argument("--quiet", "-q", action="store_true", help="no live progress line")
     p.add_argument(
