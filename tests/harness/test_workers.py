@@ -31,7 +31,7 @@ def _alive(pid: int) -> bool:
         return False
 
 
-@pytest.mark.clause("MEM-WIRE.2")
+@pytest.mark.clause("MEM-WIRE.3")
 @pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs /proc")
 def test_token_reaches_the_worker_only_over_its_socket(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MEMSPEC_TEST_TOKEN_VAR", TOKEN)  # as --token-env leaves it
@@ -93,7 +93,7 @@ def test_an_exception_that_does_not_pickle_keeps_its_name() -> None:
     assert type(again).__name__ == "Unpicklable" and str(again) == "broke at 1/2"
 
 
-@pytest.mark.clause("MEM-WIRE.1")
+@pytest.mark.clause()
 def test_workers_that_cannot_start_leave_thread_lanes(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
