@@ -62,91 +62,25 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
 
+from benchmarks.lane_recorder import OracleTimer, Recorder, Sent
 from conformance.commands.run import DEFAULT_JOBS
-from conformance.drivers.base import SPACING_S, Exchange, RunContext, Secret, TargetConfig
+from conformance.commands.run.drivers import default_procs
+from conformance.drivers.base import SPACING_S, Driver, RunContext, Secret, TargetConfig
 from conformance.drivers.memory import MemoryDriver
 from conformance.embedded.server import start_server
 from conformance.machines import run_machine
 from conformance.machines.profiles import Profile
-from conformance.oracle.memory import MemoryOracle
 from conformance.runner import load_corpus, run_scenarios
 from conformance.scenario import Scenario
 from conformance.targets.base import HttpTarget
+from conformance.workers import WorkerPool
 
 SEED = 424242
 ROUNDS = 3
 EXAMPLES_PER_LANE = 8  # examples per round: this many per lane (each lane has work)
 STEPS_PER_EXAMPLE = 25
 GOAL = 0.7
-
-
-@dataclass
-class Sent:
-    kind: str  # "request" | "raw"
-    method: str
-    path: str
-    kwargs: dict[str, Any]
-
-
-class Recorder:
-    """Wraps a target's ``request``/``raw``: keeps every request and the time spent in HTTP."""
-
-    def __init__(self, target: HttpTarget) -> None:
-        self.sent: list[Sent] = []
-        self.http_s = 0.0
-        self._request = target.request
-        self._raw = target.raw
-        target.request = self.request  # type: ignore[method-assign]
-        target.raw = self.raw  # type: ignore[method-assign]
-
-    def request(self, method: str, path: str, *args: Any, **kwargs: Any) -> Exchange:
-        self.sent.append(Sent("request", method, path, {"args": args, **kwargs}))
-        t = time.perf_counter()
-        try:
-            return self._request(method, path, *args, **kwargs)
-        finally:
-            self.http_s += time.perf_counter() - t
-
-    def raw(self, method: str, path: str, **kwargs: Any) -> Exchange:
-        self.sent.append(Sent("raw", method, path, kwargs))
-        t = time.perf_counter()
-        try:
-            return self._raw(method, path, **kwargs)
-        finally:
-            self.http_s += time.perf_counter() - t
-
-
-class OracleTimer:
-    """Times ``MemoryOracle.allowed`` and ``judge`` (the model runs inside them)."""
-
-    def __init__(self) -> None:
-        self.seconds = 0.0
-        self._saved: dict[str, Any] = {}
-
-    def __enter__(self) -> OracleTimer:
-        for name in ("allowed", "judge"):
-            original = MemoryOracle.__dict__.get(name)
-            if original is None:
-                continue
-            self._saved[name] = original
-            setattr(MemoryOracle, name, self._timed(original))
-        return self
-
-    def _timed(self, fn: Any) -> Any:
-        def timed(*args: Any, **kwargs: Any) -> Any:
-            t = time.perf_counter()
-            try:
-                return fn(*args, **kwargs)
-            finally:
-                self.seconds += time.perf_counter() - t
-
-        return timed
-
-    def __exit__(self, *exc: object) -> None:
-        for name, original in self._saved.items():
-            setattr(MemoryOracle, name, original)
 
 
 @dataclass
@@ -162,6 +96,8 @@ class Side:
     slept_s: float = 0.0
     http_s: float = 0.0
     oracle_s: float = 0.0
+    worker_cpu_s: float = 0.0  # the worker processes' CPU (lanes in workers only)
+    worker_start_s: list[float] = field(default_factory=list)  # start to every worker ready
     per_round: list[float] = field(default_factory=list)  # wall seconds
 
 
@@ -227,8 +163,12 @@ def store(token: str, separate: bool) -> Iterator[Store]:
 
 
 def differential(
-    round_no: int, corpus: list[Scenario], side: Side, jobs: int, separate: bool
+    round_no: int, corpus: list[Scenario], side: Side, jobs: int, procs: int, separate: bool
 ) -> list[list[Sent]]:
+    """One round's differential side, arranged as ``memspec run`` arranges its lanes: ``jobs``
+    lanes, in ``procs`` worker processes (0: threads of this process).  Every lane's requests
+    are recorded -- in a worker by the ``benchmarks.lane_recorder`` hook -- and returned per
+    lane, in lane order."""
     token = secrets.token_urlsafe(16)
     seed = SEED + round_no
     profile = Profile(
@@ -240,39 +180,71 @@ def differential(
     )
     with store(token, separate) as st:
         ctx = RunContext(f"memspec-bench{round_no:04d}", TargetConfig(st.url, Secret(token)))
+        pool: WorkerPool | None = None
+        if procs > 0:
+            pool = WorkerPool()
+            pool.start(procs, ctx.target.token)  # the workers import while the driver probes
         driver = MemoryDriver(ctx)
-        lanes = [driver, *(driver.lane() for _ in range(jobs - 1))]
-        recs = [Recorder(d.target) for d in lanes]
-        steps = 0
-        with OracleTimer() as timer:
-            store0 = st.cpu()
-            cpu0, tcpu0 = time.process_time(), time.thread_time()
-            started = time.perf_counter()
-            for result in run_scenarios({"memory": lanes}, [(sc, "") for sc in corpus]):
-                steps += len(result.outcomes)
-                if result.verdict == "fail":
-                    raise SystemExit(f"corpus diverged against the bundled store: {result.reason}")
-            m = run_machine("memory", driver, profile, seed, lanes=lanes[1:])
-            steps += m.steps
-            elapsed = time.perf_counter() - started
-            cpu, tcpu = time.process_time() - cpu0, time.thread_time() - tcpu0
-            store1 = st.cpu()
-        for d in lanes:
-            d.close()
+        lanes: list[Driver]
+        recs: list[Recorder] = []
+        try:
+            if pool is not None:
+                lanes = list(
+                    pool.lanes(
+                        "memory", ctx, driver.capabilities(), jobs,
+                        hook="benchmarks.lane_recorder:install",
+                    )
+                )  # fmt: skip
+                side.worker_start_s.append(pool.started_s)
+            else:
+                lanes = [driver, *(driver.lane() for _ in range(jobs - 1))]
+                recs = [Recorder(d.target) for d in lanes]  # type: ignore[attr-defined]
+            steps = 0
+            with OracleTimer() as timer:
+                store0 = st.cpu()
+                cpu0, tcpu0 = time.process_time(), time.thread_time()
+                started = time.perf_counter()
+                for result in run_scenarios({"memory": lanes}, [(sc, "") for sc in corpus]):
+                    steps += len(result.outcomes)
+                    if result.verdict == "fail":
+                        raise SystemExit(
+                            f"corpus diverged against the bundled store: {result.reason}"
+                        )
+                m = run_machine("memory", lanes[0], profile, seed, lanes=lanes[1:])
+                steps += m.steps
+                elapsed = time.perf_counter() - started
+                cpu, tcpu = time.process_time() - cpu0, time.thread_time() - tcpu0
+                store1 = st.cpu()
+        finally:
+            if pool is not None:
+                pool.close()
+            for d in [driver, *lanes[1:]] if pool is None else [driver]:
+                d.close()
     if m.verdict != "pass":
         raise SystemExit(f"the machine did not pass against the bundled store: {m.reason}")
-    side.requests += sum(len(r.sent) for r in recs)
+    if pool is not None:
+        got = pool.collected()
+        if not all(isinstance(g, dict) for g in got):
+            raise SystemExit(f"a worker's recorder failed: {got}")
+        sent = [lane_sent for g in got for lane_sent in g["sent"]]
+        side.http_s += sum(g["http_s"] for g in got)
+        side.oracle_s += sum(g["oracle_s"] for g in got)
+        side.slept_s += sum(g["slept_s"] for g in got)
+        side.worker_cpu_s += sum(g["cpu_s"] for g in got)
+    else:
+        sent = [r.sent for r in recs]
+        side.http_s += sum(r.http_s for r in recs)
+        side.oracle_s += timer.seconds
+        side.slept_s += sum(d.spacing_slept_s for d in lanes)  # type: ignore[attr-defined]
+    side.requests += sum(len(x) for x in sent)
     side.steps += steps
     side.wall_s += elapsed
     side.cpu_s += cpu
     side.thread_cpu_s += tcpu
     if store0 is not None and store1 is not None:
         side.store_cpu_s += store1 - store0
-    side.slept_s += sum(d.spacing_slept_s for d in lanes)
-    side.http_s += sum(r.http_s for r in recs)
-    side.oracle_s += timer.seconds
     side.per_round.append(elapsed)
-    return [r.sent for r in recs]
+    return sent
 
 
 def _replay(target: HttpTarget, sent: list[Sent]) -> None:
@@ -370,10 +342,21 @@ def report(title: str, diff: Side, raw: Side, jobs: int, separate: bool) -> floa
         f"{min(per_round):.2f} .. {max(per_round):.2f} (median {statistics.median(per_round):.2f})"
     )
     print(f"ratio without the spacing sleeps:             {ratio_busy:.2f}")
-    if separate:
+    if diff.worker_start_s:
         print(
-            f"CPU, harness process: {diff.cpu_s / diff.steps * 1000:.3f} ms per differential step,"
-            f" {raw.cpu_s / n * 1000:.3f} ms per raw request (the client alone)"
+            f"CPU, worker processes (the lanes): {diff.worker_cpu_s / diff.steps * 1000:.3f} ms"
+            f" per differential step; parent process: {diff.cpu_s / diff.steps * 1000:.3f} ms"
+            " (it hands out units" + (")" if separate else "; and the store's thread)")
+        )
+        print(
+            f"worker start (interpreter, imports, lanes ready): "
+            f"{statistics.median(diff.worker_start_s):.2f} s median per round (untimed)"
+        )
+    if separate:
+        harness_cpu = diff.cpu_s + diff.worker_cpu_s
+        print(
+            f"CPU, harness (all its processes): {harness_cpu / diff.steps * 1000:.3f} ms per"
+            f" differential step, {raw.cpu_s / n * 1000:.3f} ms per raw request (the client alone)"
         )
         print(
             f"CPU, store process:   {diff.store_cpu_s / n * 1000:.3f} ms per request"
@@ -402,6 +385,12 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="bench_harness")
     ap.add_argument("--jobs", type=int, default=DEFAULT_JOBS, help="lanes (memspec run --jobs)")
     ap.add_argument(
+        "--procs",
+        type=int,
+        default=None,
+        help="worker processes for the lanes (memspec run --procs; default: its default)",
+    )
+    ap.add_argument(
         "--store",
         choices=sorted(ARRANGEMENTS),
         default="both",
@@ -410,6 +399,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = ap.parse_args(argv if argv is not None else [])
     jobs = max(1, args.jobs)
+    procs = default_procs(jobs) if args.procs is None else min(max(0, args.procs), jobs)
     arrangements = ARRANGEMENTS[args.store]
     sides = {separate: (Side(), Side()) for separate in arrangements}
     run_started = time.perf_counter()
@@ -417,7 +407,7 @@ def main(argv: list[str] | None = None) -> int:
     for r in range(ROUNDS):
         for separate in arrangements:
             diff, raw = sides[separate]
-            sent = differential(r, corpus, diff, jobs, separate)
+            sent = differential(r, corpus, diff, jobs, procs, separate)
             raw_replay(sent, raw, separate)
     total_s = time.perf_counter() - run_started
 
@@ -425,6 +415,17 @@ def main(argv: list[str] | None = None) -> int:
         f"memspec harness benchmark: {ROUNDS} interleaved rounds (corpus + machine,"
         f" {EXAMPLES_PER_LANE * jobs}x{STEPS_PER_EXAMPLE} steps), spacing {SPACING_S * 1000:g} ms,"
         f" {jobs} lane(s) on each side"
+    )
+    print(
+        f"differential arrangement (as memspec run --jobs {jobs} --procs {procs}): "
+        + (
+            f"{procs} worker process(es) x {jobs // procs}"
+            + (f"-{-(-jobs // procs)}" if jobs % procs else "")
+            + " lanes (threads), the parent hands out units"
+            if procs
+            else f"1 process x {jobs} lanes (threads)"
+        )
+        + f"; raw side: {jobs} connections, threads of one process"
     )
     ratios: dict[bool, float] = {}
     for separate in arrangements:

@@ -177,8 +177,11 @@ def run_scenarios(
     taking the next one of its protocol when it is free, so at most ``len(lanes)`` scenarios of
     a protocol are in flight.  Every scenario's scopes are named after its place in the corpus,
     never after the lane, so results, divergences and replays are the same for any number of
-    lanes; results come back in corpus order.  ``on_begin``, ``on_step`` and ``on_result`` are
-    called from the lanes' threads, one call at a time.
+    lanes; results come back in corpus order.  A lane may live in a worker process
+    (:class:`conformance.workers.RemoteLane`): it runs the same :func:`run_scenario` there.
+    ``on_begin``, ``on_step`` and ``on_result`` are called from the lanes' threads (for a
+    remote lane, from the thread receiving its steps; the outcome then carries no exchange),
+    one call at a time.
     """
     items = list(scenarios)
     lanes = {p: [d] if not isinstance(d, Sequence) else list(d) for p, d in drivers.items()}
@@ -218,7 +221,12 @@ def run_scenarios(
                 if on_begin is not None:
                     on_begin(items[i][0])
             scenario, path = items[i]
-            finish(i, run_scenario(driver, scenario, path=path, on_step=step_hook, tag=f"c{i}"))
+            if getattr(driver, "remote", False) is True:  # a lane in a worker process
+                remote: Any = driver
+                result = remote.run_scenario(scenario, path=path, on_step=step_hook, tag=f"c{i}")
+            else:
+                result = run_scenario(driver, scenario, path=path, on_step=step_hook, tag=f"c{i}")
+            finish(i, result)
 
     work = [(p, d) for p, ds in lanes.items() for d in ds[: max(1, len(queues[p]))] if queues[p]]
     if len(work) <= 1:
@@ -232,7 +240,8 @@ def run_scenarios(
         for t in threads:
             t.start()
         for t in threads:
-            t.join()
+            while t.is_alive():  # a bounded wait, so that Ctrl-C is seen at once
+                t.join(0.2)
     return [r for r in results if r is not None]
 
 

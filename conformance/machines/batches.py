@@ -1,7 +1,9 @@
 """Examples run in batches of at most :data:`BATCH`, each a Hypothesis run with a seed of its
 own (:func:`batch_seed`): one batch explored in a session of its own (:func:`_explore_batch`),
 folded into the exploration in batch order (:func:`_merge_batch`), and a round of batches run
-side by side, one per driver (:func:`_run_round`)."""
+side by side, one per driver (:func:`_run_round`) -- a driver being a thread lane of this
+process or a lane in a worker process (:class:`conformance.workers.RemoteLane`), which runs the
+same :func:`_explore_batch` there and sends the batch's session back."""
 
 from __future__ import annotations
 
@@ -10,9 +12,10 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
+from hypothesis import HealthCheck, Phase, Verbosity, settings
 from hypothesis import seed as hypothesis_seed
-from hypothesis import settings
 from hypothesis.errors import Flaky, HypothesisException
 from hypothesis.stateful import run_state_machine_as_test
 
@@ -28,6 +31,23 @@ BATCH = 10
 def batch_seed(seed: int, batch_no: int) -> int:
     """The seed of one batch of examples (batch 0 uses the run's seed itself)."""
     return seed if batch_no == 0 else (seed * 1_000_003 + batch_no) % 2**32
+
+
+def machine_settings(profile: Profile) -> settings:
+    """The Hypothesis settings of every batch of an exploration under ``profile`` (a worker
+    process builds them from the profile alike)."""
+    return settings(
+        max_examples=BATCH,
+        stateful_step_count=profile.step_count,
+        deadline=None,
+        database=None,
+        derandomize=False,
+        verbosity=Verbosity.quiet,
+        print_blob=False,
+        phases=(Phase.generate, Phase.shrink),
+        suppress_health_check=list(HealthCheck),
+        report_multiple_bugs=False,
+    )
 
 
 def _run_batch(
@@ -131,14 +151,20 @@ def _run_round(
     profile: Profile,
 ) -> list[_BatchRun]:
     """Explore ``batches`` (batch number, examples) side by side, one per driver, setting aside
-    what ``main`` holds; the runs come back in batch order."""
+    what ``main`` holds; the runs come back in batch order.  A driver that is a lane in a worker
+    process explores its batch there (the same :func:`_explore_batch`)."""
     sizes = dict(batches)
     batch_nos = [b for b, _ in batches]
+
+    def explore(b: int, d: Driver) -> _BatchRun:
+        if getattr(d, "remote", False) is True:
+            remote: Any = d
+            run: _BatchRun = remote.explore_batch(b, main, cls, seed, sizes[b], profile)
+            return run
+        return _explore_batch(b, d, main, cls, seed, sizes[b], run_settings, profile)
+
     if len(drivers) == 1 or len(batch_nos) == 1:
-        return [
-            _explore_batch(b, drivers[0], main, cls, seed, sizes[b], run_settings, profile)
-            for b in batch_nos
-        ]
+        return [explore(b, drivers[0]) for b in batch_nos]
     results: dict[int, _BatchRun] = {}
     pending = list(batch_nos)
     lock = threading.Lock()
@@ -149,7 +175,7 @@ def _run_round(
                 if not pending:
                     return
                 b = pending.pop(0)
-            run = _explore_batch(b, d, main, cls, seed, sizes[b], run_settings, profile)
+            run = explore(b, d)
             with lock:
                 results[b] = run
 
@@ -157,5 +183,6 @@ def _run_round(
     for t in threads:
         t.start()
     for t in threads:
-        t.join()
+        while t.is_alive():  # a bounded wait, so that Ctrl-C is seen at once
+            t.join(0.2)
     return [results[b] for b in batch_nos]

@@ -10,10 +10,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from hypothesis import HealthCheck, Phase, Verbosity, settings
-
 from conformance.drivers.base import Driver, ResultVerdict, StepOutcome
-from conformance.machines.batches import BATCH, _merge_batch, _run_round
+from conformance.machines.batches import BATCH, _merge_batch, _run_round, machine_settings
 from conformance.machines.machine import DifferentialMachine
 from conformance.machines.profiles import Profile
 from conformance.machines.session import MAX_FINDINGS, Finding, MachineSession
@@ -105,18 +103,7 @@ def run_machine(
     session = MachineSession(driver, protocol, profile.shrink_budget_s, on_step)
     if is_expected is not None:
         session.is_expected = is_expected
-    run_settings = settings(
-        max_examples=BATCH,
-        stateful_step_count=profile.step_count,
-        deadline=None,
-        database=None,
-        derandomize=False,
-        verbosity=Verbosity.quiet,
-        print_blob=False,
-        phases=(Phase.generate, Phase.shrink),
-        suppress_health_check=list(HealthCheck),
-        report_multiple_bugs=False,
-    )
+    run_settings = machine_settings(profile)
     started = time.monotonic()
     error: BaseException | None = None
     drivers = [driver, *lanes]
@@ -224,7 +211,9 @@ def run_machine(
     if error is not None:
         import traceback
 
-        result.details["traceback"] = traceback.format_exception(error)[-6:]
+        # (an error from a worker process carries the worker's own traceback)
+        lines = getattr(error, "remote_traceback", None) or traceback.format_exception(error)
+        result.details["traceback"] = list(lines)[-6:]
         result.verdict = "indeterminate"
         first_line = str(error).splitlines()[0] if str(error) else ""
         result.reason = f"harness error: {type(error).__name__}: {first_line}"

@@ -48,8 +48,9 @@ class MergeError(Exception):
 
 
 #: Options that may differ between the shards of one run: which shard it is, and how many
-#: scenarios each ran side by side (``--jobs`` changes no result).
-_PER_SHARD = frozenset({"shard", "jobs"})
+#: scenarios each ran side by side and in how many processes (``--jobs``, ``--procs``: no result
+#: depends on them).
+_PER_SHARD = frozenset({"shard", "jobs", "procs"})
 
 
 def shard_report_options(shard: Shard, base: str | None, examples: int) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from conformance.commands.run import run_pipeline
+from conformance.commands.run import run_pipeline, start_bundled_store
 from conformance.drivers.base import Secret, TargetConfig
 from tests.common.memory_harness import TOKEN, bundled_store, dedup_disabled, retrieve_reversed
 
@@ -59,3 +59,68 @@ def test_verdicts_and_replays_do_not_depend_on_jobs(
     assert _replays(tmp_path / "one") == _replays(tmp_path / "eight")
     assert (tmp_path / "one" / "replays").is_dir() and _replays(tmp_path / "one")
     assert eight["options"]["jobs"] == 8
+
+
+def _run_mutant(
+    url: str, jobs: int, procs: int, out: Path, machines: bool = True
+) -> dict[str, Any]:
+    config = TargetConfig(url, Secret(TOKEN), 10.0, label="bundled store (mutant)")
+    outcome = run_pipeline(
+        config,
+        spec="memory",
+        profile_name="ci",
+        max_examples=20,
+        machines=machines,
+        report_dir=out,
+        quiet=True,
+        jobs=jobs,
+        procs=procs,
+    )
+    return outcome.data
+
+
+@pytest.mark.clause("MEM-SCORE.2", "MEM-STORE.2")
+def test_worker_processes_change_no_result(tmp_path: Path) -> None:
+    """Lanes in worker processes: the corpus's verdicts and replay files as with one thread
+    lane, and the machine's divergences the same whether its lanes live in one worker process
+    or in two (a mutant store, so there is something to find)."""
+    handle = start_bundled_store(TOKEN, quirks=frozenset({"mem-substring-match"}))
+    try:
+        threads = _run_mutant(handle.url, 1, 0, tmp_path / "threads")
+        one = _run_mutant(handle.url, 2, 1, tmp_path / "one")
+        two = _run_mutant(handle.url, 4, 2, tmp_path / "two")
+    finally:
+        handle.stop()
+    assert (threads["options"]["procs"], one["options"]["procs"], two["options"]["procs"]) == (
+        0,
+        1,
+        2,
+    )
+
+    def corpus(data: dict[str, Any]) -> list[tuple[Any, ...]]:
+        return [
+            (s["name"], s["verdict"], len(s["steps"]), tuple(s["failed_clauses"]))
+            for s in data["scenarios"]
+        ]
+
+    def machine(data: dict[str, Any]) -> list[tuple[Any, ...]]:
+        # which divergences, under which clauses (the step a shrunk run stops at depends on
+        # how far shrinking got in its time budget)
+        return [
+            (d["name"], tuple(d["clauses"])) for d in data["divergences"] if "machine" in d["name"]
+        ]
+
+    assert corpus(threads) == corpus(one) == corpus(two)
+    assert machine(one) == machine(two)
+    assert machine(one), "the mutant must be caught by the machine"
+    assert one["exit_code"] == two["exit_code"] == threads["exit_code"] == 1
+
+    # The corpus's replay files are the same whatever the arrangement.  (A machine finding's
+    # shrunk replay is not compared: shrinking is bounded in time, and the exploration's
+    # steps already differ between --jobs 1 and --jobs 4 with thread lanes alone.)
+    def corpus_replays(out: Path) -> dict[str, Any]:
+        return {k: v for k, v in _replays(out).items() if k.startswith("scenario-")}
+
+    assert corpus_replays(tmp_path / "threads") == corpus_replays(tmp_path / "one")
+    assert corpus_replays(tmp_path / "one") == corpus_replays(tmp_path / "two")
+    assert corpus_replays(tmp_path / "two")

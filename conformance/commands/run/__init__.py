@@ -27,10 +27,12 @@ from typing import Any
 
 from conformance.commands.run.drivers import (
     build_drivers,
+    default_procs,
     driver_lanes,
     ledger_lanes,
     new_run_id,
     protocols_for,
+    start_workers,
 )
 from conformance.commands.run.explore import explore_all
 from conformance.commands.run.options import (
@@ -175,6 +177,7 @@ def execute(
             shard=shard,
             run_id=run_id,
             jobs=int(getattr(args, "jobs", 1) or 1),
+            procs=getattr(args, "procs", None),
             ledger_targets=session.ledger_extra,
             contract=getattr(args, "contract", None),
         )
@@ -207,10 +210,13 @@ def run_pipeline(
     shard: Shard = WHOLE,
     run_id: str | None = None,
     jobs: int = 1,
+    procs: int | None = None,
     ledger_targets: list[TargetConfig] | None = None,
     contract: str | None = None,
 ) -> RunOutcome:
-    """Drivers, corpus, machines, report — against one already reachable target."""
+    """Drivers, corpus, machines, report — against one already reachable target.
+
+    ``procs``: worker processes the memory lanes live in (``None``: :func:`default_procs`)."""
     out = out or sys.stdout
     protocols = protocols_for(spec)
     scenarios: list[tuple[Scenario, str]] = []
@@ -246,7 +252,15 @@ def run_pipeline(
     replays: dict[str, Scenario] = {}
     ctx = RunContext(run_id=run_id, target=config, allow_dirty=allow_dirty, seed=seed)
     notes: list[str] = []
-    drivers = build_drivers(ctx, protocols, strict=spec != "all", notes=notes)
+    procs = default_procs(jobs) if procs is None else min(procs, jobs)
+    # The workers start first: their interpreters import while the target is probed.
+    pool = start_workers(procs if jobs > 1 and (corpus or machines) else 0, ctx, protocols, notes)
+    try:
+        drivers = build_drivers(ctx, protocols, strict=spec != "all", notes=notes)
+    except BaseException:
+        if pool is not None:
+            pool.close()
+        raise
     if shard.count > 1 and "ledger" in drivers:
         notes.append(f"shard {shard.label}: the ledger needs a store instance of its own per shard")
     report = RunReport(
@@ -262,6 +276,7 @@ def run_pipeline(
             "machines": machines,
             **shard_report_options(shard, base, profile.max_examples),
             "jobs": jobs,
+            "procs": procs if pool is not None else 0,
         },
         expectations=list(expectations or []),
         expect_file=expect_file,
@@ -271,7 +286,11 @@ def run_pipeline(
     try:
         for protocol, driver in drivers.items():
             report.capabilities[protocol] = sorted(driver.capabilities())
-        lanes = driver_lanes(drivers, jobs)
+        lanes = driver_lanes(drivers, jobs, pool=pool, ctx=ctx, notes=notes)
+        if pool is not None and not any(
+            getattr(d, "remote", False) for d in lanes.get("memory", [])
+        ):
+            report.options["procs"] = 0  # the workers did not start: thread lanes (noted)
         if "ledger" in drivers and ledger_targets:
             lanes["ledger"] += ledger_lanes(ctx, ledger_targets, notes)
         extra = [d for ds in lanes.values() for d in ds[1:]]
@@ -321,11 +340,17 @@ def run_pipeline(
             )
             report.scenarios.extend(as_results(contract_data))
         for protocol, driver in drivers.items():
-            report.scopes_written[protocol] = driver.scopes_written()
+            written = dict.fromkeys(driver.scopes_written())
+            for lane in lanes.get(protocol, []):
+                if lane is not driver and getattr(lane, "remote", False):
+                    written.update(dict.fromkeys(lane.scopes_written()))
+            report.scopes_written[protocol] = list(written)
     finally:
         progress.close()
         for driver in [*drivers.values(), *extra]:
             driver.close()
+        if pool is not None:
+            pool.close()
     report.duration_s = time.monotonic() - started
     report.finished_at = now_iso()
     if report_dir is not None:

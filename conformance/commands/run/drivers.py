@@ -1,9 +1,11 @@
 """The drivers of one run: one per protocol (``build_drivers``), the extra lanes that let
-``--jobs`` run scenarios side by side (``driver_lanes``, ``ledger_lanes``), and run ids."""
+``--jobs`` run scenarios side by side (``driver_lanes``, ``ledger_lanes``; with ``--procs``,
+memory lanes live in worker processes: ``start_workers``), and run ids."""
 
 from __future__ import annotations
 
 import dataclasses
+import os
 import secrets
 from concurrent.futures import ThreadPoolExecutor
 
@@ -13,6 +15,7 @@ from conformance.drivers.base import Driver, RunContext, TargetConfig
 from conformance.errors import TargetUnreachable
 from conformance.errors import TokenRefused as CliTokenRefused
 from conformance.targets.base import TargetError, TokenRefused
+from conformance.workers import WORKER_PROTOCOLS, WorkerError, WorkerPool
 
 
 def protocols_for(spec: str) -> list[str]:
@@ -56,15 +59,61 @@ def build_drivers(
     return drivers
 
 
-def driver_lanes(drivers: dict[str, Driver], jobs: int) -> dict[str, list[Driver]]:
-    """Each protocol's driver plus, where the protocol can share one target (a ``lane``
-    method: per-run scopes), ``jobs - 1`` more lanes on the same target."""
+def default_procs(jobs: int, cpus: int | None = None) -> int:
+    """Worker processes for ``jobs`` lanes when ``--procs`` is not given: one per core, at most
+    two, and none for a single lane or a single core (see ``--procs`` in ``--help``)."""
+    cpus = os.cpu_count() if cpus is None else cpus
+    if jobs < 2 or (cpus or 1) < 2:
+        return 0
+    return min(2, cpus or 1, jobs)
+
+
+def start_workers(
+    procs: int, ctx: RunContext, protocols: list[str], notes: list[str]
+) -> WorkerPool | None:
+    """Start ``procs`` worker processes for the memory lanes (before the probe: they import
+    while it runs).  ``None`` when no lane would live in one; a start that fails is a note,
+    and the lanes stay threads."""
+    if procs < 1 or not WORKER_PROTOCOLS & set(protocols):
+        return None
+    pool = WorkerPool()
+    try:
+        pool.start(procs, ctx.target.token)
+    except (OSError, WorkerError) as exc:
+        notes.append(f"worker processes could not start ({exc}); lanes run as threads")
+        return None
+    return pool
+
+
+def driver_lanes(
+    drivers: dict[str, Driver],
+    jobs: int,
+    *,
+    pool: WorkerPool | None = None,
+    ctx: RunContext | None = None,
+    notes: list[str] | None = None,
+    hook: str | None = None,
+) -> dict[str, list[Driver]]:
+    """Each protocol's lanes: where the protocol can share one target (a ``lane`` method:
+    per-run scopes), ``jobs`` lanes -- in ``pool``'s worker processes when there is one (the
+    first driver then only probes and confirms), else the driver and ``jobs - 1`` more thread
+    lanes on the same target; otherwise the driver alone."""
     lanes: dict[str, list[Driver]] = {}
     for protocol, driver in drivers.items():
         spawn = getattr(driver, "lane", None)
         lanes[protocol] = [driver]
-        if callable(spawn):
-            lanes[protocol] += [spawn() for _ in range(jobs - 1)]
+        if not callable(spawn):
+            continue
+        if pool is not None and ctx is not None and protocol in WORKER_PROTOCOLS and jobs > 1:
+            try:
+                remote = pool.lanes(protocol, ctx, driver.capabilities(), jobs, hook=hook)
+            except (OSError, WorkerError) as exc:
+                if notes is not None:
+                    notes.append(f"worker processes could not start ({exc}); lanes run as threads")
+            else:
+                lanes[protocol] = list(remote)
+                continue
+        lanes[protocol] += [spawn() for _ in range(jobs - 1)]
     return lanes
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -71,15 +71,17 @@ def explore(
     def is_expected(clauses: tuple[str, ...]) -> bool:
         return match(expected, name, list(clauses)) is not None
 
+    # The machine runs on the protocol's lanes (the first is ``driver`` itself, unless every
+    # lane lives in a worker process); ``driver`` confirms the findings here.
     result = run_machine(
         protocol,
-        driver,
+        lanes[0] if lanes else driver,
         profile,
         seed,
         on_step=progress.step,
         is_expected=is_expected,
         shard=(shard.index, shard.count),
-        lanes=lanes,
+        lanes=lanes[1:],
     )
     done.result = result
     for n, finding in enumerate(result.findings):
@@ -118,7 +120,7 @@ def explore_all(
             profile=profile,
             seed=seed,
             shard=shard,
-            lanes=lanes.get(protocol, [driver])[1:],
+            lanes=lanes.get(protocol, [driver]),
             expected=expected,
             progress=progress,
         )
@@ -128,6 +130,8 @@ def explore_all(
         progress.set_phase("machines")
         with ThreadPoolExecutor(len(drivers), thread_name_prefix="memspec") as pool:
             futures = [pool.submit(one, p, d) for p, d in drivers.items()]
+            while not all(f.done() for f in futures):  # bounded waits: Ctrl-C is seen at once
+                wait(futures, timeout=0.2)
             return [f.result() for f in futures]
     explored = []
     for protocol, driver in drivers.items():

@@ -130,6 +130,17 @@ def add_run_options(p: argparse.ArgumentParser, *, machines: bool = True) -> Non
         "at a time). Each works in its own run-unique scopes; the verdict, divergences and "
         "replays do not depend on N",
     )
+    p.add_argument(
+        "--procs",
+        type=_procs,
+        default=None,
+        metavar="P",
+        help="worker processes the memory lanes are spread over, so a run uses more than one "
+        "core (default: 2 on a machine with 2 or more cores when --jobs is 2 or more, else 0; "
+        "0 = every lane a thread of this process). --jobs N lanes are split evenly over the "
+        "P workers; ledger lanes stay threads here. The verdict and the divergences found do "
+        "not depend on P",
+    )
     p.add_argument("--quiet", "-q", action="store_true", help="no live progress line")
     p.add_argument(
         "--clients",
@@ -160,6 +171,20 @@ def add_run_options(p: argparse.ArgumentParser, *, machines: bool = True) -> Non
 #: but a thread each (they share one process and its GIL).
 DEFAULT_JOBS = 10
 MAX_JOBS = 64
+
+
+#: At most this many worker processes (``--procs``).
+MAX_PROCS = 16
+
+
+def _procs(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--procs takes a whole number, not {text!r}") from None
+    if not 0 <= n <= MAX_PROCS:
+        raise argparse.ArgumentTypeError(f"--procs must be from 0 to {MAX_PROCS}, not {n}")
+    return n
 
 
 def _jobs(text: str) -> int:
