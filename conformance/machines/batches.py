@@ -20,6 +20,7 @@ from hypothesis.errors import Flaky, HypothesisException
 from hypothesis.stateful import run_state_machine_as_test
 
 from conformance.drivers.base import Driver
+from conformance.machines.constants import pinned_local_constants
 from conformance.machines.machine import DifferentialMachine
 from conformance.machines.profiles import Profile
 from conformance.machines.session import Divergence, MachineSession
@@ -59,10 +60,13 @@ def _run_batch(
     # database (unused here) on every run, tokenizing the file; a partial has no source.
     make = functools.partial(factory)
     try:
-        run_state_machine_as_test(  # Hypothesis accepts a factory as well as the class
-            hypothesis_seed(seed)(make),  # type: ignore[arg-type]
-            settings=settings(base, max_examples=size),
-        )
+        # No module-harvested constants: the examples follow the seed alone, whichever modules
+        # are imported in this process (conformance.machines.constants).
+        with pinned_local_constants():
+            run_state_machine_as_test(  # Hypothesis accepts a factory as well as the class
+                hypothesis_seed(seed)(make),  # type: ignore[arg-type]
+                settings=settings(base, max_examples=size),
+            )
     except Divergence:
         return None  # recorded in the session
     except (Flaky, HypothesisException, Exception) as exc:  # flaky target, rule or driver bug

@@ -207,8 +207,11 @@ def fuzz_operation(
 
     if seed is not None:
         explore = hypothesis_seed(seed)(explore)
+    from conformance.machines.constants import pinned_local_constants
+
     try:
-        explore()
+        with pinned_local_constants():  # the cases follow the seed, not the imported modules
+            explore()
     except OutOfTime:
         run.notes.append(
             f"{op.label} ({'negative' if negative else 'positive'}): time budget spent"
