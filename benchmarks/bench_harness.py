@@ -81,6 +81,9 @@ ROUNDS = 3
 EXAMPLES_PER_LANE = 8  # examples per round: this many per lane (each lane has work)
 STEPS_PER_EXAMPLE = 25
 GOAL = 0.7
+#: One token for every store of the run: each new token registered with conformance.scrub
+#: rebuilds its pattern over every token so far, a cost a real run (one token) never pays.
+TOKEN = secrets.token_urlsafe(16)
 
 
 @dataclass
@@ -169,7 +172,7 @@ def differential(
     lanes, in ``procs`` worker processes (0: threads of this process).  Every lane's requests
     are recorded -- in a worker by the ``benchmarks.lane_recorder`` hook -- and returned per
     lane, in lane order."""
-    token = secrets.token_urlsafe(16)
+    token = TOKEN
     seed = SEED + round_no
     profile = Profile(
         "bench",
@@ -259,7 +262,7 @@ def _replay(target: HttpTarget, sent: list[Sent]) -> None:
 
 def raw_replay(per_lane: list[list[Sent]], side: Side, separate: bool) -> None:
     """Each lane's requests in order on a connection of its own, the lanes side by side."""
-    token = secrets.token_urlsafe(16)
+    token = TOKEN
     with store(token, separate) as st:
         targets = [HttpTarget(TargetConfig(st.url, Secret(token))) for _ in per_lane]
         threads = [
