@@ -85,7 +85,7 @@ class Feeder:
         with self.lock:
             self.queue.append((data, close, seed, drip_s))
         sock = socket.create_connection(("127.0.0.1", self.port))
-        sock.settimeout(10)  # a reader waiting wrongly fails the test instead of hanging it
+        sock.settimeout(3)  # a reader waiting wrongly fails the test instead of hanging it
         return sock
 
     def stop(self) -> None:
@@ -424,6 +424,8 @@ def test_an_endless_answer_stops_at_the_bound(feeder: Feeder) -> None:
     head = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
     a = read(feeder, head + frame * 40, RECV_SIZE, limit=100_000, close=False)
     assert a.truncated and len(a.data) == 100_000
+    a = read(feeder, b"HTTP/1.1 200 OK\r\n\r\n" + piece * 40, 4096, limit=100_000, close=False)
+    assert a.truncated and len(a.data) == 100_000 and not a.reusable
 
 
 # ---- the deadline --------------------------------------------------------------------------

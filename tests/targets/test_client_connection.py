@@ -235,6 +235,9 @@ def test_a_target_that_stops_answering_or_reading_ends_at_the_deadline(serve: An
 @pytest.mark.clause()
 def test_the_kernel_bounds_each_blocking_call_behind_the_watchdog() -> None:
     a, b = socket.socketpair()
+    # Without the bound the read would block: a byte comes after 5 s to end it either way.
+    late = threading.Timer(5, lambda: b.send(b"x"))
+    late.start()
     try:
         a.settimeout(None)
         _bound_each_call(a, 0.2)
@@ -243,6 +246,7 @@ def test_the_kernel_bounds_each_blocking_call_behind_the_watchdog() -> None:
             a.recv(1)  # nobody writes: the kernel's receive timeout ends the call
         assert 0.1 < time.monotonic() - started < 3
     finally:
+        late.cancel()
         a.close()
         b.close()
 
