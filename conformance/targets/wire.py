@@ -158,15 +158,17 @@ class _Source:
     def line(self, what: str) -> bytes | None:
         """The next line without its line end (None: the connection ended before one)."""
         buf = self.buf
+        seen = 0  # bytes past pos already searched (a line dripping in is searched once)
         while True:
-            nl = buf.find(b"\n", self.pos)
+            nl = buf.find(b"\n", self.pos + seen)
             if nl >= 0:
                 if nl - self.pos >= MAX_LINE:
                     raise LineTooLong(what)
                 line = bytes(buf[self.pos : nl])
                 self.pos = nl + 1
                 return line[:-1] if line.endswith(b"\r") else line
-            if len(buf) - self.pos > MAX_LINE:
+            seen = len(buf) - self.pos
+            if seen > MAX_LINE:
                 raise LineTooLong(what)
             if not self.more():
                 return None
@@ -200,11 +202,13 @@ def _head(src: _Source) -> tuple[int, int, str, dict[bytes, list[bytes]]]:
     buf = src.buf
     # The status line first, checked as soon as it is in (a target sending garbage and then
     # nothing is told at once, not at its deadline).
+    seen = 0
     while True:
-        nl = buf.find(b"\n", src.pos)
+        nl = buf.find(b"\n", src.pos + seen)
         if nl >= 0:
             break
-        if len(buf) - src.pos > MAX_LINE:
+        seen = len(buf) - src.pos
+        if seen > MAX_LINE:
             raise LineTooLong("status line")
         if not src.more():
             if len(buf) == src.pos:
