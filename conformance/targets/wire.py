@@ -37,6 +37,7 @@ also gives up by itself at ``deadline`` between two reads.
 
 from __future__ import annotations
 
+import re
 import socket
 import time
 from collections.abc import Callable
@@ -63,6 +64,14 @@ _WANTED = frozenset(
     }
 )
 _HEX = frozenset(b"0123456789abcdefABCDEF")
+#: The usual status line; any other form goes the long way (:func:`_status`).
+_STATUS = re.compile(rb"HTTP/1\.([0-9]) ([1-9][0-9][0-9])(?: ([^\r\n]*))?\r\n")
+#: A field the client uses, on one line of a head without folded lines.
+_FIELD = re.compile(
+    rb"^(content-type|content-encoding|content-length|transfer-encoding|connection|keep-alive"
+    rb"|proxy-connection):([^\r\n]*)\r$",
+    re.IGNORECASE | re.MULTILINE,
+)
 
 
 class WireError(Exception):
@@ -223,15 +232,23 @@ def _head(src: _Source) -> tuple[int, int, str, dict[bytes, list[bytes]]]:
     if nl > start and buf[nl - 1] == 13:
         end = buf.find(b"\r\n\r\n", nl - 1)
         if end >= 0:
-            head = bytes(buf[nl + 1 : end]) if end > nl else b""
-            lines = head.split(b"\r\n") if head else []
-            if head.count(b"\n") == max(0, len(lines) - 1):  # no bare LF: no earlier end
-                if len(lines) > MAX_HEADERS:
+            stop = max(end + 2, nl + 1)  # past the last header line's CRLF
+            count = buf.count(b"\n", nl + 1, stop)
+            if count == buf.count(b"\r\n", nl + 1, stop):  # no bare LF: no earlier end
+                if count > MAX_HEADERS:
                     raise TooManyHeaders(f"got more than {MAX_HEADERS} headers")
-                if lines and max(map(len, lines)) >= MAX_LINE - 1:
-                    raise LineTooLong("header line")
+                folded = buf.find(b"\n ", nl, end) >= 0 or buf.find(b"\n\t", nl, end) >= 0
+                if stop - nl > MAX_LINE - 1 or folded:
+                    block = bytes(buf[nl + 1 : end]).split(b"\r\n") if count else []
+                    if block and max(map(len, block)) >= MAX_LINE - 1:
+                        raise LineTooLong("header line")
+                    fields = _fields(block)
+                else:
+                    fields = {}
+                    for name, value in _FIELD.findall(buf, nl + 1, stop):
+                        fields.setdefault(name.lower(), []).append(value.strip(b" \t"))
                 src.pos = end + 4
-                return version, status, reason, _fields(lines)
+                return version, status, reason, fields
     # Line by line: bare LF line ends, or the head not all in yet.
     src.pos = min(nl + 1, len(buf))
     lines = []
@@ -246,6 +263,9 @@ def _head(src: _Source) -> tuple[int, int, str, dict[bytes, list[bytes]]]:
 
 
 def _status(raw: bytes) -> tuple[int, int, str]:
+    m = _STATUS.fullmatch(raw)
+    if m is not None:  # the usual form: "HTTP/1.1 200 OK" CRLF
+        return 10 if m[1] == b"0" else 11, int(m[2]), (m[3] or b"").decode("latin-1").strip()
     line = raw.decode("latin-1")
     parts = line.split(None, 2)
     if len(parts) < 2 or not parts[0].startswith("HTTP/"):
