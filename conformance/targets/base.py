@@ -347,12 +347,13 @@ def _bound_each_call(sock: socket.socket, seconds: float) -> None:
     """The kernel's send and receive timeout: no single blocking call on ``sock`` outlives
     ``seconds`` (a second bound behind the watchdog; where the platform refuses, the watchdog
     alone)."""
+    seconds = min(seconds, 1e6)  # a --timeout of years: about eleven days per call
     whole = int(seconds)
-    timeval = struct.pack("ll", whole, int((seconds - whole) * 1e6))
     try:
+        timeval = struct.pack("ll", whole, int((seconds - whole) * 1e6))
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, timeval)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, timeval)
-    except (OSError, AttributeError):  # pragma: no cover - platform without them
+    except (OSError, AttributeError, struct.error):  # pragma: no cover - platform without them
         pass
 
 

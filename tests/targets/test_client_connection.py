@@ -249,6 +249,11 @@ def test_the_kernel_bounds_each_blocking_call_behind_the_watchdog() -> None:
         late.cancel()
         a.close()
         b.close()
+    # Any --timeout is accepted: a huge one is capped, not an error.
+    c, d = socket.socketpair()
+    with c, d:
+        _bound_each_call(c, 1e30)
+        assert c.getsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, 16) != bytes(16)
 
 
 @pytest.mark.clause()
