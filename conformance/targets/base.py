@@ -27,12 +27,14 @@ store.  The client is deliberately defensive, because the stores it talks to may
   ``raw_http`` capability, available for ``http://`` targets only (behind TLS and a public
   edge, the edge rewrites those headers anyway).
 
-Why one module of ~900 lines: it is one class whose connection state (the kept socket, the
+Why one module of ~1000 lines: it is one class whose connection state (the kept socket, the
 request written behind the last one by :meth:`HttpTarget.request_pair`, the watchdog, the
 counters that turn pipelining off) every method reads and changes.  A split into a connection
 base class and decoding/config modules (issue 13) was backed out after a TLS run lost an
 answer; that loss was the TLS test's proxy (issue 11: one OpenSSL connection used from two
-threads), not the split.
+threads), not the split.  Reading one answer off the socket is no connection state and lives
+beside it, in :mod:`conformance.targets.wire` (a function of the socket and the bytes already
+read; what is left over goes back in :attr:`HttpTarget._inflight`).
 """
 
 from __future__ import annotations
