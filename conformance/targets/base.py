@@ -4,11 +4,14 @@ A target is a store reached over HTTP — the bundled one included; nothing here
 store.  The client is deliberately defensive, because the stores it talks to may be hostile:
 
 * every request is written by hand over a socket (plain, or TLS trusting the system CAs or
-  ``--ca-cert``) and read with :mod:`http.client`'s parser; one kept-alive connection per
+  ``--ca-cert``) and its answer read by our own parser (:mod:`conformance.targets.wire`:
+  bounded head, every body framing, the keep-alive rules); one kept-alive connection per
   target, redirects never followed (a 3xx is an answer like any other);
 * ``--timeout`` is a deadline for the *whole* request — connect, send, status line, headers
   and body — enforced by a watchdog that shuts the socket down, so a target dripping one byte
-  a second cannot keep a request alive;
+  a second cannot keep a request alive.  Past the connect the socket blocks (one system call
+  per send or read, no poll before each); the kernel's own send/receive timeout, set once per
+  connection a little past ``--timeout``, is a second bound on any single call;
 * the answer is read up to a bound (4 MiB by default); we ask for ``Accept-Encoding:
   identity`` and decode whatever ``Content-Encoding`` the target sends anyway with the same
   hard bound on the decoded size (stacked gzip cannot inflate 2 kB into 1 GiB);
@@ -24,23 +27,26 @@ store.  The client is deliberately defensive, because the stores it talks to may
   ``raw_http`` capability, available for ``http://`` targets only (behind TLS and a public
   edge, the edge rewrites those headers anyway).
 
-Why one module of ~900 lines: it is one class whose connection state (the kept socket, the
+Why one module of ~1000 lines: it is one class whose connection state (the kept socket, the
 request written behind the last one by :meth:`HttpTarget.request_pair`, the watchdog, the
 counters that turn pipelining off) every method reads and changes.  A split into a connection
 base class and decoding/config modules (issue 13) was backed out after a TLS run lost an
 answer; that loss was the TLS test's proxy (issue 11: one OpenSSL connection used from two
-threads), not the split.
+threads), not the split.  Reading one answer off the socket is no connection state and lives
+beside it, in :mod:`conformance.targets.wire` (a function of the socket and the bytes already
+read; what is left over goes back in :attr:`HttpTarget._inflight`).
 """
 
 from __future__ import annotations
 
-import http.client
 import json
 import math
 import os
+import re
 import select
 import socket
 import ssl
+import struct
 import threading
 import time
 import tomllib
@@ -53,6 +59,13 @@ from urllib.parse import urlsplit
 from conformance import scrub
 from conformance.drivers.base import Exchange, Secret, TargetConfig
 from conformance.scrub import MIN_TOKEN_LENGTH
+from conformance.targets.wire import (
+    Answer,
+    DeadlinePassed,
+    RemoteDisconnected,
+    WireError,
+    read_answer,
+)
 
 #: Capability of every ``http://`` target: raw socket requests with hand-made headers.
 RAW_HTTP = "raw_http"
@@ -275,71 +288,75 @@ class _Deadline(Exception):
     pass
 
 
+#: What ends a request as a timeout: its deadline seen passed, or a single call outliving the
+#: kernel's timeout (a blocking socket then fails with EAGAIN, a TLS one wants to read).
+_TIMED_OUT = (
+    _Deadline,
+    DeadlinePassed,
+    TimeoutError,
+    BlockingIOError,
+    ssl.SSLWantReadError,
+    ssl.SSLWantWriteError,
+)
+
+
+#: A read that peeks and never waits (None where the platform has no MSG_DONTWAIT).
+_PEEK_NOW = socket.MSG_PEEK | socket.MSG_DONTWAIT if hasattr(socket, "MSG_DONTWAIT") else None
+#: The plain socket's ``recv``, also for a TLS socket: what arrived on the wire, undecrypted.
+_wire_recv = socket.socket.recv
+
+
 def _still_open(sock: socket.socket) -> bool:
     """Whether a kept connection may carry the next request: the target has neither closed it
     while it was idle (a keep-alive timeout) nor sent anything unasked.  Checked without
     blocking before a request is written, so no request goes into a connection already closed
-    -- the common stale case, which then needs no resend.  Under TLS, bytes already decrypted
-    count, and a record that carries no data (a session ticket) leaves the connection usable."""
+    -- the common stale case, which then needs no resend.  One system call: a peek that does
+    not wait.  Under TLS, bytes already decrypted count, and a record that carries no data (a
+    session ticket) leaves the connection usable."""
+    tls = isinstance(sock, ssl.SSLSocket)
     if isinstance(sock, ssl.SSLSocket) and sock.pending():
         return False
     try:
-        poller = select.poll()
-        poller.register(sock, select.POLLIN)
-        readable = poller.poll(0)
+        if _PEEK_NOW is not None:
+            arrived = _wire_recv(sock, 1, _PEEK_NOW)
+        elif select.select([sock], [], [], 0)[0]:  # pragma: no cover - no MSG_DONTWAIT
+            arrived = _wire_recv(sock, 1, socket.MSG_PEEK)
+        else:  # pragma: no cover
+            return True
+    except BlockingIOError:
+        return True  # nothing arrived while idle
     except (OSError, ValueError):
         return False
-    if not readable:
-        return True
-    timeout = sock.gettimeout()
+    if not arrived or not tls:
+        return False  # closed, or bytes no request asked for: not a connection to reuse
+    # A TLS record came: decrypt it without waiting; a ticket leaves nothing to read.
     try:
         sock.setblocking(False)
-        if isinstance(sock, ssl.SSLSocket):
-            sock.recv(1)
-        else:
-            sock.recv(1, socket.MSG_PEEK)
+        sock.recv(1)
     except (ssl.SSLWantReadError, ssl.SSLWantWriteError, BlockingIOError):
         return True
     except OSError:
         return False
     finally:
         try:
-            sock.settimeout(timeout)
+            sock.setblocking(True)
         except OSError:
             pass
-    return False  # closed, or bytes no request asked for: not a connection to reuse
+    return False
 
 
-@dataclass
-class _Answer:
-    status: int
-    data: bytes
-    truncated: bool
-    content_type: str
-    encoding: str
-    reason: str
-
-
-class _SharedReader:
-    """Stands for a socket to :class:`http.client.HTTPResponse`: its ``makefile`` is one
-    buffered reader shared by pipelined answers, which closing an answer leaves open."""
-
-    def __init__(self, reader: Any) -> None:
-        self.reader = reader
-
-    def makefile(self, *_args: Any, **_kwargs: Any) -> Any:
-        return _Unclosed(self.reader)
-
-
-class _Unclosed:
-    def __init__(self, reader: Any) -> None:
-        self._reader = reader
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._reader, name)
-
-    def close(self) -> None:
-        """Leave the shared reader open (the next answer is in it)."""
+def _bound_each_call(sock: socket.socket, seconds: float) -> None:
+    """The kernel's send and receive timeout: no single blocking call on ``sock`` outlives
+    ``seconds`` (a second bound behind the watchdog; where the platform refuses, the watchdog
+    alone)."""
+    seconds = min(seconds, 1e6)  # a --timeout of years: about eleven days per call
+    whole = int(seconds)
+    try:
+        timeval = struct.pack("ll", whole, int((seconds - whole) * 1e6))
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, timeval)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, timeval)
+    except (OSError, AttributeError, struct.error):  # pragma: no cover - platform without them
+        pass
 
 
 class HttpTarget:
@@ -347,8 +364,8 @@ class HttpTarget:
 
     Every request is written by hand (so the header values a library would refuse — ``Bearer ``,
     a ``Content-Length`` of ``0x8`` — can be sent when the step asks for them) and read with
-    :mod:`http.client`'s response parser, over one kept-alive connection (plain or TLS) per
-    target; a raw request uses a fresh connection it closes.
+    :func:`conformance.targets.wire.read_answer`, over one kept-alive connection (plain or TLS)
+    per target; a raw request uses a fresh connection it closes.
     """
 
     def __init__(self, config: TargetConfig) -> None:
@@ -373,8 +390,8 @@ class HttpTarget:
         self._silent = 0  # requests in a row that got no HTTP answer
         self._held = 0
         #: a request written behind the last one on the kept connection, its answer unread:
-        #: (socket, the reader holding the bytes past the last answer)
-        self._inflight: tuple[socket.socket, Any] | None = None
+        #: (socket, the bytes past the last answer already read)
+        self._inflight: tuple[socket.socket, bytes] | None = None
         self._closing = False  # the last answer announced ``Connection: close``
         self._then_lost = False  # the request behind the last one went with a lost connection
         #: off once a target failed to answer a pipelined request (see :meth:`request_pair`).
@@ -417,14 +434,14 @@ class HttpTarget:
             return "Bearer "
         raise ValueError(f"unknown auth form {auth!r}")
 
-    def _decode(self, answer: _Answer) -> tuple[Any, str, str | None]:
+    def _decode(self, answer: Answer) -> tuple[Any, str, str | None]:
         """(parsed JSON or None, excerpt, body_error) — exactly what the target sent: nothing
         is blanked here (the token is blanked where an answer is written or printed)."""
-        data, problem = _content_decode(
-            answer.data, answer.encoding, self.config.max_response_bytes
-        )
-        if problem is not None:
-            return None, _excerpt(data), problem
+        data = answer.data
+        if answer.encoding:
+            data, problem = _content_decode(data, answer.encoding, self.config.max_response_bytes)
+            if problem is not None:
+                return None, _excerpt(data), problem
         if answer.truncated:
             return (
                 None,
@@ -458,9 +475,7 @@ class HttpTarget:
         payload: bytes | None = content
         described: Any = None
         if body is not _NO_BODY:
-            payload = json.dumps(
-                body, ensure_ascii=False, separators=(",", ":"), allow_nan=False
-            ).encode("utf-8")
+            payload = _to_json(body).encode("utf-8")
             hdrs.setdefault("Content-Type", "application/json")
             described = body
         elif content is not None:
@@ -526,8 +541,7 @@ class HttpTarget:
 
     def _prepared(self, method: str, path: str, body: Any) -> bytes | None:
         """The bytes :meth:`request` would write for a JSON ``body`` (None: not sendable)."""
-        payload = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-        data = payload.encode("utf-8")
+        data = _to_json(body).encode("utf-8")
         head = self._head(
             method,
             path,
@@ -546,6 +560,20 @@ class HttpTarget:
         *,
         keep: bool,
     ) -> bytes | None:
+        head = self._head_or_why(method, path, headers, auth_value, keep=keep)
+        return head if isinstance(head, bytes) else None
+
+    def _head_or_why(
+        self,
+        method: str,
+        path: str,
+        headers: list[tuple[str, str]],
+        auth_value: str | None,
+        *,
+        keep: bool,
+    ) -> bytes | str:
+        """The request's head, or why it cannot be sent (a header not Latin-1, or holding a
+        line break)."""
         lines = [f"{method} {self._prefix}{path} HTTP/1.1", f"Host: {self._host_header}"]
         if keep:
             lines += ["User-Agent: memspec-harness", "Accept: application/json"]
@@ -555,12 +583,15 @@ class HttpTarget:
         lines.extend(f"{k}: {v}" for k, v in headers)
         if not keep:
             lines.append("Connection: close")
-        if any("\r" in line or "\n" in line for line in lines):
-            return None
+        text = "\r\n".join(lines)
         try:
-            return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+            head = (text + "\r\n\r\n").encode("latin-1")
         except UnicodeEncodeError:
-            return None
+            return "a header is not Latin-1"
+        breaks = len(lines) - 1  # the line ends put in above, and no other CR or LF
+        if text.count("\n") != breaks or text.count("\r") != breaks:
+            return "a header holds a line break"
+        return head
 
     def raw(
         self,
@@ -608,21 +639,9 @@ class HttpTarget:
         shown = tuple(headers) + (
             (("Authorization", _elided_auth(auth)),) if auth_value is not None else ()
         )
-        lines = [f"{method} {self._prefix}{path} HTTP/1.1", f"Host: {self._host_header}"]
-        if keep:
-            lines += ["User-Agent: memspec-harness", "Accept: application/json"]
-        lines.append("Accept-Encoding: identity")
-        if auth_value is not None:
-            lines.append(f"Authorization: {auth_value}")
-        lines.extend(f"{k}: {v}" for k, v in headers)
-        if not keep:
-            lines.append("Connection: close")
-        try:
-            head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
-        except UnicodeEncodeError:
-            return self._unsendable(method, path, described, shown, "a header is not Latin-1")
-        if any("\r" in line or "\n" in line for line in lines):
-            return self._unsendable(method, path, described, shown, "a header holds a line break")
+        head = self._head_or_why(method, path, headers, auth_value, keep=keep)
+        if isinstance(head, str):
+            return self._unsendable(method, path, described, shown, head)
         if chunked:
             wire_body = (f"{len(body):x}\r\n".encode() + body + b"\r\n" if body else b"") + (
                 b"0\r\n\r\n"
@@ -652,7 +671,7 @@ class HttpTarget:
             try:
                 answer = self._roundtrip(method, wire, deadline, keep, bool(then), sent)
                 answer_ok = True
-            except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
+            except (RemoteDisconnected, BrokenPipeError, ConnectionResetError):
                 if not reused or self._watchdog.fired or sent:
                     raise
                 # A kept-alive connection the target closed as the request went out: once more,
@@ -663,7 +682,7 @@ class HttpTarget:
                 wire = head + wire_body
                 answer = self._roundtrip(method, wire, deadline, keep, False, sent)
                 answer_ok = True
-        except (_Deadline, TimeoutError):
+        except _TIMED_OUT:
             self._drop()
             return self._failure(
                 method, path, described, started, self._timeout_text(), shown, timeout=True
@@ -676,7 +695,7 @@ class HttpTarget:
         except ssl.SSLError as exc:
             self._drop()
             return self._failure(method, path, described, started, f"TLS: {_short(exc)}", shown)
-        except (OSError, http.client.HTTPException, ValueError) as exc:
+        except (OSError, WireError, ValueError) as exc:
             self._drop()
             if self._watchdog.fired:
                 return self._failure(
@@ -723,6 +742,11 @@ class HttpTarget:
             if self._ssl is not None:
                 sock = self._ssl.wrap_socket(sock, server_hostname=self._host)
                 self._watchdog.arm(sock, deadline)
+            # Blocking from here on: each send and read is one system call (a socket with a
+            # timeout polls before each).  The watchdog ends a request at its deadline; the
+            # kernel's timeout bounds any single call a little past --timeout besides.
+            sock.settimeout(None)
+            _bound_each_call(sock, self.config.timeout_s + 1)
         except BaseException:
             sock.close()
             raise
@@ -736,17 +760,15 @@ class HttpTarget:
         keep: bool,
         pipelined: bool = False,
         sent: bool = False,
-    ) -> _Answer:
+    ) -> Answer:
         """One answer.  ``pipelined``: ``wire`` holds a further request whose answer stays
         unread (kept in :attr:`_inflight`); ``sent``: read the answer of that request."""
-        reader: Any = None
         self._closing = False
+        pending = b""
         if sent:
             if self._inflight is None or self._inflight[0] is not self._conn:
-                raise http.client.RemoteDisconnected(
-                    "the pipelined request went with its connection"
-                )
-            sock, reader = self._inflight
+                raise RemoteDisconnected("the pipelined request went with its connection")
+            sock, pending = self._inflight
             self._inflight = None
             self._watchdog.arm(sock, deadline)
         elif keep and self._conn is not None:
@@ -756,10 +778,8 @@ class HttpTarget:
             sock = self._connect(deadline)
             if keep:
                 self._conn = sock
-        resp: http.client.HTTPResponse | None = None
         reusable = False
         try:
-            sock.settimeout(max(0.001, deadline - time.monotonic()))
             if not sent:
                 try:
                     sock.sendall(wire)
@@ -767,49 +787,19 @@ class HttpTarget:
                     # The target may answer before it has read the whole body (an early 413)
                     # and close: read whatever answer it sent.
                     pass
-            if pipelined:
-                # One buffered reader for both answers: the bytes past the first stay in it.
-                reader = sock.makefile("rb")
-            resp = http.client.HTTPResponse(
-                sock if reader is None else _SharedReader(reader),  # type: ignore[arg-type]
-                method=method,
-            )
-            resp.begin()
-            limit = self.config.max_response_bytes
-            buf = bytearray()
-            truncated = False
-            while not resp.isclosed():
-                if time.monotonic() >= deadline:
-                    raise _Deadline()
-                sock.settimeout(max(0.001, deadline - time.monotonic()))
-                chunk = resp.read1(65536)
-                if not chunk:
-                    break
-                buf += chunk
-                if len(buf) > limit:
-                    truncated = True
-                    del buf[limit:]
-                    break
+            answer = read_answer(sock, pending, method, self.config.max_response_bytes, deadline)
             if self._watchdog.fired:
                 raise _Deadline()
-            complete = resp.isclosed() or resp.length == 0
-            reusable = keep and not truncated and not resp.will_close and complete
+            # Bytes past the answer are the pipelined request's answer -- or, when nothing was
+            # pipelined, bytes no request asked for: then the connection is not used again.
+            reusable = keep and answer.reusable and (pipelined or not answer.rest)
             if pipelined and reusable:
-                self._inflight = (sock, reader)
+                self._inflight = (sock, answer.rest)
             # A target that closes after this answer must not read what came behind it
             # (RFC 9112, 9.6): only then may a pipelined request be sent again.
-            self._closing = resp.will_close
-            return _Answer(
-                resp.status,
-                bytes(buf),
-                truncated,
-                resp.getheader("Content-Type") or "",
-                resp.getheader("Content-Encoding") or "",
-                resp.reason or "",
-            )
+            self._closing = answer.will_close
+            return answer
         finally:
-            if resp is not None:
-                resp.close()
             if not reusable:
                 if keep:
                     self._drop()
@@ -891,12 +881,12 @@ def parse_answer(data: bytes) -> tuple[Any, str, str | None]:
     except UnicodeDecodeError:
         return None, _excerpt(data), "not JSON: the body is not UTF-8"
     try:
-        parsed = json.loads(text, parse_constant=_no_constant)
+        parsed = _from_json(text)
     except RecursionError:
         return None, _excerpt(data), f"not JSON: nested deeper than {MAX_DEPTH} levels"
     except ValueError as exc:
         return None, _excerpt(data), f"not JSON ({_json_problem(exc)})"
-    if _too_deep(parsed):
+    if _too_deep(data):
         return None, _excerpt(data), f"not JSON: nested deeper than {MAX_DEPTH} levels"
     return parsed, "", None
 
@@ -905,30 +895,37 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+#: One encoder and one strict decoder for every request (``json.dumps``/``json.loads`` with
+#: options build a new one each call).
+_to_json = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+_from_json = json.JSONDecoder(parse_constant=_no_constant).decode
+
+
 def _json_problem(exc: ValueError) -> str:
     if isinstance(exc, json.JSONDecodeError):
         return f"broken at character {exc.pos}"
     return _short(exc)
 
 
-def _too_deep(value: Any) -> bool:
-    """An array or object more than :data:`MAX_DEPTH` levels deep (walked level by level)."""
-    level = [value]
-    depth = 1
-    while level:
-        inner: list[Any] = []
-        for v in level:
-            if isinstance(v, dict):
-                inner.extend(v.values())
-            elif isinstance(v, list):
-                inner.extend(v)
-            else:
-                continue
-            if depth > MAX_DEPTH:
-                return True
-        level = inner
-        depth += 1
-    return False
+#: Every byte but the quote and the brackets (deleted to see a JSON text's structure).
+_NOT_STRUCTURE = bytes(b for b in range(256) if b not in b'"[]{}')
+#: An empty array or object: one pass of removing them takes one level off every branch.
+_EMPTY_PAIR = re.compile(rb"\[\]|\{\}")
+
+
+def _too_deep(data: bytes) -> bool:
+    """A valid JSON text with an array or object more than :data:`MAX_DEPTH` levels deep,
+    seen on its bytes: strings taken out (escaped backslashes and quotes first), only the
+    brackets kept, then the innermost empty pairs removed level by level."""
+    if data.count(b"[") + data.count(b"{") <= MAX_DEPTH:
+        return False  # not enough brackets to nest that deep
+    shape = data.replace(b"\\\\", b"").replace(b'\\"', b"").translate(None, _NOT_STRUCTURE)
+    shape = b"".join(shape.split(b'"')[::2])  # what was inside the strings dropped
+    for _ in range(MAX_DEPTH):
+        if not shape:
+            return False
+        shape = _EMPTY_PAIR.sub(b"", shape)
+    return bool(shape)
 
 
 def _excerpt(data: bytes) -> str:
