@@ -254,8 +254,7 @@ class RemoteLane:
         profile: Profile,
     ) -> _BatchRun:
         """:func:`conformance.machines.batches._explore_batch` in the worker."""
-        from conformance.machines.batches import _BatchRun
-        from conformance.machines.session import MachineSession
+        from conformance.machines.batches import _BatchRun, batch_session
 
         unit = BatchUnit(
             batch_no,
@@ -267,14 +266,7 @@ class RemoteLane:
             f"{cls.__module__}:{cls.__qualname__}",
             profile,
         )
-        session = MachineSession(
-            self,
-            main.protocol,
-            main.shrink_budget_s,
-            main.on_step,
-            is_expected=main.is_expected,
-            set_aside=dict.fromkeys(main.set_aside, 0),
-        )
+        session = batch_session(main, self)
         try:
             got: BatchResult = self._call(
                 ("batch", self.index, unit), main.on_step, main.is_expected

@@ -83,6 +83,19 @@ class _BatchRun:
     error: BaseException | None = None
 
 
+def batch_session(main: MachineSession, driver: Driver) -> MachineSession:
+    """A session of its own for one batch on ``driver``: ``main``'s protocol, budget, callbacks,
+    and what ``main`` has found so far set aside (a worker's lane builds the same one)."""
+    return MachineSession(
+        driver,
+        main.protocol,
+        main.shrink_budget_s,
+        main.on_step,
+        is_expected=main.is_expected,
+        set_aside=dict.fromkeys(main.set_aside, 0),
+    )
+
+
 def _explore_batch(
     batch_no: int,
     driver: Driver,
@@ -95,14 +108,7 @@ def _explore_batch(
 ) -> _BatchRun:
     """One batch in a session of its own, setting aside what ``main`` has found so far; a new
     divergence it meets is shrunk and minimized on its own ``driver``."""
-    session = MachineSession(
-        driver,
-        main.protocol,
-        main.shrink_budget_s,
-        main.on_step,
-        is_expected=main.is_expected,
-        set_aside=dict.fromkeys(main.set_aside, 0),
-    )
+    session = batch_session(main, driver)
     error = _run_batch(lambda: cls(session), batch_seed(seed, batch_no), size, run_settings)
     if session.failure is not None:
         _close_hunt(session, driver, main.protocol, profile, seed, error)
