@@ -68,6 +68,11 @@ if TYPE_CHECKING:
 WORKER_PROTOCOLS = frozenset({"memory"})
 #: Seconds a worker gets to start (import, connect) before the run falls back to threads.
 START_TIMEOUT_S = 60.0
+#: A worker tells the parent of passing steps in batches: with the first step that comes this
+#: long or more after its last message, and at the end of each unit (a step that does not pass
+#: is told at once).  Progress then lags by about this much at loopback speed, and not at all
+#: against a store whose steps take longer.
+STEP_FLUSH_S = 0.05
 #: Seconds a stopping worker gets before it is killed.
 STOP_TIMEOUT_S = 5.0
 
@@ -377,13 +382,14 @@ class Worker:
             while True:
                 msg = self.conn.recv()
                 kind = msg[0]
-                if kind == "s":  # a step: (s, lane, index, op, verdict, clauses, reason)
-                    _, lane, index, op, verdict, clauses, why = msg
-                    self.lanes[lane]._step(
-                        StepOutcome(
-                            index=index, op=op, verdict=verdict, clauses=clauses, reason=why
+                if kind == "s":  # steps: (s, lane, [(index, op, verdict, clauses, reason)])
+                    _, lane, steps = msg
+                    for index, op, verdict, clauses, why in steps:
+                        self.lanes[lane]._step(
+                            StepOutcome(
+                                index=index, op=op, verdict=verdict, clauses=clauses, reason=why
+                            )
                         )
-                    )
                 elif kind == "ask":
                     _, lane, clauses = msg
                     self.send(("answer", lane, self.lanes[lane]._ask(clauses)))
@@ -535,13 +541,15 @@ class _WorkerLane:
         self.inbox: queue.Queue[tuple[Any, ...] | None] = queue.Queue()
         self.answers: queue.Queue[bool] = queue.Queue()
         self.reported = 0  # scopes written already sent to the parent
+        self._steps: list[tuple[Any, ...]] = []  # steps not yet told to the parent
+        self._flushed = time.monotonic()
 
     def step(self, outcome: StepOutcome) -> None:
+        """Tell the parent of a step: passing ones in batches (:data:`STEP_FLUSH_S`; one
+        message instead of one per step at loopback speed), any other at once."""
         quiet = outcome.verdict == "pass"
-        self.out(
+        self._steps.append(
             (
-                "s",
-                self.index,
                 outcome.index,
                 outcome.op,
                 outcome.verdict,
@@ -549,8 +557,19 @@ class _WorkerLane:
                 "" if quiet else outcome.reason,
             )
         )
+        if not quiet or time.monotonic() - self._flushed >= STEP_FLUSH_S:
+            self.flush()
+
+    def flush(self) -> None:
+        """Send the steps not yet told (before any other message of this lane, so the parent
+        sees every step of a unit before its result or a question about it)."""
+        self._flushed = time.monotonic()
+        if self._steps:
+            steps, self._steps = self._steps, []
+            self.out(("s", self.index, steps))
 
     def is_expected(self, clauses: tuple[str, ...]) -> bool:
+        self.flush()
         self.out(("ask", self.index, tuple(clauses)))
         return self.answers.get()
 
@@ -568,8 +587,10 @@ class _WorkerLane:
             try:
                 result = self.unit(msg)
             except BaseException as exc:  # noqa: BLE001 -- reported, the lane goes on
+                self.flush()
                 self.out(("failed", self.index, portable_error(exc)))
                 continue
+            self.flush()
             self.out(("done", self.index, (result, self.new_scopes())))
 
     def unit(self, msg: tuple[Any, ...]) -> Any:

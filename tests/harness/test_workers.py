@@ -178,3 +178,40 @@ def test_a_worker_that_dies_makes_its_unit_indeterminate_not_a_pass() -> None:
             driver.close()
     assert result.verdict == "indeterminate"
     assert result.reason.startswith("harness error: worker 1 ended")
+
+
+@pytest.mark.clause()
+def test_progress_hears_of_every_step_a_worker_ran_before_its_result() -> None:
+    """Passing steps reach the parent in batches (conformance.workers.STEP_FLUSH_S), but every
+    step of every unit reaches the progress callback, in order, before the unit's result; a step
+    that does not pass arrives on its own with its clauses."""
+    from conformance.runner import load_corpus, run_scenarios
+
+    corpus = [(sc, p) for sc, p in load_corpus(["memory"])][:12]
+    seen: list[tuple[str, int, str]] = []
+    at_result: dict[str, int] = {}
+
+    def on_step(result: object, outcome: object) -> None:
+        seen.append((result.scenario.name, outcome.index, outcome.verdict))  # type: ignore[attr-defined]
+
+    def on_result(result: object) -> None:
+        name = result.scenario.name  # type: ignore[attr-defined]
+        at_result[name] = sum(1 for n, _, _ in seen if n == name)
+
+    with bundled_store() as url:
+        driver = make_driver(url)
+        ctx = RunContext("memspec-memtest02", TargetConfig(url, Secret(TOKEN), 10.0))
+        pool = WorkerPool()
+        try:
+            pool.start(1, ctx.target.token)
+            lanes = pool.lanes("memory", ctx, driver.capabilities(), 2)
+            results = run_scenarios({"memory": lanes}, corpus, on_step=on_step, on_result=on_result)
+        finally:
+            pool.close()
+            driver.close()
+    assert len(results) == len(corpus)
+    for result in results:
+        name = result.scenario.name
+        mine = [(i, v) for n, i, v in seen if n == name]
+        assert mine == [(o.index, o.verdict) for o in result.outcomes], name
+        assert at_result[name] == len(result.outcomes), name
