@@ -5,10 +5,11 @@ and delays every byte by a one-way latency of 0, 5, 10 and 25 ms.  At each, ``me
 (both protocols, the ``ci`` profile's fixed seed) runs as a subprocess against the proxy, and
 the wall time is reported as a ratio to the 0 ms run of the same benchmark — measured in one
 run, on one machine, never as an absolute goal.  Goals (issue 11): at most 2x at 10 ms and 3x
-at 25 ms.  Peak resident memory of the harness process is reported too: it must stay bounded
-whatever ``--jobs`` is.  It is the harness's own high-water mark (``VmHWM`` of
-``/proc/<pid>/status``, read while it runs), not ``RUSAGE_CHILDREN``: Linux carries
-``ru_maxrss`` across ``execve``, so a child of a large parent would report the parent's size.
+at 25 ms.  Peak resident memory of the harness is reported too: it must stay bounded whatever
+``--jobs`` is.  It is the high-water mark of the harness's process plus those of its worker
+processes (``--procs``; ``VmHWM`` of ``/proc/<pid>/status`` of each, read while it runs), not
+``RUSAGE_CHILDREN``: Linux carries ``ru_maxrss`` across ``execve``, so a child of a large
+parent would report the parent's size.
 Each row carries the load average when it started, since the machine may be shared.
 
 The store and the proxies run in this process, the harness in its own, so the two share the
@@ -59,24 +60,38 @@ def peak_rss_kb(pid: int) -> float | None:
     return None
 
 
+def child_pids(pid: int) -> list[int]:
+    """The children of ``pid`` (memspec's worker processes), from ``/proc``."""
+    found: list[int] = []
+    try:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/children", encoding="ascii") as f:
+                found += [int(c) for c in f.read().split()]
+    except OSError:
+        pass
+    return found
+
+
 def run_harness(cmd: list[str], env: dict[str, str]) -> tuple[int, str, float, float]:
-    """Run ``cmd``; its exit code, the tail of its output, wall seconds and peak RSS (KiB),
-    sampled every 50 ms while it runs (the high-water mark only grows, so the last sample
-    read is the peak but for the final 50 ms)."""
+    """Run ``cmd``; its exit code, the tail of its output, wall seconds and peak RSS (KiB) of
+    the harness *with its worker processes* (the sum of each one's high-water mark: an upper
+    bound of what they held at once), sampled every 50 ms while it runs (a high-water mark only
+    grows, so the last sample read is the peak but for the final 50 ms)."""
     started = time.perf_counter()
     with tempfile.TemporaryFile("w+") as out:
         proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT, text=True)
-        peak = 0.0
+        peaks: dict[int, float] = {}
         while proc.poll() is None:
-            seen = peak_rss_kb(proc.pid)
-            peak = max(peak, seen or 0.0)
+            for pid in [proc.pid, *child_pids(proc.pid)]:
+                seen = peak_rss_kb(pid)
+                peaks[pid] = max(peaks.get(pid, 0.0), seen or 0.0)
             if time.perf_counter() - started > 3600:
                 proc.kill()
             time.sleep(0.05)
         wall = time.perf_counter() - started
         out.seek(0)
         tail = out.read()[-2000:]
-    return proc.returncode, tail, wall, peak
+    return proc.returncode, tail, wall, sum(peaks.values())
 
 
 def _tls_contexts(tmp: Path) -> tuple[ssl.SSLContext, Path]:
@@ -179,7 +194,8 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(row)
         print(
             f"   {row['scheme']:<5} one-way {d:>3} ms: {row['wall_s']:7.1f} s  {row['verdict']}"
-            f"  (peak RSS {row['peak_rss_mb']:.0f} MB, load average {row['load']:.1f})",
+            f"  (peak RSS with workers {row['peak_rss_mb']:.0f} MB,"
+            f" load average {row['load']:.1f})",
             flush=True,
         )
     base = rows[0]["wall_s"]
