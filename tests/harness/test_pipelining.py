@@ -15,6 +15,7 @@ import pytest
 from conformance.drivers.base import Exchange, Secret, TargetConfig
 from conformance.embedded.server import start_server
 from conformance.targets.base import HttpTarget
+from tests.common.loopback import serve_connections
 from tests.common.memory_store import fact
 
 TOKEN = "pipelining-test-token-0123456789"
@@ -42,18 +43,15 @@ class PairServer:
         self.handled: list[str] = []
         self.pipelined: list[bool] = []
         self.connections = 0
+        self._count_lock = threading.Lock()
         self.closed = threading.Semaphore(0)  # released each time a connection is closed
-        threading.Thread(target=self._accept, daemon=True).start()
+        serve_connections(self.sock, self._connection)
 
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
+    def _connection(self, conn: socket.socket) -> None:
+        with self._count_lock:
             self.connections += 1
-            args = (conn, self.connections)
-            threading.Thread(target=self._serve, args=args, daemon=True).start()
+            number = self.connections
+        self._serve(conn, number)
 
     @staticmethod
     def _split(buf: bytes) -> tuple[str, bytes] | None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 import socket
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -22,6 +21,7 @@ from conformance.drivers.base import RunContext, Secret, TargetConfig
 from conformance.drivers.memory import MemoryDriver
 from conformance.runner import run_scenario
 from conformance.scenario import Scenario, Step
+from tests.common.loopback import serve_connections
 
 TOKEN = "edge-like-token-5d1c9e"
 
@@ -51,15 +51,7 @@ class EdgeProxy:
         self.sock.bind(("127.0.0.1", 0))
         self.sock.listen(64)
         self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+        serve_connections(self.sock, self._serve)
 
     def _serve(self, conn: socket.socket) -> None:
         with conn:

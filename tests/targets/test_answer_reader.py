@@ -31,6 +31,7 @@ from conformance.targets.wire import (
     WireError,
     read_answer,
 )
+from tests.common.loopback import serve_connections
 
 LIMIT = 4 * 1024 * 1024
 #: recv sizes: every byte boundary, odd alignments, the client's own size, and 0: the whole
@@ -48,17 +49,12 @@ class Feeder:
         self.port = self.sock.getsockname()[1]
         self.queue: list[tuple[bytes, bool, int, float]] = []
         self.lock = threading.Lock()
-        threading.Thread(target=self._accept, daemon=True).start()
+        serve_connections(self.sock, self._connection)
 
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            with self.lock:
-                spec = self.queue.pop(0)
-            threading.Thread(target=self._serve, args=(conn, *spec), daemon=True).start()
+    def _connection(self, conn: socket.socket) -> None:
+        with self.lock:
+            spec = self.queue.pop(0)
+        self._serve(conn, *spec)
 
     @staticmethod
     def _serve(conn: socket.socket, data: bytes, close: bool, seed: int, drip_s: float) -> None:

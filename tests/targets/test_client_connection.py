@@ -20,6 +20,7 @@ from conformance.targets.base import (
     _bound_each_call,
     parse_answer,
 )
+from tests.common.loopback import serve_connections
 
 TOKEN = "client-connection-token-0123456789"
 
@@ -45,18 +46,13 @@ class ScriptServer:
         self.connections = 0
         self.requests: list[tuple[int, str]] = []  # (connection number, request line)
         self.lock = threading.Lock()
-        threading.Thread(target=self._accept, daemon=True).start()
+        serve_connections(self.sock, self._connection)
 
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            with self.lock:
-                self.connections += 1
-                number = self.connections
-            threading.Thread(target=self._serve, args=(conn, number), daemon=True).start()
+    def _connection(self, conn: socket.socket) -> None:
+        with self.lock:
+            self.connections += 1
+            number = self.connections
+        self._serve(conn, number)
 
     def _serve(self, conn: socket.socket, number: int) -> None:
         buf = b""
