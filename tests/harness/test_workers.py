@@ -10,7 +10,10 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,6 +24,22 @@ from conformance.workers import RemoteLane, WorkerPool, portable_error
 from tests.common.memory_harness import TOKEN, bundled_store, make_driver
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+@contextmanager
+def worker_lanes(run_id: str, lanes: int) -> Iterator[tuple[WorkerPool, list[Any]]]:
+    """A bundled store, a driver that probed it, and one worker process holding ``lanes``
+    lanes on it; all stopped at the end."""
+    with bundled_store() as url:
+        driver = make_driver(url)
+        ctx = RunContext(run_id, TargetConfig(url, Secret(TOKEN), 10.0))
+        pool = WorkerPool()
+        try:
+            pool.start(1, ctx.target.token)
+            yield pool, pool.lanes("memory", ctx, driver.capabilities(), lanes)
+        finally:
+            pool.close()
+            driver.close()
 
 
 def _alive(pid: int) -> bool:
@@ -35,42 +54,33 @@ def _alive(pid: int) -> bool:
 @pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs /proc")
 def test_token_reaches_the_worker_only_over_its_socket(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MEMSPEC_TEST_TOKEN_VAR", TOKEN)  # as --token-env leaves it
-    with bundled_store() as url:
-        driver = make_driver(url)
-        ctx = RunContext("memspec-memtest01", TargetConfig(url, Secret(TOKEN), 10.0))
-        pool = WorkerPool()
-        try:
-            pool.start(1, ctx.target.token)
-            (lane,) = pool.lanes("memory", ctx, driver.capabilities(), 1)
-            for pid in pool.pids():
-                argv = Path(f"/proc/{pid}/cmdline").read_bytes()
-                environ = Path(f"/proc/{pid}/environ").read_bytes()
-                assert TOKEN.encode() not in argv
-                assert TOKEN.encode() not in environ
-                assert b"MEMSPEC_TEST_TOKEN_VAR" not in environ
-            # ... and yet the worker holds it: an authenticated write passes there.
-            scenario = Scenario(
-                protocol="memory",
-                name="w",
-                clauses=["MEM-WIRE.2"],
-                steps=[
-                    Step(
-                        op="write",
-                        args={
-                            "scopeKey": "{scope:a}",
-                            "records": [{"kind": "fact", "text": "deploy prod"}],
-                        },
-                    )
-                ],
-            )
-            assert isinstance(lane, RemoteLane)
-            result = lane.run_scenario(scenario, tag="c0")
-            assert result.verdict == "pass", result.reason
-            assert lane.scopes_written() == ["org:memspec-memtest01-c0-a"]
-        finally:
-            pool.close()
-            driver.close()
-        assert not any(_alive(pid) for pid in pool.pids())
+    with worker_lanes("memspec-memtest01", 1) as (pool, (lane,)):
+        for pid in pool.pids():
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes()
+            environ = Path(f"/proc/{pid}/environ").read_bytes()
+            assert TOKEN.encode() not in argv
+            assert TOKEN.encode() not in environ
+            assert b"MEMSPEC_TEST_TOKEN_VAR" not in environ
+        # ... and yet the worker holds it: an authenticated write passes there.
+        scenario = Scenario(
+            protocol="memory",
+            name="w",
+            clauses=["MEM-WIRE.2"],
+            steps=[
+                Step(
+                    op="write",
+                    args={
+                        "scopeKey": "{scope:a}",
+                        "records": [{"kind": "fact", "text": "deploy prod"}],
+                    },
+                )
+            ],
+        )
+        assert isinstance(lane, RemoteLane)
+        result = lane.run_scenario(scenario, tag="c0")
+        assert result.verdict == "pass", result.reason
+        assert lane.scopes_written() == ["org:memspec-memtest01-c0-a"]
+    assert not any(_alive(pid) for pid in pool.pids())
 
 
 @pytest.mark.clause()
@@ -152,30 +162,21 @@ def _parent(pid: int) -> int | None:
 
 @pytest.mark.clause()
 def test_a_worker_that_dies_makes_its_unit_indeterminate_not_a_pass() -> None:
-    with bundled_store() as url:
-        driver = make_driver(url)
-        ctx = RunContext("memspec-memtest01", TargetConfig(url, Secret(TOKEN), 10.0))
-        pool = WorkerPool()
-        try:
-            pool.start(1, ctx.target.token)
-            (lane,) = pool.lanes("memory", ctx, driver.capabilities(), 1)
-            scenario = Scenario(
-                protocol="memory",
-                name="dies-mid-unit",
-                clauses=["MEM-WIRE.1"],
-                steps=[Step(op="healthz", args={}), Step(op="pause_ms", args={"ms": 20_000})],
-            )
-            assert isinstance(lane, RemoteLane)
-            # the worker dies while the unit runs (in its pause): the lane must not wait on
-            kill = threading.Timer(1.0, pool.workers[0].proc.kill)
-            kill.start()
-            started = time.monotonic()
-            result = lane.run_scenario(scenario, tag="c0")
-            kill.join()
-            assert time.monotonic() - started < 15
-        finally:
-            pool.close()
-            driver.close()
+    with worker_lanes("memspec-memtest01", 1) as (pool, (lane,)):
+        scenario = Scenario(
+            protocol="memory",
+            name="dies-mid-unit",
+            clauses=["MEM-WIRE.1"],
+            steps=[Step(op="healthz", args={}), Step(op="pause_ms", args={"ms": 20_000})],
+        )
+        assert isinstance(lane, RemoteLane)
+        # the worker dies while the unit runs (in its pause): the lane must not wait on
+        kill = threading.Timer(1.0, pool.workers[0].proc.kill)
+        kill.start()
+        started = time.monotonic()
+        result = lane.run_scenario(scenario, tag="c0")
+        kill.join()
+        assert time.monotonic() - started < 15
     assert result.verdict == "indeterminate"
     assert result.reason.startswith("harness error: worker 1 ended")
 
@@ -198,17 +199,8 @@ def test_progress_hears_of_every_step_a_worker_ran_before_its_result() -> None:
         name = result.scenario.name  # type: ignore[attr-defined]
         at_result[name] = sum(1 for n, _, _ in seen if n == name)
 
-    with bundled_store() as url:
-        driver = make_driver(url)
-        ctx = RunContext("memspec-memtest02", TargetConfig(url, Secret(TOKEN), 10.0))
-        pool = WorkerPool()
-        try:
-            pool.start(1, ctx.target.token)
-            lanes = pool.lanes("memory", ctx, driver.capabilities(), 2)
-            results = run_scenarios({"memory": lanes}, corpus, on_step=on_step, on_result=on_result)
-        finally:
-            pool.close()
-            driver.close()
+    with worker_lanes("memspec-memtest02", 2) as (_pool, lanes):
+        results = run_scenarios({"memory": lanes}, corpus, on_step=on_step, on_result=on_result)
     assert len(results) == len(corpus)
     for result in results:
         name = result.scenario.name
