@@ -18,50 +18,11 @@ from conformance.concurrent.checker import Op, check_operations, paused_gc
 from conformance.concurrent.memory_answers import _freeze, same_json
 from conformance.concurrent.memory_model import MemoryModel, Successors, parse_call
 from conformance.concurrent.synthetic import synthetic_history
+from tests.concurrent.memory_calls import MemoryCalls, counts
 
 SCOPE = "org:memspec-speed-0"
-
-
-def rec(n: int, text: str, uses: Any = 0, used: bool = False) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "id": f"mem:{SCOPE}:{100 + n}",  # the target's ids are not the model's
-        "scopeKey": SCOPE,
-        "kind": "fact",
-        "text": text,
-        "keywords": text.split(),
-        "sourceThreadKey": "t",
-        "createdAt": 1,
-        "useCount": uses,
-        "status": "active",
-    }
-    if used:
-        out["lastUsedAt"] = 2
-    return out
-
-
-def write(*texts: str, cap: int | None = None) -> tuple[str, dict[str, Any]]:
-    body: dict[str, Any] = {
-        "scopeKey": SCOPE,
-        "records": [{"kind": "fact", "text": t, "sourceThreadKey": "t"} for t in texts],
-    }
-    if cap is not None:
-        body["cap"] = cap
-    return "/write", body
-
-
-def listing(query: str | None = None) -> tuple[str, dict[str, Any]]:
-    body: dict[str, Any] = {"scopeKey": SCOPE, "limit": 50}
-    if query is not None:
-        body["query"] = query
-    return "/list", body
-
-
-def retrieve(query: str) -> tuple[str, dict[str, Any]]:
-    return "/retrieve", {"scopeKey": SCOPE, "query": query, "limit": 5}
-
-
-def counts(ins: int, dup: int, evicted: int = 0) -> dict[str, Any]:
-    return {"ok": True, "inserted": ins, "deduped": dup, "superseded": 0, "evicted": evicted}
+_calls = MemoryCalls(SCOPE, id_base=100)  # the target's ids are not the model's
+rec, write, listing, retrieve = _calls.rec, _calls.write, _calls.listing, _calls.retrieve
 
 
 def mem(*ops: tuple[int, float, float | None, tuple[str, dict[str, Any]], Any]) -> list[Op]:

@@ -12,6 +12,7 @@ import pytest
 
 from conformance.concurrent.checker import Op, check_operations, check_partitions, overall
 from conformance.concurrent.memory_model import MemoryModel, parse_call
+from tests.concurrent.memory_calls import MemoryCalls, counts
 
 # --------------------------------------------------------------------------- a register model
 
@@ -169,45 +170,8 @@ def test_partitions_are_checked_independently() -> None:
 # --------------------------------------------------------------------------- the memory model
 
 SCOPE = "org:memspec-test-0"
-
-
-def rec(n: int, text: str, uses: int = 0, used: bool = False) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "id": f"mem:{SCOPE}:{n}",
-        "scopeKey": SCOPE,
-        "kind": "fact",
-        "text": text,
-        "keywords": text.split(),
-        "sourceThreadKey": "t",
-        "createdAt": 1,
-        "useCount": uses,
-        "status": "active",
-    }
-    if used:
-        out["lastUsedAt"] = 2
-    return out
-
-
-def write(*texts: str) -> tuple[str, dict[str, Any]]:
-    return "/write", {
-        "scopeKey": SCOPE,
-        "records": [{"kind": "fact", "text": t, "sourceThreadKey": "t"} for t in texts],
-    }
-
-
-def listing(query: str | None = None) -> tuple[str, dict[str, Any]]:
-    body: dict[str, Any] = {"scopeKey": SCOPE, "limit": 50}
-    if query is not None:
-        body["query"] = query
-    return "/list", body
-
-
-def retrieve(query: str, limit: int = 5) -> tuple[str, dict[str, Any]]:
-    return "/retrieve", {"scopeKey": SCOPE, "query": query, "limit": limit}
-
-
-def counts(ins: int, dup: int, sup: int = 0) -> dict[str, Any]:
-    return {"ok": True, "inserted": ins, "deduped": dup, "superseded": sup, "evicted": 0}
+_calls = MemoryCalls(SCOPE)
+rec, write, listing, retrieve = _calls.rec, _calls.write, _calls.listing, _calls.retrieve
 
 
 def mem(*ops: tuple[int, float, float | None, tuple[str, dict[str, Any]], Any]) -> list[Op]:
