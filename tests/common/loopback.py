@@ -7,16 +7,32 @@ import threading
 from collections.abc import Callable
 
 
-def serve_connections(sock: socket.socket, on_connection: Callable[[socket.socket], None]) -> None:
-    """Accept on ``sock`` in a daemon thread until it is closed, each connection handled by
-    ``on_connection`` in a daemon thread of its own."""
+class Listener:
+    """Accepts on ``sock`` in a daemon thread until it is closed; connection *n* (from 1, in
+    the order accepted) is handled by ``on_connection(conn, n)`` in a daemon thread of its own.
+    ``count``: connections accepted so far."""
 
-    def accept() -> None:
+    def __init__(
+        self, sock: socket.socket, on_connection: Callable[[socket.socket, int], None]
+    ) -> None:
+        self.sock = sock
+        self.count = 0
+        self._on_connection = on_connection
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
         while True:
             try:
-                conn, _ = sock.accept()
+                conn, _ = self.sock.accept()
             except OSError:
                 return
-            threading.Thread(target=on_connection, args=(conn,), daemon=True).start()
+            self.count += 1  # only this thread writes it
+            args = (conn, self.count)
+            threading.Thread(target=self._on_connection, args=args, daemon=True).start()
 
-    threading.Thread(target=accept, daemon=True).start()
+
+def serve_connections(
+    sock: socket.socket, on_connection: Callable[[socket.socket, int], None]
+) -> Listener:
+    """Start a :class:`Listener` on ``sock``."""
+    return Listener(sock, on_connection)

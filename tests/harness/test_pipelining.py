@@ -42,16 +42,12 @@ class PairServer:
         self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
         self.handled: list[str] = []
         self.pipelined: list[bool] = []
-        self.connections = 0
-        self._count_lock = threading.Lock()
         self.closed = threading.Semaphore(0)  # released each time a connection is closed
-        serve_connections(self.sock, self._connection)
+        self._listener = serve_connections(self.sock, self._serve)
 
-    def _connection(self, conn: socket.socket) -> None:
-        with self._count_lock:
-            self.connections += 1
-            number = self.connections
-        self._serve(conn, number)
+    @property
+    def connections(self) -> int:
+        return self._listener.count
 
     @staticmethod
     def _split(buf: bytes) -> tuple[str, bytes] | None:

@@ -51,7 +51,7 @@ class EdgeProxy:
         self.sock.bind(("127.0.0.1", 0))
         self.sock.listen(64)
         self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
-        serve_connections(self.sock, self._serve)
+        serve_connections(self.sock, lambda conn, _n: self._serve(conn))
 
     def _serve(self, conn: socket.socket) -> None:
         with conn:

@@ -51,7 +51,7 @@ class Feeder:
         self.lock = threading.Lock()
         serve_connections(self.sock, self._connection)
 
-    def _connection(self, conn: socket.socket) -> None:
+    def _connection(self, conn: socket.socket, _number: int) -> None:
         with self.lock:
             spec = self.queue.pop(0)
         self._serve(conn, *spec)

@@ -43,16 +43,13 @@ class ScriptServer:
         self.steps = steps
         self.sock = socket.create_server(("127.0.0.1", 0))
         self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
-        self.connections = 0
         self.requests: list[tuple[int, str]] = []  # (connection number, request line)
         self.lock = threading.Lock()
-        serve_connections(self.sock, self._connection)
+        self._listener = serve_connections(self.sock, self._serve)
 
-    def _connection(self, conn: socket.socket) -> None:
-        with self.lock:
-            self.connections += 1
-            number = self.connections
-        self._serve(conn, number)
+    @property
+    def connections(self) -> int:
+        return self._listener.count
 
     def _serve(self, conn: socket.socket, number: int) -> None:
         buf = b""
