@@ -2,7 +2,10 @@
 
 Clauses are read from ``specs/*.md`` headings of the form ``### MEM-SCORE.1 — title`` (or
 ``LED-…``); a clause whose block holds ``- **Status:** retired`` is kept for its id but needs no
-coverage.  Coverage is found without importing or running anything:
+coverage.  Each clause declares where its rule comes from (``- **Source:** seed | binding |
+reference``); a ``seed`` clause quotes the seed's words in one or more
+``- **Quote:** <section> "<words>"`` lines, which :func:`quote_problems` finds in the seed text.
+Coverage is found without importing or running anything:
 
 * tests: an AST scan of ``tests/**/test_*.py`` for ``pytest.mark.clause("ID", …)`` on test
   functions, on their classes, or in a module-level ``pytestmark``;
@@ -18,17 +21,36 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+#: Where a clause's rule comes from (specs/README.md): the seed's own words; memspec's wire
+#: binding for the ledger, whose seed has no wire format; or the reference implementation (an
+#: upstream fact or this project's pick the seed does not state).
+SOURCES = ("seed", "binding", "reference")
+#: The seed file each spec restates (in the shared seeds folder, beside the repository).
+SEED_FILES = {"memory.md": "000_8e81c92b6ab8d572.txt", "ledger.md": "003_4d57c2dcdb418a9c.txt"}
+
 CLAUSE_ID = re.compile(r"\b(?:MEM|LED)-[A-Z][A-Z0-9]*\.\d+\b")
 _HEADING = re.compile(r"^###\s+((?:MEM|LED)-[A-Z][A-Z0-9]*\.\d+)\b\s*(?:[—:-]\s*)?(.*)$")
 _FIELD = re.compile(r"^-\s+\*\*(\w[\w ]*):\*\*\s*(.*)$")
+_QUOTE = re.compile(r'^(?P<where>[^"]+?)\s+"(?P<words>.+)"$')
+
+
+@dataclass(frozen=True)
+class Quote:
+    """Words of the seed a clause restates, and the section they stand in (``§5``,
+    ``validation table``; for the ledger a section heading, or ``opening``)."""
+
+    where: str
+    words: str
 
 
 @dataclass
 class Clause:
     id: str
     title: str
-    source: str
+    spec_file: str
     fields: dict[str, str] = field(default_factory=dict)
+    quotes: list[Quote] = field(default_factory=list)
+    bad_quotes: list[str] = field(default_factory=list)  # Quote lines that do not parse
 
     @property
     def retired(self) -> bool:
@@ -41,6 +63,11 @@ class Clause:
     @property
     def observable(self) -> str:
         return self.fields.get("Observable", "").strip()
+
+    @property
+    def source(self) -> str:
+        """``seed``, ``binding`` or ``reference`` (as written; :data:`SOURCES`)."""
+        return self.fields.get("Source", "").strip()
 
 
 @dataclass
@@ -71,7 +98,7 @@ def parse_spec(path: Path) -> list[Clause]:
             continue
         m = _HEADING.match(line)
         if m:
-            current = Clause(id=m.group(1), title=m.group(2).strip(), source=path.name)
+            current = Clause(id=m.group(1), title=m.group(2).strip(), spec_file=path.name)
             clauses.append(current)
             continue
         if line.startswith("#"):
@@ -79,7 +106,13 @@ def parse_spec(path: Path) -> list[Clause]:
             continue
         if current is not None:
             f = _FIELD.match(line.strip())
-            if f:
+            if f and f.group(1).strip() == "Quote":
+                q = _QUOTE.match(f.group(2).strip())
+                if q:
+                    current.quotes.append(Quote(q.group("where").strip(), q.group("words")))
+                else:
+                    current.bad_quotes.append(f.group(2).strip())
+            elif f:
                 current.fields.setdefault(f.group(1).strip(), f.group(2).strip())
     seen: set[str] = set()
     for c in clauses:
@@ -96,7 +129,9 @@ def load_clauses(specs_dir: Path) -> dict[str, Clause]:
             continue
         for c in parse_spec(path):
             if c.id in out:
-                raise ValueError(f"clause {c.id} is defined in {out[c.id].source} and {path.name}")
+                raise ValueError(
+                    f"clause {c.id} is defined in {out[c.id].spec_file} and {path.name}"
+                )
             out[c.id] = c
     return out
 
@@ -188,3 +223,117 @@ def coverage(root: Path) -> Coverage:
             if cid not in clauses:
                 unknown.setdefault(cid, []).extend(where)
     return Coverage(clauses=clauses, tests=tests, scenarios=scenarios, unknown=unknown)
+
+
+# --------------------------------------------------------------------------- sources and quotes
+
+_MEMORY_ITEM = re.compile(r"^(\d+)\.\s")
+#: The ledger seed's section headings, in order (its text before the first is ``opening``).
+LEDGER_SECTIONS = (
+    "What the ledger stores",
+    "How pins get in",
+    "Validity is an interval, not a flag",
+    "Expiry",
+    "Conflict groups",
+    "A bounded scope refuses rather than evicts",
+    "Consolidation",
+    "What was dropped",
+    "Not in this slice",
+)
+
+
+def normalize_words(text: str) -> str:
+    """Text as a quote is compared: typographic quotes made plain, whitespace collapsed."""
+    for a, b in (("\u2018", "'"), ("\u2019", "'"), ("\u201c", '"'), ("\u201d", '"')):
+        text = text.replace(a, b)
+    return " ".join(text.split())
+
+
+def seed_sections(spec_file: str, text: str) -> dict[str, str]:
+    """The seed restated by ``spec_file`` cut into the sections a quote may name.
+
+    Seed 000 (memory): ``intro``, ``§1`` … ``§29`` (its numbered items), ``roadmap`` and
+    ``validation table``.  Seed 003 (ledger): ``opening`` and each of :data:`LEDGER_SECTIONS`.
+    """
+    sections: dict[str, list[str]] = {}
+    memory = spec_file == "memory.md"
+    current = "intro" if memory else "opening"
+    for line in text.splitlines():
+        stripped = line.strip()
+        if memory:
+            m = _MEMORY_ITEM.match(stripped)
+            if m:
+                current = f"§{m.group(1)}"
+            elif stripped.startswith("Roadmap (gaps)"):
+                current = "roadmap"
+            elif stripped == "Validation criteria":
+                current = "validation table"
+        elif stripped in LEDGER_SECTIONS:
+            current = stripped
+        sections.setdefault(current, []).append(line)
+    return {k: normalize_words("\n".join(v)) for k, v in sections.items()}
+
+
+def quote_found(words: str, section: str) -> bool:
+    """Whether ``words`` stand in ``section`` (both normalized); an ellipsis ``…`` in the quote
+    stands for words left out, so the pieces must appear in order."""
+    at = 0
+    for piece in normalize_words(words).split("\u2026"):
+        piece = piece.strip()
+        if not piece:
+            continue
+        found = section.find(piece, at)
+        if found < 0:
+            return False
+        at = found + len(piece)
+    return True
+
+
+def source_problems(clauses: Iterable[Clause]) -> list[str]:
+    """Clauses whose source is missing or unknown, ``seed`` clauses without a quote, quote lines
+    that do not parse, and ``binding`` clauses outside the ledger (the memory seed has its own
+    wire format)."""
+    out: list[str] = []
+    for c in clauses:
+        if c.retired:
+            continue
+        if c.source not in SOURCES:
+            out.append(f"{c.id}: Source {c.source!r} is not one of {', '.join(SOURCES)}")
+        if c.source == "seed" and not c.quotes:
+            out.append(f'{c.id}: a seed clause quotes the seed (- **Quote:** §n "words")')
+        if c.source == "binding" and not c.id.startswith("LED-"):
+            out.append(f"{c.id}: only the ledger has a binding of memspec's own")
+        for bad in c.bad_quotes:
+            out.append(f'{c.id}: Quote line {bad!r} is not <section> "<words>"')
+    return out
+
+
+def quote_problems(clauses: Iterable[Clause], seeds_dir: Path) -> list[str]:
+    """Each quote of a clause that does not stand, in the section it names, in the seed its spec
+    restates (``seeds_dir`` holds the seed files, :data:`SEED_FILES`)."""
+    out: list[str] = []
+    cache: dict[str, dict[str, str]] = {}
+    for c in clauses:
+        seed = SEED_FILES.get(c.spec_file)
+        if seed is None or not c.quotes:
+            continue
+        if seed not in cache:
+            text = (seeds_dir / seed).read_text(encoding="utf-8")
+            cache[seed] = seed_sections(c.spec_file, text)
+        sections = cache[seed]
+        for q in c.quotes:
+            section = sections.get(q.where)
+            if section is None:
+                out.append(f"{c.id}: no section {q.where!r} in {seed}")
+            elif not quote_found(q.words, section):
+                out.append(f"{c.id}: {q.where} of {seed} does not say {q.words!r}")
+    return out
+
+
+def source_counts(clauses: Iterable[Clause]) -> dict[str, int]:
+    """Live clauses per source, in :data:`SOURCES` order (an unknown source under its name)."""
+    counts = dict.fromkeys(SOURCES, 0)
+    for c in clauses:
+        if not c.retired:
+            counts[c.source or "?"] = counts.get(c.source or "?", 0) + 1
+    return counts

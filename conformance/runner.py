@@ -18,6 +18,7 @@ from typing import Any
 
 from conformance.drivers.base import Driver, ResultVerdict, StepOutcome
 from conformance.scenario import Scenario, ScenarioError, load_scenario
+from conformance.sources import only_reference
 
 ScenarioVerdict = ResultVerdict
 CORPUS_DIR = Path(__file__).resolve().parent / "corpus"
@@ -48,6 +49,15 @@ class ScenarioResult:
             if o.verdict in ("diverge", "indeterminate"):
                 return o
         return None
+
+    @property
+    def deviating_steps(self) -> list[StepOutcome]:
+        """The steps that differ from the reference implementation only (reference clauses)."""
+        return [o for o in self.outcomes if o.verdict == "deviate"]
+
+    def deviation_clauses(self) -> list[str]:
+        """The reference clauses the deviating steps touch."""
+        return list(dict.fromkeys(c for o in self.deviating_steps for c in o.clauses))
 
     def clauses(self) -> list[str]:
         """Clauses this result speaks for: the scenario's, plus those a divergence named."""
@@ -92,6 +102,7 @@ def run_scenario(
         result.reason = f"target lacks {', '.join(missing)}"
         return result
     started = time.perf_counter()
+    deviated = False
     if tag is None:
         driver.begin(scenario.name)
     else:
@@ -115,11 +126,27 @@ def run_scenario(
                     outcome,
                     clauses=tuple(dict.fromkeys((*scenario.clauses, *step.clauses))),
                 )
+        if outcome.verdict == "diverge" and only_reference(outcome.clauses):
+            # A deviation from the reference implementation, not from the seed (every clause
+            # it touches is a reference clause: conformance.sources).
+            outcome = replace(outcome, verdict="deviate")
         result.outcomes.append(outcome)
         if on_step is not None:
             on_step(result, outcome)
         if outcome.verdict == "skip" and outcome.details.get("unobservable"):
             continue  # this probe says nothing about the store; the rest of the scenario does
+        if outcome.verdict == "deviate":
+            if result.verdict == "pass":
+                result.verdict = "deviate"
+                result.reason = f"step {index} ({step.op}) differs from the reference"
+                result.reason += f" implementation: {outcome.reason}"
+            # When neither side changed anything (both refused the call), the model still
+            # follows the store: the scenario goes on and its later steps are judged at the
+            # seed level.  Otherwise model and store may now differ, and it stops here.
+            if outcome.details.get("state_kept"):
+                continue
+            deviated = True
+            break
         if outcome.verdict == "diverge":
             result.verdict = "fail"
             result.reason = f"step {index} ({step.op}): {outcome.reason}"
@@ -129,10 +156,12 @@ def run_scenario(
             result.reason = f"step {index} ({step.op}): {outcome.reason}"
             break
         if outcome.verdict == "skip":
-            result.verdict = "skip"
-            result.reason = f"step {index} ({step.op}): {outcome.reason}"
+            if result.verdict == "pass":  # a deviation before it stays the verdict
+                result.verdict = "skip"
+                result.reason = f"step {index} ({step.op}): {outcome.reason}"
             break
     stopped = len(result.outcomes)
+    after = ", a deviation after which model and store may differ" if deviated else ""
     if result.verdict != "pass" and stopped < len(scenario.steps):
         for index in range(stopped, len(scenario.steps)):
             step = scenario.steps[index]
@@ -142,7 +171,7 @@ def run_scenario(
                     op=step.op,
                     verdict="skip",
                     clauses=tuple(step.clauses),
-                    reason=f"not reached (the scenario stopped at step {stopped - 1})",
+                    reason=f"not reached (the scenario stopped at step {stopped - 1}{after})",
                     details={"not_reached": True},
                 )
             )

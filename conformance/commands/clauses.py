@@ -7,7 +7,15 @@ import json
 import sys
 from pathlib import Path
 
-from conformance.clauses import Coverage, coverage, load_clauses, scan_scenarios
+from conformance.clauses import (
+    SOURCES,
+    Coverage,
+    coverage,
+    load_clauses,
+    scan_scenarios,
+    source_counts,
+    source_problems,
+)
 from conformance.errors import UsageError
 from conformance.version import CORPUS_DIR, specs_dir
 
@@ -33,7 +41,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="project root (default: ., or the installed package when ./specs is absent)",
     )
     p.add_argument("--spec", choices=["memory", "ledger", "all"], default="all")
-    p.add_argument("--check", action="store_true", help="exit 1 if a live clause has no coverage")
+    p.add_argument(
+        "--source",
+        choices=[*SOURCES, "all"],
+        default="all",
+        help="only the clauses whose rule comes from this source (default: all)",
+    )
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="exit 1 if a live clause has no coverage, or no valid source (a seed clause: a quote)",
+    )
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--verbose", "-v", action="store_true", help="name every covering test")
     p.set_defaults(func=run)
@@ -50,7 +68,11 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from exc
     prefix = {"memory": "MEM-", "ledger": "LED-", "all": ""}[args.spec]
     clauses = [c for c in cov.clauses.values() if c.id.startswith(prefix)]
-    uncovered = [c for c in cov.uncovered() if c.id.startswith(prefix)]
+    problems = source_problems(clauses)
+    if args.source != "all":
+        clauses = [c for c in clauses if c.source == args.source]
+    shown = {c.id for c in clauses}
+    uncovered = [c for c in cov.uncovered() if c.id in shown]
     if installed:
         # The tests are not shipped: only a wire-observable clause must have a scenario.
         uncovered = [c for c in uncovered if c.observable.startswith("wire")]
@@ -63,6 +85,8 @@ def run(args: argparse.Namespace) -> int:
                         "title": c.title,
                         "level": c.level,
                         "observable": c.observable,
+                        "source": c.source,
+                        "quotes": [{"where": q.where, "words": q.words} for q in c.quotes],
                         "retired": c.retired,
                         "tests": cov.tests.get(c.id, []),
                         "scenarios": cov.scenarios.get(c.id, []),
@@ -70,6 +94,8 @@ def run(args: argparse.Namespace) -> int:
                     for c in clauses
                 ],
                 "uncovered": [c.id for c in uncovered],
+                "sources": source_counts(clauses),
+                "source_problems": problems,
                 "unknown": cov.unknown,
             },
             sys.stdout,
@@ -83,8 +109,13 @@ def run(args: argparse.Namespace) -> int:
             mark = "retired" if c.retired else ("UNCOVERED" if not (tests or scen) else "ok")
             if installed and mark == "UNCOVERED" and c not in uncovered:
                 mark = "unchecked"  # covered by tests, which an installed memspec lacks
-            print(f"{c.id:<18} {mark:<9} tests={len(tests):<3} scenarios={len(scen):<3} {c.title}")
+            print(
+                f"{c.id:<18} {c.source or '?':<9} {mark:<9} tests={len(tests):<3}"
+                f" scenarios={len(scen):<3} {c.title}"
+            )
             if args.verbose:
+                for q in c.quotes:
+                    print(f'    quote     {q.where} "{q.words}"')
                 for t in tests:
                     print(f"    test      {t}")
                 for s in scen:
@@ -106,8 +137,17 @@ def run(args: argparse.Namespace) -> int:
                 f"\n{live} live clauses, {live - len(uncovered)} covered,"
                 f" {len(uncovered)} uncovered"
             )
+        counts = source_counts(clauses)
+        print(
+            "by source: "
+            + ", ".join(f"{n} {s}" for s, n in counts.items())
+            + " (seed: the seed's words, quoted; binding: memspec's ledger binding;"
+            " reference: the reference implementation — a divergence is a deviation)"
+        )
         for cid, where in sorted(cov.unknown.items()):
             print(f"cited but not defined: {cid} ({where[0]}{' …' if len(where) > 1 else ''})")
-    if args.check and (uncovered or cov.unknown):
+        for problem in problems:
+            print(f"source: {problem}")
+    if args.check and (uncovered or cov.unknown or problems):
         return 1
     return 0

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TextIO
 
 from conformance.commands.run import add_target_options, build_drivers, new_run_id, open_target
+from conformance.commands.run.options import add_level_option
 from conformance.drivers.base import RunContext, StepOutcome
 from conformance.errors import UsageError
 from conformance.jsonutil import short_json
@@ -35,6 +36,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_target_options(p)
     p.add_argument("--allow-dirty", action="store_true", help="see memspec run --help")
     p.add_argument("--width", type=int, default=0, help="column width (default: fit the terminal)")
+    add_level_option(p)
     p.set_defaults(func=run)
 
 
@@ -52,6 +54,7 @@ def print_side_by_side(o: StepOutcome, out: TextIO, width: int) -> None:
     mark = {
         "pass": "ok",
         "diverge": "DIFFERS",
+        "deviate": "DIFFERS FROM THE REFERENCE",
         "indeterminate": "INDETERMINATE",
         "skip": "skipped",
     }[o.verdict]
@@ -122,5 +125,12 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     if result.verdict == "skip":
         out.write(f"skipped: {result.reason}\n")
         return 0
+    if result.verdict == "deviate":
+        level = getattr(args, "level", "seed")
+        out.write(
+            f"conformant at the seed level; {result.reason} (a reference clause only"
+            + (": fails at --level reference)\n" if level == "reference" else ")\n")
+        )
+        return 1 if level == "reference" else 0
     out.write(f"{'diverges' if result.verdict == 'fail' else 'indeterminate'} at {result.reason}\n")
     return 1

@@ -14,7 +14,11 @@ mutant     one realistic mistake of the catalogue              killed: NOT CONFO
 =========  ==================================================  =============================
 
 A divergence *names* the clauses of its step; a failed corpus scenario also names the clauses
-it declares (the rule it was written to check).  A kill named only that way is marked
+it declares (the rule it was written to check).  A mutant whose divergences touch only
+``reference`` clauses (``conformance.sources``) made a choice the seed leaves open: the store is
+conformant at the seed level, and the row says so — ``deviates`` (killed only at ``--level
+reference``), counted apart from the seed-level kills.  ``--level reference`` runs every row at
+that level, where such a mutant is killed outright.  A kill named only that way is marked
 ``blame: scenario`` in ``--json`` (and listed as "blamed elsewhere"): the harness caught the
 mistake but reported the divergent step under other clauses.
 
@@ -64,6 +68,7 @@ from typing import Any, TextIO
 
 from conformance.commands import run as run_cmd
 from conformance.commands.fault_proxy import FAULTS, Fault, FaultProxy
+from conformance.commands.run.options import add_level_option
 from conformance.drivers.base import Secret, TargetConfig
 from conformance.errors import UsageError
 from conformance.machines.profiles import PROFILES
@@ -106,6 +111,7 @@ class Options:
     corpus_only: bool = False
     report: str | None = None
     timeout: float = 10.0
+    level: str = "seed"
 
 
 @dataclass
@@ -116,7 +122,7 @@ class Row:
     kind: str
     protocol: str
     clauses: list[str]
-    verdict: str  # conformant | not conformant | killed | survived | error
+    verdict: str  # conformant | not conformant | killed | deviates | survived | error
     ok: bool
     exit_code: int
     clause: str = ""  # the entry's clause a divergence named (mutants), or its first clause
@@ -129,6 +135,8 @@ class Row:
     #: how a kill named the clause: "step" (the divergent step's own clauses) or "scenario"
     #: (only the clauses the failed corpus scenario declares -- the step was blamed elsewhere)
     blame: str = ""
+    #: the reference clauses its deviations touched (a mutant caught only at --level reference)
+    deviates_on: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -233,6 +241,7 @@ def run_cell(cell: Cell, options: Options) -> Row:
                 report_dir=Path(options.report) / cell.name if options.report else None,
                 quiet=True,
                 out=sink,
+                level=options.level,
             )
     except Exception as exc:
         return _row(
@@ -260,8 +269,16 @@ def judge(
     corpus_named: set[str] = set()
     scenario_named: set[str] = set()  # what the failed scenarios were written to check
     machine_named: set[str] = set()
+    deviated: set[str] = set()  # reference clauses a deviation touched (any level)
     replay: int | None = None
+    reference_level = data.get("level") == "reference"
     for s in data.get("scenarios", []):
+        deviated.update(s.get("deviation_clauses") or ())
+        if reference_level and s.get("verdict") == "deviate":
+            # at --level reference a deviation fails the run: it kills like a failure
+            target = machine_named if s.get("kind") == "probe" else corpus_named
+            target.update(s.get("deviation_clauses") or ())
+            continue
         if s.get("verdict") != "fail":
             continue
         if s.get("kind") == "probe":  # the machines' transport probes, not the corpus
@@ -270,8 +287,17 @@ def judge(
         corpus_named.update(s.get("failed_clauses") or s.get("clauses") or ())
         scenario_named.update(s.get("clauses") or ())
     for m in data.get("machines", []):
-        if m.get("verdict") == "fail":
-            machine_named.update(m.get("failed_clauses") or m.get("clauses") or ())
+        for d in m.get("divergences") or ():
+            if d.get("deviation"):
+                deviated.update(d.get("clauses") or ())
+        if m.get("verdict") == "fail" or (reference_level and m.get("verdict") == "deviate"):
+            failing = [
+                c
+                for d in m.get("divergences") or ()
+                if reference_level or not d.get("deviation")
+                for c in d.get("clauses") or ()
+            ]
+            machine_named.update(failing or m.get("failed_clauses") or m.get("clauses") or ())
             steps = (m.get("details") or {}).get("replay_steps")
             if isinstance(steps, list) and (replay is None or len(steps) < replay):
                 replay = len(steps)
@@ -308,8 +334,16 @@ def judge(
     hit = next((c for c in cell.clauses if c in corpus_named | machine_named), "") or next(
         (c for c in cell.clauses if c in named_all), ""
     )
+    # Not killed at the seed level, but a deviation named one of its clauses: its mistake is a
+    # choice the seed leaves open (reference clauses only) — caught, at --level reference.
+    deviates = not killed and bool(deviated & wanted)
     detail = ""
-    if not killed:
+    if deviates:
+        detail = (
+            "differs from the reference implementation only (reference clauses "
+            f"{', '.join(sorted(deviated))}): killed only at --level reference"
+        )
+    elif not killed:
         detail = (
             f"divergences named only {', '.join(named)}"
             if named
@@ -317,8 +351,8 @@ def judge(
         )
     return _row(
         cell,
-        "killed" if killed else "survived",
-        killed,
+        "killed" if killed else "deviates" if deviates else "survived",
+        killed or deviates,
         exit_code,
         clause=hit or cell.clauses[0],
         killed_by=(
@@ -332,6 +366,7 @@ def judge(
         duration=duration,
         detail=detail,
         blame=("step" if by_step else "scenario") if killed else "",
+        deviates_on=sorted(deviated & wanted) if deviates else [],
     )
 
 
@@ -349,6 +384,7 @@ def _row(
     duration: float = 0.0,
     detail: str = "",
     blame: str = "",
+    deviates_on: list[str] | None = None,
 ) -> Row:
     return Row(
         name=cell.name,
@@ -366,6 +402,7 @@ def _row(
         duration_s=round(duration, 3),
         detail=detail,
         blame=blame,
+        deviates_on=deviates_on or [],
     )
 
 
@@ -420,20 +457,28 @@ def run_cells(
 
 def summarize(rows: Sequence[Row]) -> dict[str, Any]:
     mutants = [r for r in rows if r.kind == "mutant"]
-    killed = [r for r in mutants if r.ok]
+    killed = [r for r in mutants if r.ok and r.verdict == "killed"]
+    deviating = [r for r in mutants if r.verdict == "deviates"]
     variants = [r for r in rows if r.kind == "variant"]
     store = [r for r in rows if r.kind == "store"]
     firsts = [r.first_divergence_s for r in killed if r.first_divergence_s is not None]
     replays = [r.replay_steps for r in killed if r.replay_steps is not None]
     by_protocol: dict[str, dict[str, int]] = {}
     for r in mutants:
-        p = by_protocol.setdefault(r.protocol, {"mutants": 0, "killed": 0})
+        p = by_protocol.setdefault(r.protocol, {"mutants": 0, "killed": 0, "deviates": 0})
         p["mutants"] += 1
-        p["killed"] += int(r.ok)
+        p["killed"] += int(r.verdict == "killed")
+        p["deviates"] += int(r.verdict == "deviates")
     return {
         "mutants": len(mutants),
         "killed": len(killed),
         "kill_rate": round(len(killed) / len(mutants), 4) if mutants else None,
+        # caught only as deviations from the reference implementation (reference clauses)
+        "deviates": len(deviating),
+        "deviates_only": [{"name": r.name, "clauses": r.deviates_on} for r in deviating],
+        "caught_rate": (
+            round((len(killed) + len(deviating)) / len(mutants), 4) if mutants else None
+        ),
         "killed_by": {
             k: sum(1 for r in killed if r.killed_by == k) for k in ("corpus", "machine", "both")
         },
@@ -483,7 +528,7 @@ def print_matrix(rows: Sequence[Row], summary: dict[str, Any], out: TextIO, mode
     out.write(line.format(*("-" * w for w in widths)).rstrip() + "\n")
     for t in table:
         out.write(line.format(*t).rstrip() + "\n")
-    bad = [r for r in rows if not r.ok and r.detail]
+    bad = [r for r in rows if (not r.ok or r.verdict == "deviates") and r.detail]
     if bad:
         out.write("\n")
         for r in bad:
@@ -497,6 +542,13 @@ def print_matrix(rows: Sequence[Row], summary: dict[str, Any], out: TextIO, mode
             f" machine only {kb['machine']}, both {kb['both']};"
             f" machine kill rate {100 * summary['machine_kill_rate']:.1f} %\n"
         )
+        if summary["deviates"]:
+            out.write(
+                f"{summary['deviates']} mutant(s) only differ from the reference implementation"
+                " (a choice the seed leaves open; killed only at --level reference): "
+                + ", ".join(d["name"] for d in summary["deviates_only"])
+                + "\n"
+            )
         out.write(
             f"median time to first divergence {_fmt_s(summary['median_first_divergence_s'])},"
             f" median shrunk replay {summary['median_replay_steps'] or '-'} step(s)\n"
@@ -554,6 +606,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--seed", type=int, help="state-machine seed")
     p.add_argument("--examples", type=int, metavar="N", help="state-machine runs per row")
     p.add_argument("--report", metavar="DIR", help="write each row's run report to DIR/<name>/")
+    add_level_option(p)
     p.add_argument("--json", action="store_true", help="print the matrix as one JSON document")
     p.add_argument("--list", action="store_true", help="list the rows and exit")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress lines")
@@ -586,6 +639,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         machines_only=args.machines_only,
         corpus_only=args.corpus_only,
         report=args.report,
+        level=args.level,
     )
     mode = (
         "by the machines alone"

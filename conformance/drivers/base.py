@@ -27,13 +27,15 @@ from conformance.scenario import Scenario, Step
 
 #: The verdict on one step: the answer is one the model allows (``pass``), is not (``diverge``),
 #: cannot be judged (``indeterminate``: no answer, a harness error), or the step did not run or
-#: says nothing about this target (``skip``).
-StepVerdict = Literal["pass", "diverge", "indeterminate", "skip"]
+#: says nothing about this target (``skip``).  A divergence whose every clause is a
+#: ``reference`` clause is a ``deviate`` step (set by the runner: :mod:`conformance.sources`).
+StepVerdict = Literal["pass", "diverge", "deviate", "indeterminate", "skip"]
 Verdict = StepVerdict  # the older name
 #: What an oracle says of one answer (a driver turns it into a :data:`StepVerdict`).
 JudgementVerdict = Literal["pass", "diverge", "indeterminate"]
-#: The verdict on a whole scenario or machine run: ``fail`` where a step diverged.
-ResultVerdict = Literal["pass", "fail", "skip", "indeterminate"]
+#: The verdict on a whole scenario or machine run: ``fail`` where a step diverged, ``deviate``
+#: where steps only deviated from the reference implementation (reference clauses only).
+ResultVerdict = Literal["pass", "fail", "deviate", "skip", "indeterminate"]
 
 #: A run id is lower-case letters, digits and ``-`` so that it fits into every protocol's key
 #: rules (no whitespace, no control or format characters) wherever a driver embeds it.

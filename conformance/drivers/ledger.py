@@ -444,6 +444,7 @@ class LedgerDriver:
                 )
                 if trial.verdict == "pass":
                     passes.append((new_state, alt, trial))
+        state_kept = False
         if passes:
             new_state, outcome, j = passes[0]
             kept: dict[LedgerState, oracle.Context] = {}
@@ -467,7 +468,15 @@ class LedgerDriver:
                 packet=packet,
             )
             new_state, outcome = options[0][best]
-            self._others = []
+            # Every allowed answer refuses and so did the target: neither ledger changed, and the
+            # worlds still possible stay possible (a run may go on past a deviation here).
+            state_kept = (
+                all(isinstance(o, Refused) for alts in options for _s, o in alts)
+                and ex.status is not None
+                and ex.status != 200
+            )
+            if not state_kept:
+                self._others = []
         self.model = new_state
         if method in ("_test/set_clock", "_test/reset"):
             self._target_clock = None  # whatever the store's clock is now, pin it again
@@ -487,7 +496,7 @@ class LedgerDriver:
                 problem = check_expect(expect, ex, _bodies(ex, self._foreign), "bodies")
                 if problem:
                     j = replace(j, verdict="diverge", reason=f"hand-written expectation: {problem}")
-        return self._outcome(index, step, base, j, ex)
+        return self._outcome(index, step, base, j, ex, state_kept=state_kept)
 
     def _before_mutation(self, defer: bool = False) -> str | None:
         """``defer``: a clock pin is left to the caller (:data:`_DEFERRED`), which sends it
@@ -535,8 +544,17 @@ class LedgerDriver:
         return None
 
     def _outcome(
-        self, index: int, step: Step, base: tuple[str, ...], j: oracle.Judgement, ex: Exchange
+        self,
+        index: int,
+        step: Step,
+        base: tuple[str, ...],
+        j: oracle.Judgement,
+        ex: Exchange,
+        *,
+        state_kept: bool = False,
     ) -> StepOutcome:
+        """The step's outcome; ``state_kept``: a divergence where the model and the target both
+        refused, so neither changed (the runner may go on past it: conformance.sources)."""
         clauses = (
             tuple(dict.fromkeys(tuple(step.clauses) + j.clauses))
             if j.verdict == "diverge"
@@ -547,6 +565,8 @@ class LedgerDriver:
             details["diffs"] = [d.text() for d in j.diffs]
         if self._foreign:
             details["dirty"] = f"{len(self._foreign)} record(s) predate the run and are ignored"
+        if state_kept and j.verdict == "diverge":
+            details["state_kept"] = True
         return StepOutcome(
             index=index,
             op=step.op,

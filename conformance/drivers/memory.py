@@ -358,11 +358,15 @@ class MemoryDriver:
                 reason=f"the answer is labelled Content-Type {ex.content_type!r}, not JSON",
             )
         if judgement.verdict != "pass":
+            # No allowed answer changes a scope, and the target refused too: neither side
+            # changed, so a run may go on past this step (a deviation: conformance.sources).
+            kept = not allowed.changes and ex.status is not None and ex.status >= 400
             return outcome(
                 verdict=judgement.verdict,
                 clauses=tuple(dict.fromkeys((*judgement.clauses, *step.clauses))),
                 expected=judgement.expected,
                 reason=judgement.reason,
+                details={"state_kept": True} if kept and judgement.verdict == "diverge" else {},
             )
         problem = check_expect(step.expect, ex, _texts(ex), "texts") if step.expect else None
         if problem is not None:

@@ -116,10 +116,10 @@ class DifferentialMachine(RuleBasedStateMachine):
         return outcome
 
     def _set_aside(self, step: Step, outcome: StepOutcome) -> StepOutcome:
-        if step.op in self.READ_ONLY_OPS:
-            # Nothing changed on the target: the run goes on as if the read had not been
-            # made (rules use no answer that did not pass), so a replay of this run never
-            # stops at a divergence already reported.
+        if step.op in self.READ_ONLY_OPS or outcome.details.get("state_kept"):
+            # Nothing changed on the target (a read, or a call model and target both refused):
+            # the run goes on as if the step had not been made (rules use no answer that did
+            # not pass), so a replay of this run never stops at a divergence already reported.
             self.recorded.pop()
             return outcome
         return self._stop(outcome)

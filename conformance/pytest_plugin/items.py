@@ -108,26 +108,33 @@ class MemspecScenarioItem(MemspecItem):
         run = self.run
         result = run_scenario(run.driver(self.protocol), self.scenario, path=self.source)
         self.user_properties.append(("memspec_verdict", result.verdict))
+        for o in result.deviating_steps:  # differences from the reference implementation
+            text = f"[{', '.join(o.clauses)}] step {o.index} ({o.op}): {o.reason}"
+            self.user_properties.append(("deviation", text[:500]))
         run.record(self.scenario.name, result.verdict, self.scenario.all_clauses(),
                    result.failed_clauses(), result.failing_step, result.reason)  # fmt: skip
         if result.verdict == "skip":
             skip(result.reason)
-        if result.verdict == "pass":
+        if result.verdict == "pass" or (result.verdict == "deviate" and run.level != "reference"):
             return
-        step = result.failing_step
+        step = result.failing_step or next(iter(result.deviating_steps), None)
+        failed = result.failed_clauses() or result.deviation_clauses()
         replay = run.save_replay("scenario", self.scenario.name, self.scenario, result.outcomes)
         self.user_properties += [
             ("replay", replay),
-            ("failed_clauses", " ".join(result.failed_clauses())),
+            ("failed_clauses", " ".join(failed)),
         ]
-        verb = "diverges" if result.verdict == "fail" else "could not be judged"
+        verb = {
+            "fail": "diverges",
+            "deviate": "differs from the reference implementation (--memspec-level reference)",
+        }.get(result.verdict, "could not be judged")
         where = f" at step {step.index} ({step.op})" if step is not None else f": {result.reason}"
         lines = [f"memspec {self.protocol} scenario {self.scenario.name} {verb}{where}"]
         lines.append(f"  scenario:      {self.source}")
-        lines += step_lines(step, result.failed_clauses())
+        lines += step_lines(step, failed)
         lines.append(f"  replay file:   {replay}")
         lines.append(f"  rerun:         {run.replay_hint(replay)}")
-        run.fail(self.scenario.name, result.failed_clauses(), "\n".join(lines))
+        run.fail(self.scenario.name, failed, "\n".join(lines))
 
 
 class MemspecMachineItem(MemspecItem):
@@ -148,6 +155,7 @@ class MemspecMachineItem(MemspecItem):
     def runtest(self) -> None:
         from conformance.machines import run_machine
         from conformance.runner import run_scenario
+        from conformance.sources import only_reference
 
         run = self.run
         driver = run.driver(self.protocol)
@@ -161,10 +169,20 @@ class MemspecMachineItem(MemspecItem):
             ("examples", str(result.examples)),
             ("steps", str(result.steps)),
         ]
+        deviations = [f for f in result.findings if only_reference(f.clauses)]
+        for f in deviations:
+            self.user_properties.append(("deviation", f"[{', '.join(f.clauses)}] {f.reason}"[:500]))
         if result.verdict == "skip":
             skip(result.reason)
         if result.verdict == "pass":
             return
+        if (
+            result.verdict == "fail"
+            and result.findings
+            and len(deviations) == len(result.findings)
+            and run.level != "reference"
+        ):
+            return  # only deviations from the reference implementation: seed-level pass
         verb = "found a divergence" if result.verdict == "fail" else "could not judge the target"
         lines = [
             f"memspec {self.protocol} state machine {verb}"

@@ -104,6 +104,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="drop the expectations this run checked and did not reproduce",
     )
     g.addoption(
+        "--memspec-level",
+        choices=("seed", "reference"),
+        dest="memspec_level",
+        default="seed",
+        help="seed (default): a difference on a reference clause only is a deviation, reported"
+        " as a 'deviation' property and passing; reference: it fails the item (as memspec run"
+        " --level)",
+    )
+    g.addoption(
         "--memspec-replay-dir",
         metavar="DIR",
         dest="memspec_replay_dir",

@@ -98,6 +98,7 @@ def _read_profile(run: MemspecRun, opt: Any) -> None:
     from conformance.machines.profiles import get_profile
 
     profile = get_profile(opt("memspec_profile"))
+    run.level = str(opt("memspec_level") or "seed")
     examples = opt("memspec_examples")
     if examples is not None:
         if examples < 1:

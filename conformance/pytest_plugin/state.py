@@ -52,6 +52,7 @@ class MemspecRun:
         self.profile: Profile
         self.seed = 0
         self.examples: int | None = None  # --memspec-examples, when given
+        self.level = "seed"  # --memspec-level: "reference" fails an item on a deviation too
         self.allow_dirty = False
         self.corpus: list[tuple[Scenario, str]] = []
         self.machines: dict[str, tuple[str, ...]] = {}

@@ -48,7 +48,9 @@ def print_summary(
     rows = data["clauses"]
     out.write("\n")
     if rows:
-        out.write(f"{'clause':<16} {'passed':>6} {'failed':>6} {'skipped':>7}  title\n")
+        out.write(
+            f"{'clause':<16} {'passed':>6} {'failed':>6} {'deviates':>8} {'skipped':>7}  title\n"
+        )
         for r in rows:
             failed = r["failed"]
             # No answer from the target (a lost connection, a timeout) is a transport verdict:
@@ -59,16 +61,19 @@ def print_summary(
                 mark = " (expected)"
             elif failed:
                 mark = " ✗"
+            elif r.get("deviates"):
+                mark = " ≠ differs from the reference implementation"
             if unanswered:
                 mark += f" ({unanswered} not judged: no answer)"
             skip = f"{r['skipped']}" if r["skipped"] else "0"
             out.write(
-                f"{r['id']:<16} {r['passed']:>6} {failed:>6} {skip:>7}"
+                f"{r['id']:<16} {r['passed']:>6} {failed:>6} {r.get('deviates', 0):>8} {skip:>7}"
                 f"  {_trim(r['title'], 60)}{mark}\n"
             )
             if r["skipped"] and not failed:
                 for reason in r["skip_reasons"][:2]:
-                    out.write(f"{'':<16} {'':>6} {'':>6} {'':>7}    skipped: {_trim(reason, 70)}\n")
+                    pad = f"{'':<16} {'':>6} {'':>6} {'':>8} {'':>7}"
+                    out.write(f"{pad}    skipped: {_trim(reason, 70)}\n")
     s = data["summary"]
 
     def counts(d: dict[str, int]) -> str:
@@ -102,22 +107,20 @@ def print_summary(
                 if d["expected_by"]
                 else ("INDETERMINATE" if d["verdict"] == "indeterminate" else "DIVERGES")
             )
-            out.write(
-                f"  {tag} {d['source']} {d['name']} — step {d['step']} ({d['op']})"
-                f" [{', '.join(d['clauses'])}]\n      {_trim(d['reason'], 300)}\n"
-            )
-            if verbose or not d["expected_by"]:
-                exp = d["expected"].splitlines()
-                for line in exp[:3]:
-                    out.write(f"      model allows: {_trim(line, 200)}\n")
-                ex = d["exchange"]
-                if ex is not None:
-                    out.write(f"      sent:         {sent_line(ex)}\n")
-                    out.write(f"      target said:  {said_line(ex)}\n")
-            if d["replay"]:
-                out.write(f"      replay: memspec replay {d['replay']}\n")
-            if d["expected_by"]:
-                out.write(f"      expected: {d['expected_by']['reason']}\n")
+            _write_divergence(out, d, tag, verbose)
+    devs = data.get("deviations") or []
+    level = data.get("level", "seed")
+    if devs:
+        fails = (
+            "they fail this run" if level == "reference" else "they fail only at --level reference"
+        )
+        out.write(
+            f"\n{len(devs)} difference(s) from the reference implementation (only reference"
+            f" clauses differ; {fails}):\n"
+        )
+        for d in devs:
+            tag = "EXPECTED" if d["expected_by"] else "DIFFERS FROM THE REFERENCE"
+            _write_divergence(out, d, tag, verbose)
     for stale in data["expectations"]["stale"]:
         e = stale["entry"]
         name = f"clause {e['clause']}" if "clause" in e else f"scenario {e['scenario']}"
@@ -131,4 +134,27 @@ def print_summary(
     verdict = "CONFORMANT" if data["exit_code"] == 0 else "NOT CONFORMANT"
     if data["exit_code"] == 0 and divs:
         verdict += " (only expected divergences)"
+    if devs:
+        verdict += f" at level {level}, {len(devs)} deviation(s) from the reference implementation"
     out.write(f"{verdict}\n")
+
+
+def _write_divergence(out: TextIO, d: dict[str, Any], tag: str, verbose: bool) -> None:
+    """One divergence or deviation: where, which clauses, why; the allowed answers, what was
+    sent and what came back (unless an expectation accepts it); its replay."""
+    out.write(
+        f"  {tag} {d['source']} {d['name']} — step {d['step']} ({d['op']})"
+        f" [{', '.join(d['clauses'])}]\n      {_trim(d['reason'], 300)}\n"
+    )
+    if verbose or not d["expected_by"]:
+        exp = d["expected"].splitlines()
+        for line in exp[:3]:
+            out.write(f"      model allows: {_trim(line, 200)}\n")
+        ex = d["exchange"]
+        if ex is not None:
+            out.write(f"      sent:         {sent_line(ex)}\n")
+            out.write(f"      target said:  {said_line(ex)}\n")
+    if d["replay"]:
+        out.write(f"      replay: memspec replay {d['replay']}\n")
+    if d["expected_by"]:
+        out.write(f"      expected: {d['expected_by']['reason']}\n")

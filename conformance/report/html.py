@@ -1,7 +1,9 @@
 """``report.html``: one self-contained page (inline CSS, no scripts, no external assets).
 
-Sections: the verdict and run facts; the clause matrix (passed / failed / skipped per clause);
-every divergence with its minimal replay shown step by step, the model's allowed answers and
+Sections: the verdict and run facts; the clause matrix (passed / failed / deviates / skipped
+per clause, with each clause's source); every divergence with its minimal replay shown step by
+step, then apart every difference from the reference implementation (a deviation: only
+reference clauses differ) shown the same way, the model's allowed answers and
 the target's answer side by side; the concurrent check (``--clients N``), with the timeline of
 a non-linearizable counterexample (clients as lanes, operations as bars); the scenarios and
 machine runs; the scopes the run wrote.
@@ -25,7 +27,8 @@ table{border-collapse:collapse;width:100%;margin:.5em 0}
 th,td{border:1px solid #ddd;padding:4px 8px;vertical-align:top;text-align:left}
 th{background:#f5f5f7}td.n{text-align:right;width:4em}
 tr.pass td.v{background:#e6f4ea}tr.fail td.v{background:#fce8e6}tr.skip td.v{background:#f1f3f4}
-tr.expected td.v{background:#fef7e0}
+tr.expected td.v{background:#fef7e0}tr.deviate td.v{background:#e8f0fe}
+.div.deviate{border-color:#aecbfa;background:#f8fbff}tr.step-deviate td{background:#e8f0fe}
 pre{margin:0;white-space:pre-wrap;word-break:break-word;
 font:12px/1.4 ui-monospace,Menlo,Consolas,monospace}
 .div{border:1px solid #e0c0bd;border-radius:6px;padding:1em;margin:1em 0;background:#fffafa}
@@ -65,7 +68,11 @@ def _steps_table(steps: list[dict[str, Any]]) -> str:
             + "".join(f"{k}: {v}\n" for k, v in ex.get("request_headers") or ())
             + _j(ex.get("request"), 1500)
         )
-        cls = f"step-{o['verdict']}" if o["verdict"] in ("diverge", "indeterminate") else ""
+        cls = (
+            f"step-{o['verdict']}"
+            if o["verdict"] in ("diverge", "deviate", "indeterminate")
+            else ""
+        )
         not_reached = (o.get("details") or {}).get("not_reached")
         state = "not reached" if not_reached else o["verdict"]
         rows.append(
@@ -83,74 +90,15 @@ def _steps_table(steps: list[dict[str, Any]]) -> str:
     )
 
 
-def report_html(data: dict[str, Any]) -> str:
-    ok = data["exit_code"] == 0
-    s = data["summary"]
-    parts = [
-        "<!doctype html><html lang='en'><head><meta charset='utf-8'>",
-        f"<title>memspec report {escape(data['run_id'])}</title><style>{CSS}</style></head><body>",
-        f"<h1 class='{'ok' if ok else 'bad'}'>{'Conformant' if ok else 'Not conformant'}</h1>",
-        "<p>",
-        f"target <code>{escape(str(data['target'].get('label') or data['target'].get('url')))}"
-        "</code> · ",
-        f"run <code>{escape(data['run_id'])}"
-        f"</code> · {escape(data['started_at'])} · {data['duration_s']:.1f}s · ",
-        f"{s['steps']} steps · {s['divergences']} divergence(s), {s['unexpected']} unexpected",
-        "</p>",
-        f"<p class='muted'>judged by memspec {escape(str(data.get('memspec_version')))} · spec"
-        f" {escape(str(data.get('spec_revision')))}"
-        f" · corpus {escape(str(data.get('corpus_revision')))}</p>",
-    ]
-    opts = data["options"]
-    parts.append(
-        "<p class='muted'>"
-        + " · ".join(f"{escape(k)}: {escape(str(v))}" for k, v in opts.items() if v is not None)
-        + "</p>"
-    )
-    caps = data["capabilities"]
-    if caps:
-        parts.append(
-            "<p class='muted'>capabilities: "
-            + "; ".join(f"{escape(p)}: {escape(', '.join(c) or '—')}" for p, c in caps.items())
-            + "</p>"
-        )
-    # clause matrix
-    parts.append(
-        "<h2>Clauses</h2><table><tr><th>clause</th><th>title</th><th>passed</th><th>failed</th><th>skipped</th><th>notes</th></tr>"
-    )
-    for r in data["clauses"]:
-        failed = r["failed"]  # no answer (indeterminate) is a transport verdict, shown apart
-        cls = (
-            "expected"
-            if (failed or r["indeterminate"]) and r["expected"]
-            else "fail"
-            if failed
-            else "pass"
-            if r["passed"]
-            else "skip"
-        )
-        notes = "; ".join(
-            ["expected: " + e for e in r["expected"]]
-            + ["skipped: " + x for x in r["skip_reasons"]]
-            + ([f"{r['indeterminate']} not judged: no answer"] if r["indeterminate"] else [])
-        )
-        parts.append(
-            f"<tr class='{cls}'><td class='v'><code>{escape(r['id'])}</code></td>"
-            f"<td>{escape(r['title'])}</td>"
-            f"<td class='n'>{r['passed']}</td><td class='n'>{failed}</td>"
-            f"<td class='n'>{r['skipped']}</td>"
-            f"<td>{escape(notes)}</td></tr>"
-        )
-    parts.append("</table>")
-    # divergences
-    parts.append(f"<h2>Divergences ({len(data['divergences'])})</h2>")
-    if not data["divergences"]:
-        parts.append("<p class='ok'>None: every answer was one the model allows.</p>")
+def _divergence_blocks(data: dict[str, Any], divs: list[dict[str, Any]], kind: str) -> list[str]:
+    """Each divergence (or, ``kind`` `` deviate``, each deviation) as a block: where, which
+    clauses, why, its replay and the steps side by side."""
+    parts: list[str] = []
     scen = {x["name"]: x for x in data["scenarios"]}
     mach = {x["name"]: x for x in data["machines"]}
-    for d in data["divergences"]:
+    for d in divs:
         exp = d.get("expected_by")
-        parts.append(f"<div class='div{' expected' if exp else ''}'>")
+        parts.append(f"<div class='div{kind}{' expected' if exp else ''}'>")
         parts.append(
             f"<h3>{escape(d['source'])} <code>{escape(d['name'])}"
             f"</code> — step {d['step']} ({escape(d['op'])})</h3>"
@@ -179,6 +127,90 @@ def report_html(data: dict[str, Any]) -> str:
                 ]
         parts.append(_steps_table(steps))
         parts.append("</div>")
+    return parts
+
+
+def report_html(data: dict[str, Any]) -> str:
+    ok = data["exit_code"] == 0
+    s = data["summary"]
+    parts = [
+        "<!doctype html><html lang='en'><head><meta charset='utf-8'>",
+        f"<title>memspec report {escape(data['run_id'])}</title><style>{CSS}</style></head><body>",
+        f"<h1 class='{'ok' if ok else 'bad'}'>{'Conformant' if ok else 'Not conformant'}</h1>",
+        "<p>",
+        f"target <code>{escape(str(data['target'].get('label') or data['target'].get('url')))}"
+        "</code> · ",
+        f"run <code>{escape(data['run_id'])}"
+        f"</code> · {escape(data['started_at'])} · {data['duration_s']:.1f}s · ",
+        f"{s['steps']} steps · {s['divergences']} divergence(s), {s['unexpected']} unexpected",
+        f" · {s.get('deviations', 0)} deviation(s) from the reference implementation"
+        f" · level {escape(str(data.get('level', 'seed')))}",
+        "</p>",
+        f"<p class='muted'>judged by memspec {escape(str(data.get('memspec_version')))} · spec"
+        f" {escape(str(data.get('spec_revision')))}"
+        f" · corpus {escape(str(data.get('corpus_revision')))}</p>",
+    ]
+    opts = data["options"]
+    parts.append(
+        "<p class='muted'>"
+        + " · ".join(f"{escape(k)}: {escape(str(v))}" for k, v in opts.items() if v is not None)
+        + "</p>"
+    )
+    caps = data["capabilities"]
+    if caps:
+        parts.append(
+            "<p class='muted'>capabilities: "
+            + "; ".join(f"{escape(p)}: {escape(', '.join(c) or '—')}" for p, c in caps.items())
+            + "</p>"
+        )
+    # clause matrix
+    parts.append(
+        "<h2>Clauses</h2><table><tr><th>clause</th><th>title</th><th>source</th><th>passed</th>"
+        "<th>failed</th><th>deviates</th><th>skipped</th><th>notes</th></tr>"
+    )
+    for r in data["clauses"]:
+        failed = r["failed"]  # no answer (indeterminate) is a transport verdict, shown apart
+        cls = (
+            "expected"
+            if (failed or r["indeterminate"]) and r["expected"]
+            else "fail"
+            if failed
+            else "deviate"
+            if r.get("deviates")
+            else "pass"
+            if r["passed"]
+            else "skip"
+        )
+        notes = "; ".join(
+            ["expected: " + e for e in r["expected"]]
+            + ["skipped: " + x for x in r["skip_reasons"]]
+            + ([f"{r['indeterminate']} not judged: no answer"] if r["indeterminate"] else [])
+        )
+        parts.append(
+            f"<tr class='{cls}'><td class='v'><code>{escape(r['id'])}</code></td>"
+            f"<td>{escape(r['title'])}</td><td>{escape(str(r.get('source', '')))}</td>"
+            f"<td class='n'>{r['passed']}</td><td class='n'>{failed}</td>"
+            f"<td class='n'>{r.get('deviates', 0)}</td><td class='n'>{r['skipped']}</td>"
+            f"<td>{escape(notes)}</td></tr>"
+        )
+    parts.append("</table>")
+    # divergences
+    parts.append(f"<h2>Divergences ({len(data['divergences'])})</h2>")
+    if not data["divergences"]:
+        parts.append("<p class='ok'>None: every answer was one the model allows.</p>")
+    parts += _divergence_blocks(data, data["divergences"], "")
+    devs = data.get("deviations") or []
+    parts.append(f"<h2>Differs from the reference implementation ({len(devs)})</h2>")
+    parts.append(
+        "<p class='muted'>Only reference clauses differ: choices the reference implementation"
+        " makes that the seed does not state. "
+        + (
+            "At level reference they fail the run.</p>"
+            if data.get("level") == "reference"
+            else "They fail the run only at <code>--level reference</code>.</p>"
+        )
+    )
+    parts += _divergence_blocks(data, devs, " deviate")
     if data.get("concurrent"):
         parts.append(concurrent_html(data["concurrent"]))
     # scenarios
@@ -187,7 +219,7 @@ def report_html(data: dict[str, Any]) -> str:
         "<th>clauses</th><th>reason</th></tr>"
     )
     for x in data["scenarios"]:
-        cls = {"pass": "pass", "skip": "skip"}.get(
+        cls = {"pass": "pass", "skip": "skip", "deviate": "deviate"}.get(
             x["verdict"], "expected" if x.get("expected_by") else "fail"
         )
         parts.append(
@@ -203,7 +235,7 @@ def report_html(data: dict[str, Any]) -> str:
             "<th>steps</th><th>profile / seed</th><th>reason</th></tr>"
         )
         for m in data["machines"]:
-            cls = {"pass": "pass", "skip": "skip"}.get(
+            cls = {"pass": "pass", "skip": "skip", "deviate": "deviate"}.get(
                 m["verdict"], "expected" if m.get("expected_by") else "fail"
             )
             parts.append(

@@ -2,7 +2,10 @@
 
 A divergence is a ``<failure>``, an indeterminate result an ``<error>``, a skipped scenario a
 ``<skipped>`` with the reason; a divergence the expectations file lists is reported as skipped
-("expected: …") so CI stays green while the report still shows it.
+("expected: …") so CI stays green while the report still shows it.  A deviation from the
+reference implementation (only reference clauses differ) is a ``deviation`` property of its test
+case, naming the clauses and the reason; it is a ``<failure type="deviation">`` only at
+``--level reference``.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ def junit_xml(data: dict[str, Any]) -> str:
     for protocol, items in sorted(by_protocol.items()):
         suite = ET.SubElement(suites, "testsuite", name=f"memspec.{protocol}")
         suite_props = ET.SubElement(suite, "properties")  # what judged the run
-        for key in ("memspec_version", "spec_revision", "corpus_revision", "run_id"):
+        for key in ("memspec_version", "spec_revision", "corpus_revision", "run_id", "level"):
             ET.SubElement(suite_props, "property", name=key, value=str(data.get(key, "")))
         n = failures = errors = skipped = 0
         total = 0.0
@@ -53,6 +56,14 @@ def junit_xml(data: dict[str, Any]) -> str:
             props = ET.SubElement(case, "properties")
             for cid in item["clauses"]:
                 ET.SubElement(props, "property", name="clause", value=cid)
+            deviations = [
+                d
+                for d in data.get("deviations") or []
+                if d["source"] == kind and d["name"] == item["name"]
+            ]
+            for d in deviations:
+                text = f"[{', '.join(d['clauses'])}] step {d['step']} ({d['op']}): {d['reason']}"
+                ET.SubElement(props, "property", name="deviation", value=text[:500])
             verdict = item["verdict"]
             step = None
             if kind == "scenario":
@@ -86,6 +97,10 @@ def junit_xml(data: dict[str, Any]) -> str:
             elif verdict == "skip":
                 skipped += 1
                 ET.SubElement(case, "skipped", message=item["reason"][:500])
+            elif verdict == "deviate" and data.get("level") == "reference":
+                failures += 1
+                el = ET.SubElement(case, "failure", message=item["reason"][:500], type="deviation")
+                el.text = _failure_text(deviations[0] if deviations else None, item["reason"])
         suite.set("tests", str(n))
         suite.set("failures", str(failures))
         suite.set("errors", str(errors))

@@ -5,6 +5,7 @@ Schema ``memspec-report/1`` (``report.json``)::
     schema, memspec_version, spec_revision, corpus_revision, run_id, started_at, finished_at,
     duration_s, exit_code
     target        {url, label, token: "set"|"none", timeout_s, declared, denied}   — never the token
+    level         "seed" | "reference"                 — --level: what fails the run
     options       {spec, profile, seed, allow_dirty, expect}
     capabilities  {protocol: [capability, …]}
     scopes_written {protocol: [scope key, …]}          — every key the run sent data requests to
@@ -15,18 +16,22 @@ Schema ``memspec-report/1`` (``report.json``)::
                     divergences: [{clauses, reason, steps, replay, expected_by, details}]}]
                     — every distinct divergence; details.explored counts runs/steps,
                       also after the first
-    clauses       [{id, title, level, passed, failed, skipped, indeterminate, skip_reasons,
-                    expected}]                          — one row per clause the run touched
+    clauses       [{id, title, level, source, passed, failed, deviates, skipped, indeterminate,
+                    skip_reasons, expected}]            — one row per clause the run touched
+    deviations    [{source, name, protocol, clauses, step, op, reason, expected, exchange,
+                    replay, expected_by}]               — differences from the reference
+                    implementation: every clause touched is a ``reference`` clause
+                    (conformance.sources); they fail the run only at level "reference"
     divergences   [{source, name, protocol, clauses, step, op, reason, expected, exchange,
                     replay, expected_by}]
     expectations  {file, entries, stale: [{entry, status}]}
     summary       {scenarios: {verdict: n}, probes: {verdict: n}, contract: {verdict: n},
                   machines: {verdict: n},
-                   divergences, unexpected,
+                   divergences, deviations, unexpected,
                    indeterminate, steps}
 
-Verdicts: scenario/machine ``pass | fail | skip | indeterminate``; step ``pass | diverge |
-indeterminate | skip``.
+Verdicts: scenario/machine ``pass | fail | deviate | skip | indeterminate``; step ``pass |
+diverge | deviate | indeterminate | skip`` (``deviate``: only reference clauses differ).
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ from conformance.drivers.base import ResultVerdict
 from conformance.machines import MachineResult, finding_key
 from conformance.report.expect import Expectation, match
 from conformance.runner import ScenarioResult
+from conformance.sources import DEFAULT_LEVEL, only_reference, source_of
 from conformance.version import provenance, specs_dir
 
 SCHEMA = "memspec-report/1"
@@ -83,8 +89,10 @@ def clause_table(items: list[Tally]) -> list[dict[str, Any]]:
                 "id": cid,
                 "title": c.title if c else "",
                 "level": c.level if c else "",
+                "source": source_of(cid),
                 "passed": 0,
                 "failed": 0,
+                "deviates": 0,
                 "skipped": 0,
                 "indeterminate": 0,
                 "skip_reasons": [],
@@ -103,7 +111,7 @@ def clause_table(items: list[Tally]) -> list[dict[str, Any]]:
                 if t.reason and t.reason not in r["skip_reasons"]:
                     r["skip_reasons"].append(t.reason)
         else:
-            key = "failed" if t.verdict == "fail" else "indeterminate"
+            key = {"fail": "failed", "deviate": "deviates"}.get(t.verdict, "indeterminate")
             for cid in t.failed or t.clauses:
                 r = row(cid)
                 r[key] += 1
@@ -129,11 +137,13 @@ class RunReport:
     expect_file: str | None = None
     replays: dict[str, str] = field(default_factory=dict)  # result key -> replay file (relative)
     notes: list[str] = field(default_factory=list)
+    level: str = DEFAULT_LEVEL  # --level: "reference" fails the run on a deviation too
 
     # -- derived ----------------------------------------------------------------------------
 
     def failing(self) -> list[tuple[str, str, list[str], str]]:
-        """(kind, name, failed clauses, verdict) of every failed or indeterminate result."""
+        """(kind, name, failed clauses, verdict) of every failed or indeterminate result, and at
+        level ``reference`` of every deviation too (verdict ``deviate``)."""
         out: list[tuple[str, str, list[str], str]] = []
         for r in self.scenarios:
             if r.verdict in ("fail", "indeterminate"):
@@ -141,9 +151,26 @@ class RunReport:
         for m in self.machines:
             if m.findings:  # every distinct divergence the machine found
                 for f in m.findings:
-                    out.append(("machine", machine_name(m), list(f.clauses), "fail"))
+                    if not only_reference(f.clauses):
+                        out.append(("machine", machine_name(m), list(f.clauses), "fail"))
             elif m.verdict in ("fail", "indeterminate"):
                 out.append(("machine", machine_name(m), list(m.clauses), m.verdict))
+        if self.level == "reference":
+            out += [(k, n, c, "deviate") for k, n, c in self.deviating()]
+        return out
+
+    def deviating(self) -> list[tuple[str, str, list[str]]]:
+        """(kind, name, reference clauses) of every deviation from the reference
+        implementation: a scenario's deviating steps (also before a later failure), a machine's
+        findings whose clauses are all reference clauses."""
+        out: list[tuple[str, str, list[str]]] = []
+        for r in self.scenarios:
+            if r.deviating_steps:
+                out.append(("scenario", r.name, r.deviation_clauses()))
+        for m in self.machines:
+            for f in m.findings:
+                if only_reference(f.clauses):
+                    out.append(("machine", machine_name(m), list(f.clauses)))
         return out
 
     def expected_by(self, name: str, clauses: list[str]) -> Expectation | None:
@@ -161,11 +188,22 @@ class RunReport:
         def add(
             clauses: list[str], failed: list[str], verdict: ResultVerdict, reason: str, name: str
         ) -> None:
-            exp = self.expected_by(name, failed) if verdict in ("fail", "indeterminate") else None
+            exp = (
+                self.expected_by(name, failed)
+                if verdict in ("fail", "deviate", "indeterminate")
+                else None
+            )
             items.append(Tally(clauses, failed, verdict, reason, exp.reason if exp else None))
 
         for s in self.scenarios:
-            add(s.scenario.all_clauses(), s.failed_clauses(), s.verdict, s.reason, s.name)
+            if s.verdict == "deviate":  # its clauses pass but those it deviated on
+                dev = s.deviation_clauses()
+                passed = [c for c in s.scenario.all_clauses() if c not in dev]
+                add(passed, [], "pass", s.reason, s.name)
+            else:
+                add(s.scenario.all_clauses(), s.failed_clauses(), s.verdict, s.reason, s.name)
+            if s.deviating_steps:
+                add(s.deviation_clauses(), s.deviation_clauses(), "deviate", s.reason, s.name)
             for o in s.outcomes:
                 # A probe this target cannot carry (an answer made by the HTTP layer in front
                 # of the store): the clause is reported skipped with the reason, per clause.
@@ -176,7 +214,8 @@ class RunReport:
             clauses = list(self.machine_clauses.get(m.protocol, ()))
             if m.findings:
                 for f in m.findings:
-                    add(clauses, list(f.clauses), "fail", f.reason, machine_name(m))
+                    kind: ResultVerdict = "deviate" if only_reference(f.clauses) else "fail"
+                    add(clauses, list(f.clauses), kind, f.reason, machine_name(m))
             else:
                 add(clauses, list(m.clauses), m.verdict, m.reason, machine_name(m))
         return clause_table(items)
@@ -201,6 +240,7 @@ class RunReport:
 
     def to_json(self) -> dict[str, Any]:
         divergences = []
+        deviations = []
         scenarios = []
         for s in self.scenarios:
             exp = (
@@ -220,6 +260,7 @@ class RunReport:
                     "clauses": s.scenario.all_clauses(),
                     "declared_clauses": list(s.scenario.clauses),
                     "failed_clauses": s.failed_clauses(),
+                    "deviation_clauses": s.deviation_clauses(),
                     "elapsed_s": round(s.elapsed_s, 4),
                     "steps": [o.to_json() for o in s.outcomes],
                     "replay": replay,
@@ -229,6 +270,9 @@ class RunReport:
             step = s.failing_step
             if step is not None:
                 divergences.append(_divergence("scenario", s.name, s.protocol, step, replay, exp))
+            for o in s.deviating_steps:
+                d_exp = self.expected_by(s.name, list(o.clauses))
+                deviations.append(_divergence("scenario", s.name, s.protocol, o, replay, d_exp))
         machines = []
         for m in self.machines:
             name = machine_name(m)
@@ -244,7 +288,7 @@ class RunReport:
                     "protocol": m.protocol,
                     "profile": m.profile,
                     "seed": m.seed,
-                    "verdict": m.verdict,
+                    "verdict": machine_verdict(m),
                     "reason": m.reason,
                     "examples": m.examples,
                     "steps": m.steps,
@@ -261,8 +305,10 @@ class RunReport:
             for n, f in enumerate(m.findings):
                 f_replay = self.replays.get(f"machine:{finding_key(m.protocol, n)}")
                 f_exp = self.expected_by(name, list(f.clauses))
+                deviation = only_reference(f.clauses)
                 found.append(
                     {
+                        "deviation": deviation,
                         "clauses": list(f.clauses),
                         "reason": f.reason,
                         "steps": len(f.steps),
@@ -271,7 +317,7 @@ class RunReport:
                         "details": {k: v for k, v in f.details.items() if k != "replay_steps"},
                     }
                 )
-                divergences.append(
+                (deviations if deviation else divergences).append(
                     _divergence("machine", name, m.protocol, f.failure, f_replay, f_exp)
                 )
             machines[-1]["divergences"] = found
@@ -287,7 +333,8 @@ class RunReport:
             group = {"probe": "probes", "contract": "contract"}.get(s.kind, "scenarios")
             counts[group][s.verdict] = counts[group].get(s.verdict, 0) + 1
         for m in self.machines:
-            counts["machines"][m.verdict] = counts["machines"].get(m.verdict, 0) + 1
+            v = machine_verdict(m)
+            counts["machines"][v] = counts["machines"].get(v, 0) + 1
         steps = sum(
             1 for s in self.scenarios for o in s.outcomes if not o.details.get("not_reached")
         ) + sum(m.steps for m in self.machines)
@@ -299,6 +346,7 @@ class RunReport:
             "finished_at": self.finished_at,
             "duration_s": round(self.duration_s, 3),
             "exit_code": self.exit_code(),
+            "level": self.level,
             "target": self.target,
             "options": self.options,
             "capabilities": self.capabilities,
@@ -307,6 +355,7 @@ class RunReport:
             "machines": machines,
             "clauses": self.clause_rows(),
             "divergences": divergences,
+            "deviations": deviations,
             "expectations": {
                 "file": self.expect_file,
                 "entries": [e.to_json() for e in self.expectations],
@@ -315,6 +364,7 @@ class RunReport:
             "summary": {
                 **counts,
                 "divergences": len(divergences),
+                "deviations": len(deviations),
                 "unexpected": len(self.unexpected()),
                 "indeterminate": sum(1 for f in self.failing() if f[3] == "indeterminate"),
                 "steps": steps,
@@ -325,6 +375,14 @@ class RunReport:
 
 def machine_name(m: MachineResult) -> str:
     return f"{m.protocol}-machine"
+
+
+def machine_verdict(m: MachineResult) -> str:
+    """A machine's verdict as reported: ``deviate`` when every divergence it found is a
+    deviation from the reference implementation."""
+    if m.verdict == "fail" and m.findings and all(only_reference(f.clauses) for f in m.findings):
+        return "deviate"
+    return m.verdict
 
 
 def _divergence(

@@ -368,13 +368,6 @@ Counts = tuple[int, int, int, int]  # applied, invalid, refused, declined
 _SLOT: Final = {"applied": 0, "invalid": 1, "refused": 2, "declined": 3}
 
 
-def _forbidden_fields(op: str, element: dict[str, object]) -> list[str]:
-    """Fields an element of ``op`` never takes -- these make it invalid (LED-GATE.5); ``keep``
-    with a ``body`` is the one open case (CLARIFICATIONS, open points)."""
-    taken = {"operation", "targets"} | OP_FIELDS[op] | ({"body"} if op == "keep" else set())
-    return sorted(str(k) for k in element if k not in taken)
-
-
 def _well_formed_targets(element: dict[str, object]) -> bool:
     targets = element.get("targets")
     return (
@@ -396,26 +389,18 @@ def element_alternatives(
     """Every allowed (state, verdict) for one element; the model's own pick first.
 
     A verdict of None means "not counted" (allowed past the 20th element only).  The open
-    points (LED-GATE.1, LED-GATE.2, LED-GATE.6, LED-VOCAB.8, LED-GROUP.4, LED-VOCAB.2,
-    LED-VOCAB.3, LED-CRED.4): a shape problem other than a forbidden field is invalid or
-    refused; an unknown operation that is also malformed is refused or invalid; an element past
-    the 20th is invalid, refused or not counted; an integral ``afterDays`` such as ``7.0`` is an
-    integer or a shape problem; a body only a broad credential form matches is refused or
-    applied; a merge result carries no group or one target's, and a merge's or correction's
-    result no session or one target's.
+    points (LED-GATE.1, LED-GATE.2, LED-GATE.5, LED-GATE.6, LED-VOCAB.8, LED-GROUP.4,
+    LED-VOCAB.2, LED-VOCAB.3, LED-CRED.4): a shape problem, a field the gate derives included, is
+    invalid or refused; an unknown operation that is also malformed is refused or invalid; an
+    element past the 20th is invalid, refused or not counted; an integral ``afterDays`` such as
+    ``7.0`` is an integer or a shape problem; a body only a broad credential form matches is
+    refused or applied; a merge result carries no group or one target's, and a merge's or
+    correction's result no session or one target's.
     """
     if index >= MAX_BATCH:
         return [(state, "invalid"), (state, "refused"), (state, None)]
     problem = shape_problem(index, element)
     if problem is not None:
-        must_invalid = (
-            isinstance(element, dict)
-            and isinstance(element.get("operation"), str)
-            and str(element["operation"]) in VOCABULARY
-            and bool(_forbidden_fields(str(element["operation"]), element))
-        )
-        if must_invalid:
-            return [(state, "invalid")]
         return [(state, "invalid"), (state, "refused")]
     assert isinstance(element, dict)
     op = str(element["operation"])

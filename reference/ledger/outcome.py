@@ -30,6 +30,10 @@ class Ok:
     one_of: tuple[object, ...] = ()
     """When not empty, the result may be any one of these instead (a batch's open counts,
     LED-GATE.1, LED-GATE.6); ``result`` is the model's own pick among them."""
+    elements: tuple[tuple[str, str], ...] = ()
+    """For a consolidation batch: each element's verdict in the model's own pick and why
+    (``applied``/the operation, ``refused``/the gate's reason, ...; LED-GATE.1-.9), so a count
+    that differs can be traced to the element that explains it."""
     """Result fields the spec does not name but a store may add, each with the one value it
     must then have (``heldRecords`` on the settings, LED-CONS.2).  Any other unnamed field is
     allowed and not judged (LED-WIRE.6)."""

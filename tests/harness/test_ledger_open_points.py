@@ -477,11 +477,16 @@ def _fill(element: Any, rid: str) -> Any:
 
 
 @pytest.mark.clause("LED-GATE.5", "LED-GATE.1")
-def test_a_field_the_gate_derives_is_always_invalid() -> None:
+def test_a_field_the_gate_derives_is_never_applied_and_counted_invalid_or_refused() -> None:
+    """The seed says a proposal "cannot set" a status: never applied; how the gate counts it is
+    open (LED-GATE.1) -- invalid (the model) or refused, but not applied or declined."""
     led = one_pin()
     ops = {"operations": [{"operation": "keep", "targets": [led.mid(0)], "status": "active"}]}
     assert passes(led.verdict(BATCH, ops, 200, counts(invalid=1)))
-    assert diverges(led.verdict(BATCH, ops, 200, counts(refused=1)), "LED-GATE.9")
+    assert passes(led.verdict(BATCH, ops, 200, counts(refused=1)))
+    applied = led.verdict(BATCH, ops, 200, counts(applied=1))
+    assert diverges(applied, "LED-GATE.9") and diverges(applied, "LED-GATE.5")
+    assert diverges(led.verdict(BATCH, ops, 200, counts(declined=1)), "LED-GATE.9")
 
 
 @pytest.mark.clause("LED-GATE.2")

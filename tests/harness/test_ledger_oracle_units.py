@@ -123,7 +123,7 @@ def test_a_record_is_compared_field_by_field_absent_is_not_null() -> None:
 # --------------------------------------------------------------------------- refusals
 
 
-@pytest.mark.clause("LED-WIRE.2", "LED-WIRE.3", "LED-BUDGET.2", "LED-CRED.2")
+@pytest.mark.clause("LED-WIRE.2", "LED-WIRE.3", "LED-BUDGET.2", "LED-CRED.2", "LED-CRED.5")
 def test_refusals_check_code_status_and_exact_messages() -> None:
     _, outs = run(
         [
@@ -148,10 +148,12 @@ def test_refusals_check_code_status_and_exact_messages() -> None:
     assert judge(bad_value, 409, 1000, "").verdict == "diverge"
     exact = "Memory pins cannot store credentials. Nothing was saved."
     assert judge(credential, 409, 1000, exact).verdict == "pass"
+    # other words for the same refusal: only the reference sentence differs (a deviation)
     j = judge(credential, 409, 1000, "Looks like a secret.")
-    assert j.verdict == "diverge" and "LED-CRED.2" in j.clauses
+    assert j.verdict == "diverge" and j.clauses == ("LED-CRED.5",)
+    # the credential stored: the seed's own rule is broken
     j = oracle.judge("memory/save_memory_record", credential, 200, {"id": "x"}, ctx())
-    assert j.verdict == "diverge" and "LED-CRED.2" in j.clauses and "LED-WIRE.8" in j.clauses
+    assert j.verdict == "diverge" and "LED-CRED.2" in j.clauses
     j = oracle.judge("memory/save_memory_record", credential, 409, {"error": "no"}, ctx())
     assert j.verdict == "diverge" and "LED-WIRE.3" in j.clauses
 
@@ -332,12 +334,14 @@ def test_packet_short_ids_go_through_the_bijection_and_ties_are_unordered() -> N
         == "pass"
     )
     j = oracle.judge("_test/packet", packet, 200, lines([1, 0, 2]), c.copy(), packet=ranks)
-    assert j.verdict == "diverge" and "LED-PACKET.3" in j.clauses
+    # the same lines in another order: only the order differs, a reference clause
+    assert j.verdict == "diverge" and j.clauses == ("LED-PACKET.3",)
     wrong_id = lines([0, 1, 2])
     wrong_id["lines"][0] = "[zzzzzzzz]" + wrong_id["lines"][0][10:]
     wrong_id["text"] = "\n".join(wrong_id["lines"])
     j = oracle.judge("_test/packet", packet, 200, wrong_id, c.copy(), packet=ranks)
     assert j.verdict == "diverge" and "LED-PACKET.5" in j.clauses
+    assert "LED-PACKET.1" in j.clauses, "a line of no record is not a reordering"
     bad_text = lines([0, 1, 2])
     bad_text["text"] = " | ".join(bad_text["lines"])
     j = oracle.judge("_test/packet", packet, 200, bad_text, c.copy(), packet=ranks)

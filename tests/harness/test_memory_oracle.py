@@ -292,14 +292,20 @@ def test_keywords_of_a_record_written_without_keywords_may_not_add_tokens() -> N
     assert j.verdict == "diverge" and "MEM-RECORD.5" in j.clauses
 
 
-@pytest.mark.clause("MEM-WIRE.8", "MEM-WIRE.3", "MEM-WIRE.11")
+@pytest.mark.clause("MEM-WIRE.8", "MEM-WIRE.20", "MEM-WIRE.3", "MEM-WIRE.11")
 def test_status_and_error_shape_are_judged() -> None:
     o = MemoryOracle()
     bad = _sent("/retrieve", {"scopeKey": "org:t", "query": "x", "limit": 0})
     assert o.judge(bad, _ex(400, {"error": "limit must be 1-50"}), 1).verdict == "pass"
+    # the seed asks for "a reason"; its exact shape and naming the field are the reference's
     j = o.judge(bad, _ex(400, {"error": "bad request"}), 1)
-    assert j.verdict == "diverge" and "MEM-WIRE.8" in j.clauses, "a 400 must name the field"
-    assert o.judge(bad, _ex(400, {"error": "limit bad", "detail": 1}), 1).verdict == "diverge"
+    assert j.verdict == "diverge" and j.clauses == ("MEM-WIRE.20",), "a 400 names the field"
+    j = o.judge(bad, _ex(400, {"error": "limit bad", "detail": 1}), 1)
+    assert j.verdict == "diverge" and j.clauses == ("MEM-WIRE.20",)
+    j = o.judge(bad, _ex(400, {"message": "limit must be 1-50"}), 1)
+    assert j.verdict == "diverge" and j.clauses == ("MEM-WIRE.20",)
+    j = o.judge(bad, _ex(400, {"code": 400}), 1)  # no reason at all: the seed's own rule
+    assert j.verdict == "diverge" and j.clauses == ("MEM-WIRE.8",)
     assert o.judge(bad, _ex(200, {"records": []}), 1).verdict == "diverge"
     assert o.judge(bad, _ex(500, {"error": "boom"}), 1).verdict == "diverge"
     assert o.judge(bad, _ex(None, None, "timeout after 1s"), 1).verdict == "indeterminate"

@@ -14,10 +14,14 @@ from tests.common.memory_harness import TOKEN, make_driver
 #: transport mutant -> (the probe that must catch it, the clause it must name)
 CAUGHT_BY = {
     "mem-413-at-the-limit": ("exactly-512-kib", "MEM-WIRE.6"),
-    "mem-auth-before-method": ("get-write-without-bearer", "MEM-WIRE.2"),
     "mem-auth-prefix-compare": ("forget-empty-bearer", "MEM-WIRE.3"),
     "mem-content-length-hex": ("hex-content-length", "MEM-WIRE.5"),
-    "mem-length-before-auth": ("hex-length-without-bearer", "MEM-WIRE.3"),
+}
+#: mutants that only answer another applicable fence first: the order 404, 405, 401, 411, 413
+#: is the reference Worker's, not the seed's (MEM-WIRE.4, a reference clause) -- a deviation
+DEVIATES_ON = {
+    "mem-auth-before-method": "get-write-without-bearer",
+    "mem-length-before-auth": "hex-length-without-bearer",
 }
 
 
@@ -48,3 +52,21 @@ def test_a_transport_mutant_fails_its_probe(mutant: str) -> None:
     # store parsing hex waited for the rest and the probe timed out, proving nothing
     assert result.verdict == "fail", (result.verdict, result.reason)
     assert clause in result.failed_clauses(), result.failed_clauses()
+
+
+@pytest.mark.clause("MEM-WIRE.4")
+@pytest.mark.parametrize("mutant", sorted(DEVIATES_ON))
+def test_an_order_of_checks_mutant_only_deviates_on_its_probe(mutant: str) -> None:
+    probe = DEVIATES_ON[mutant]
+    scenario = next(s for s in probe_scenarios("memory") if s.name == f"memory-probe:{probe}")
+    with start_server(token=TOKEN, quirks=Quirks(frozenset({mutant}))) as handle:
+        driver = make_driver(handle.url)
+        try:
+            result = run_scenario(driver, scenario)
+        finally:
+            driver.close()
+    assert result.verdict == "deviate", (result.verdict, result.reason)
+    assert result.failing_step is None
+    step = result.deviating_steps[0]
+    assert step.clauses == ("MEM-WIRE.4",), step.clauses
+    assert step.details.get("state_kept"), "both sides refused: nothing changed"

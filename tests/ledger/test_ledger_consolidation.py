@@ -76,7 +76,7 @@ def test_settings_defaults_and_partial_update() -> None:
         ({"mode": "off", "harness": ""}, {REFUSED, INVALID_PARAMS}),
         ({"mode": "off", "model": "m" * 201}, {REFUSED, INVALID_PARAMS}),
         ({"mode": "off", "allowRemoval": "yes"}, {INVALID_PARAMS}),
-        ({"mode": "off", "scopeKey": LOCAL}, {INVALID_PARAMS}),
+        ({"mode": "off", "scopeKey": LOCAL}, {REFUSED, INVALID_PARAMS}),  # LED-SAVE.2: open
         ({}, {INVALID_PARAMS}),
     ],
 )
@@ -90,7 +90,7 @@ def test_settings_bad_params(params: dict[str, Any], codes: set[int]) -> None:
 @pytest.mark.clause("LED-CONS.2", "LED-WIRE.2")
 def test_get_settings_takes_no_params() -> None:
     r = refused(empty_state(), "memory/get_consolidation_settings", {"scopeKey": LOCAL}, T0)
-    assert r.allowed_codes == {INVALID_PARAMS}
+    assert r.allowed_codes == {REFUSED, INVALID_PARAMS}  # a scope is refused; the code is open
 
 
 # --- the operations -------------------------------------------------------------------------

@@ -79,8 +79,10 @@ def test_unknown_kind_is_a_bad_value(kind: str) -> None:
 @pytest.mark.clause("LED-SAVE.2", "LED-WIRE.2")
 @pytest.mark.parametrize("scope", ["account:local", "workspace:1", "", None])
 def test_save_rejects_a_scope_param(scope: object) -> None:
+    """The seed: "The client cannot pass a scope on save" -- refused, nothing written; which
+    code says so is not the seed's (-32602, the model's, or 1000)."""
     r = refused(empty_state(), "memory/save_memory_record", {"body": "x", "scopeKey": scope}, T0)
-    assert r.allowed_codes == {INVALID_PARAMS}
+    assert r.allowed_codes == {REFUSED, INVALID_PARAMS}
 
 
 @pytest.mark.clause("LED-SAVE.3", "LED-REC.6", "LED-WIRE.3")

@@ -27,6 +27,8 @@ SPEC = textwrap.dedent(
     - **Level:** MUST
     - **Observable:** wire (`POST /x`)
     - **Seed:** §1
+    - **Source:** seed
+    - **Quote:** §1 "memory.enabled defaults false"
 
     Text.
 
@@ -34,6 +36,7 @@ SPEC = textwrap.dedent(
     - **Level:** SHOULD
     - **Observable:** model-only
     - **Seed:** §2
+    - **Source:** reference
 
     ### MEM-A.3 — gone
     - **Level:** MUST

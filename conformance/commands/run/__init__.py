@@ -66,6 +66,7 @@ from conformance.report.progress import Progress as Progress
 from conformance.runner import load_corpus, run_scenarios
 from conformance.scenario import Scenario, ScenarioError
 from conformance.shard import WHOLE, Shard, base_run_id, parse_shard, select_scenarios, shard_run_id
+from conformance.sources import DEFAULT_LEVEL
 
 __all__ = [
     "BUNDLED_LEDGER_LANES",
@@ -180,6 +181,7 @@ def execute(
             procs=getattr(args, "procs", None),
             ledger_targets=session.ledger_extra,
             contract=getattr(args, "contract", None),
+            level=getattr(args, "level", DEFAULT_LEVEL),
         )
         if getattr(args, "clients", None):
             from conformance.concurrent.command import attach_concurrent
@@ -213,6 +215,7 @@ def run_pipeline(
     procs: int | None = None,
     ledger_targets: list[TargetConfig] | None = None,
     contract: str | None = None,
+    level: str = DEFAULT_LEVEL,
 ) -> RunOutcome:
     """Drivers, corpus, machines, report — against one already reachable target.
 
@@ -281,6 +284,7 @@ def run_pipeline(
         expectations=list(expectations or []),
         expect_file=expect_file,
         notes=notes,
+        level=level,
     )
     extra: list[Driver] = []
     try:
@@ -304,7 +308,7 @@ def run_pipeline(
                 on_begin=lambda _s: progress.scenario_started(),
             )
             for r in report.scenarios:
-                if r.verdict in ("fail", "indeterminate"):
+                if r.verdict in ("fail", "deviate", "indeterminate"):
                     steps = [o.to_json() for o in r.outcomes]
                     replays[f"scenario:{r.name}"] = with_transcript(r.scenario, steps)
         if machines:

@@ -51,7 +51,7 @@ def explore(
     if shard.index == 1:  # the probes belong to one shard only
         done.probes = run_probes(protocol, driver, on_step=lambda _r, o: progress.step(o))
     for r in done.probes:
-        if r.verdict in ("fail", "indeterminate"):
+        if r.verdict in ("fail", "deviate", "indeterminate"):
             steps = [o.to_json() for o in r.outcomes]
             done.replays[f"scenario:{r.name}"] = with_transcript(r.scenario, steps)
     try:
@@ -92,10 +92,10 @@ def explore(
         confirm = run_scenario(driver, finding.replay, on_step=lambda _r, o: progress.step(o))
         steps = [o.to_json() for o in confirm.outcomes]
         finding.details["replay_steps"] = steps
-        finding.details["reproduced"] = confirm.verdict == "fail"
+        finding.details["reproduced"] = confirm.verdict in ("fail", "deviate")
         if finding.replay is result.replay:
             result.details["replay_steps"] = steps
-            result.details["reproduced"] = confirm.verdict == "fail"
+            result.details["reproduced"] = confirm.verdict in ("fail", "deviate")
         done.replays[f"machine:{finding_key(protocol, n)}"] = with_transcript(finding.replay, steps)
     return done
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 
 from conformance.machines.profiles import PROFILES
+from conformance.sources import DEFAULT_LEVEL, LEVELS
 
 DEFAULT_REPORT_DIR = "memspec-report"
 
@@ -92,6 +93,7 @@ def add_run_options(p: argparse.ArgumentParser, *, machines: bool = True) -> Non
             metavar="N",
             help="number of state-machine runs (default: the profile's)",
         )
+    add_level_option(p)
     p.add_argument(
         "--report",
         metavar="DIR",
@@ -161,6 +163,19 @@ def add_run_options(p: argparse.ArgumentParser, *, machines: bool = True) -> Non
             help="base run id every shard shares (memspec-[a-z0-9]{4,20}; default: derived from"
             " the seed and the options)",
         )
+
+
+def add_level_option(p: argparse.ArgumentParser) -> None:
+    """``--level {seed,reference}``: what fails a run (conformance.sources)."""
+    p.add_argument(
+        "--level",
+        choices=LEVELS,
+        default=DEFAULT_LEVEL,
+        help="seed (default): fail only on what the seeds (and the ledger binding) say; a"
+        " difference on a reference clause is reported as a deviation from the reference"
+        " implementation and passes. reference: deviations fail too (a drop-in twin of the"
+        " upstream)",
+    )
 
 
 #: Lanes in one run.  Enough to hide a distant target's round trip behind the others' work

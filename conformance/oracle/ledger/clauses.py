@@ -48,15 +48,17 @@ def method_clauses(method: str) -> tuple[str, ...]:
 
 
 _BAD_VALUE_CLAUSES: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("memory body", ("LED-SAVE.3", "LED-REC.6")),
+    ("memory body can hold at most", ("LED-REC.6",)),
+    ("memory body cannot be empty", ("LED-SAVE.3",)),
+    ("scopeKey cannot be passed", ("LED-SAVE.2",)),
     ("kind", ("LED-REC.2",)),
     ("No memory record", ("LED-FORGET.2", "LED-EDIT.2")),
     ("expiresAt", ("LED-EXP.5",)),
-    ("maxRecords", ("LED-BUDGET.1", "LED-CONS.1")),
-    ("debounceSeconds", ("LED-CONS.1",)),
+    ("maxRecords", ("LED-CONS.3",)),
+    ("debounceSeconds", ("LED-CONS.3",)),
     ("mode must", ("LED-CONS.1",)),
-    ("harness", ("LED-CONS.1",)),
-    ("model must", ("LED-CONS.1",)),
+    ("harness", ("LED-CONS.3",)),
+    ("model must", ("LED-CONS.3",)),
     ("status must", ("LED-LIST.1",)),
     ("scopeKey must", ("LED-LIST.3",)),
     ("RFC 3339", ("LED-WIRE.5", "LED-ASOF.3")),
@@ -87,6 +89,16 @@ def refusal_clauses(method: str, refused: Refused) -> tuple[str, ...]:
         if needle in msg:
             out.extend(clauses)
     return uniq(out + ["LED-WIRE.3"])
+
+
+def message_clauses(refused: Refused) -> tuple[str, ...]:
+    """The clause of a refusal's exact words, when the spec fixes them (LED-BUDGET.6,
+    LED-CRED.5: reference clauses), else ()."""
+    if refused.message.startswith("Memory pins cannot store credentials"):
+        return ("LED-CRED.5",)
+    if refused.message.startswith("Memory scope '"):
+        return ("LED-BUDGET.6",)
+    return ()
 
 
 def field_clauses(name: str, model_rec: dict[str, Any]) -> tuple[str, ...]:
@@ -120,7 +132,9 @@ def field_clauses(name: str, model_rec: dict[str, Any]) -> tuple[str, ...]:
     if name == "validFrom":
         return ("LED-INT.3", "LED-INT.1") if model_rec.get("supersedes") else ("LED-INT.1",)
     if name == "expiresAt":
-        return ("LED-EXP.5", "LED-VOCAB.4", "LED-EXP.1")
+        if "expiresAt" in model_rec:  # an expiry the model set too, at another instant
+            return ("LED-EXP.5", "LED-VOCAB.4")
+        return ("LED-EXP.1", "LED-EXP.5", "LED-VOCAB.4")
     if name == "conflictGroup":
         return ("LED-GROUP.4", "LED-VOCAB.5")
     if name == "supersedes":

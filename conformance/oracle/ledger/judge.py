@@ -16,6 +16,7 @@ from conformance.oracle.judgement import Judgement as BaseJudgement
 from conformance.oracle.ledger.clauses import (
     CODE_STATUS,
     error_code,
+    message_clauses,
     method_clauses,
     refusal_clauses,
     refusal_reason_clauses,
@@ -84,9 +85,12 @@ def judge(
         return _judge_refusal(method, outcome, status, body, body_error, expected, trial)
     if status != 200:
         code = error_code(body)
+        # A refusal in the store's own words (its budget or credential sentence) says which
+        # rule it applied; otherwise the method's and the error code's clauses.
+        said = refusal_reason_clauses(body)
         return Judgement(
             "diverge",
-            uniq(refusal_reason_clauses(body) + base + unexpected_error_clauses(status, code)),
+            said or uniq(base + unexpected_error_clauses(status, code)),
             expected,
             f"the model accepts this call; the target answered HTTP {status}"
             f" {short(body if body is not None else body_error)}",
@@ -100,7 +104,9 @@ def judge(
         )
     diffs = compare_result(method, outcome, body, trial, full_listing, packet)
     if diffs:
-        clauses = uniq([c for d in diffs for c in d.clauses] + list(base))
+        # The fields that differ say which rules were broken; the method's own clauses only
+        # when no field names one.
+        clauses = uniq([c for d in diffs for c in d.clauses]) or base
         reason = "; ".join(d.text() for d in diffs[:6])
         if len(diffs) > 6:
             reason += f"; … {len(diffs) - 6} more"
@@ -120,10 +126,11 @@ def _judge_refusal(
     """An answer to a call the model refuses: an error object with an allowed code, its HTTP status
     and message (LED-WIRE.3, LED-WIRE.8)."""
     clauses = uniq(refusal_clauses(method, outcome) + method_clauses(method) + ("LED-WIRE.8",))
+    why = refusal_clauses(method, outcome) or method_clauses(method)  # what the refusal is about
     if status == 200:
         return Judgement(
             "diverge",
-            clauses,
+            why,
             expected,
             f"the model refuses this call ({outcome.message}); the target accepted it and"
             f" answered {short(body)}",
@@ -141,7 +148,7 @@ def _judge_refusal(
     if isinstance(code, bool) or not isinstance(code, int) or code not in outcome.allowed_codes:
         return Judgement(
             "diverge",
-            clauses,
+            uniq(("LED-WIRE.3",) + why),
             expected,
             f"error code {code!r} is not one the model allows {sorted(outcome.allowed_codes)}",
         )
@@ -157,9 +164,10 @@ def _judge_refusal(
             "diverge", uniq(("LED-WIRE.3",) + clauses), expected, "a refusal carries a message"
         )
     if outcome.allowed_messages is not None and message not in outcome.allowed_messages:
+        # Only the words differ: the exact sentences are the reference binding's.
         return Judgement(
             "diverge",
-            clauses,
+            message_clauses(outcome) or why,
             expected,
             f"message {message!r} is not the exact text the spec requires"
             f" ({sorted(outcome.allowed_messages)[0]!r})",

@@ -87,14 +87,23 @@ def exact_clauses(route: str, want: Any, got: Any, req: WireRequest) -> tuple[st
     return tuple(dict.fromkeys(out))
 
 
-def status_clauses(options: Sequence[Option], got: int, route: str) -> tuple[str, ...]:
+def status_clauses(
+    options: Sequence[Option], got: int, route: str, fences: frozenset[int] = frozenset()
+) -> tuple[str, ...]:
     """The clauses a status no allowed answer has touches: every allowed option's, and the
-    status's own."""
+    status's own.  ``fences``: the statuses of every check before the body the request fails
+    (``reference.memory.wire.fence_statuses``) — when the model answers one of them and the
+    target another, only the order of the checks differs (MEM-WIRE.4, a reference clause)."""
+    if got in fences and options and all(o.status in fences for o in options):
+        return ("MEM-WIRE.4",)
     out: list[str] = []
     for o in options:
         if o.status in STATUS_CLAUSE:
             out.append(STATUS_CLAUSE[o.status])
         elif o.status == 400 and isinstance(o.body, ErrorBody):
+            if o.body.reference_only:  # only bounds the seed does not give
+                out.append("MEM-WIRE.21")
+                continue
             if not o.body.fields:
                 out.append("MEM-WIRE.7")
             for f in o.body.fields:

@@ -41,6 +41,7 @@ from reference.memory.wire import (
     RecordsBody,
     WireRequest,
     WriteBody,
+    fence_statuses,
     members_differ,
     names_field,
     worker_respond,
@@ -107,6 +108,7 @@ class MemoryOracle:
         ):
             allowed = self.allowed(sent, now)
         first_allowed = allowed.per_world[0][2]
+        fences = fence_statuses(allowed.per_world[0][1], MODEL_TOKEN)
         expected = describe_allowed(first_allowed.options, self.worlds[0])
         route = sent.path.split("?", 1)[0]
         if ex.status is None:
@@ -119,7 +121,7 @@ class MemoryOracle:
         if ex.body is None:
             return Judgement(
                 "diverge",
-                status_clauses(first_allowed.options, ex.status, route),
+                status_clauses(first_allowed.options, ex.status, route, fences),
                 expected,
                 f"HTTP {ex.status} with {ex.body_error or 'no JSON body'}"
                 + (f": {ex.raw_excerpt[:120]!r}" if ex.raw_excerpt else ""),
@@ -141,7 +143,7 @@ class MemoryOracle:
         statuses = sorted(first_allowed.statuses)
         return Judgement(
             "diverge",
-            status_clauses(first_allowed.options, ex.status, route),
+            status_clauses(first_allowed.options, ex.status, route, fences),
             expected,
             f"answered HTTP {ex.status}; the model allows only"
             f" {' or '.join(str(s) for s in statuses)}",
@@ -206,19 +208,22 @@ class MemoryOracle:
 
 
 def check_error_body(spec: ErrorBody, body: Any) -> None:
-    """Raise :class:`Reject` unless ``body`` is ``{"error": "<reason>"}`` and, for a 400 about
-    fields, the reason names one of them (MEM-WIRE.8)."""
-    if (
-        not isinstance(body, dict)
-        or set(body) != {"error"}
-        or not isinstance(body.get("error"), str)
+    """Raise :class:`Reject` unless ``body`` carries a reason (MEM-WIRE.8, the seed's "with a
+    reason"), is exactly ``{"error": "<reason>"}`` and, for a 400 about fields, the reason names
+    one of them (MEM-WIRE.20, the reference Worker's form)."""
+    if not isinstance(body, dict) or not any(
+        isinstance(v, str) and v.strip() for v in body.values()
     ):
         raise Reject(
-            ("MEM-WIRE.8",), f'error body is {short_json(body, 120)}, not {{"error": "<reason>"}}'
+            ("MEM-WIRE.8",), f"error body {short_json(body, 120)} carries no reason (a string)"
+        )
+    if set(body) != {"error"} or not isinstance(body.get("error"), str):
+        raise Reject(
+            ("MEM-WIRE.20",), f'error body is {short_json(body, 120)}, not {{"error": "<reason>"}}'
         )
     if spec.fields and not any(names_field(body["error"], f) for f in spec.fields):
         raise Reject(
-            ("MEM-WIRE.8",),
+            ("MEM-WIRE.20",),
             f"the 400 reason {body['error']!r} names none of the offending fields"
             f" ({', '.join(spec.fields)})",
         )

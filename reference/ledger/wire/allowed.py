@@ -9,6 +9,7 @@ from dataclasses import replace
 from typing import Final
 
 from reference.ledger.consolidation import (
+    apply_batch,
     batch_alternatives,
 )
 from reference.ledger.outcome import (
@@ -258,12 +259,14 @@ def _open_consolidate(state: LedgerState, p: dict[str, object], now: int) -> lis
     """Every count a batch may report, with the ledger each leaves (LED-GATE.1, LED-GATE.6)."""
     ops = p["operations"]
     assert isinstance(ops, list)
+    _state, report = apply_batch(state, SCOPE_LOCAL, ops, now)  # the model's own pick, and why
+    why = tuple((r.verdict, r.reason) for r in report.elements)
     out: list[Answer] = []
     for st, counts in batch_alternatives(state, SCOPE_LOCAL, ops, now):
         results = tuple(
             {"applied": c[0], "invalid": c[1], "refused": c[2], "declined": c[3]} for c in counts
         )
-        out.append((st, Ok(results[0], one_of=results)))
+        out.append((st, Ok(results[0], one_of=results, elements=why)))
     return out
 
 

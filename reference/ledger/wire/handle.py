@@ -16,6 +16,7 @@ from reference.ledger.outcome import (
     METHOD_NOT_FOUND,
     Outcome,
     Refused,
+    bad_value,
     invalid_params,
 )
 from reference.ledger.records import (
@@ -78,7 +79,8 @@ def check_params(
     unknown = sorted(str(k) for k in params if k not in method.params)
     if unknown:
         if "scopeKey" in unknown:
-            return invalid_params("scopeKey cannot be passed here: the server chooses the scope.")
+            # LED-SAVE.2: refused, nothing written; the code is open (-32602 or 1000).
+            return bad_value("scopeKey cannot be passed here: the server chooses the scope.")
         return invalid_params(f"unknown param(s): {', '.join(unknown)}")
     for name, (json_type, required) in method.params.items():
         if name not in params:

@@ -94,6 +94,7 @@ from reference.memory.wire.request import (
     make_request,
 )
 from reference.memory.wire.respond import (
+    fence_statuses,
     worker_respond,
     write_response,
 )
@@ -181,5 +182,6 @@ __all__ = [
     "validate_retrieve",
     "validate_write",
     "worker_respond",
+    "fence_statuses",
     "write_response",
 ]

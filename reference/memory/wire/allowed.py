@@ -57,9 +57,12 @@ class ExactBody:
 
 @dataclass(frozen=True)
 class ErrorBody:
-    """``{"error": "<reason>"}``; when ``fields`` is non-empty the reason names one of them."""
+    """``{"error": "<reason>"}``; when ``fields`` is non-empty the reason names one of them.
+    ``reference_only``: every fault found breaks only a bound the seed does not give
+    (MEM-WIRE.21), so a store that takes the value deviates from the reference, not the seed."""
 
     fields: tuple[str, ...] = ()
+    reference_only: bool = False
 
 
 @dataclass(frozen=True)

@@ -43,6 +43,7 @@ class WireError:
     field: str | None
     reason: str
     fields: tuple[str, ...] = ()
+    reference_only: bool = False  # every fault breaks only a reference bound (MEM-WIRE.21)
 
 
 def record_to_wire(record: MemoryRecord) -> dict[str, object]:

@@ -52,9 +52,16 @@ from reference.memory.wire.validation import (
 )
 
 
-def _error(state: StoreState, status: int, note: str, fields: tuple[str, ...] = ()) -> Option:
-    """An error option: ``{"error": <reason>}`` naming one of ``fields`` when given (MEM-WIRE.8)."""
-    return Option(status, ErrorBody(fields), state, note)
+def _error(
+    state: StoreState,
+    status: int,
+    note: str,
+    fields: tuple[str, ...] = (),
+    reference_only: bool = False,
+) -> Option:
+    """An error option: ``{"error": <reason>}`` naming one of ``fields`` when given (MEM-WIRE.8,
+    MEM-WIRE.20); ``reference_only``: the faults break only bounds of MEM-WIRE.21."""
+    return Option(status, ErrorBody(fields, reference_only), state, note)
 
 
 def _only(option: Option, now: int) -> Allowed:
@@ -164,6 +171,32 @@ def worker_respond(
     return deduped[0].state, Allowed(tuple(deduped), now)
 
 
+def fence_statuses(request: WireRequest, token: str | None) -> frozenset[int]:
+    """Every check before the body that ``request`` fails, as the status it answers (MEM-WIRE.4).
+
+    404 for a path that is no route; 405 for a method a route does not serve (``non-POST`` on a
+    data route, or on any path that is not ``/healthz``); on a data route, 401 for a missing or
+    wrong bearer and 411/413 for its ``Content-Length``.  :func:`worker_respond` answers the
+    first of them in the reference Worker's order 404, 405, 401, 411, 413; the seed orders none
+    of them, so a store answering another one deviates from the reference (MEM-WIRE.4) but not
+    from the seed.
+    """
+    route = request.route
+    out: set[int] = set()
+    data = route in DATA_ROUTES
+    if not data and route != HEALTH_ROUTE:
+        out.add(404)
+    if (data or route != HEALTH_ROUTE) and request.method != "POST":
+        out.add(405)
+    if data:
+        if not authorized(request, token):
+            out.add(401)
+        fault = content_length_fault(request.header("Content-Length"))
+        if fault is not None:
+            out.add(fault)
+    return frozenset(out)
+
+
 def _before_body(
     state: StoreState, request: WireRequest, now: int, token: str | None
 ) -> Allowed | None:
@@ -245,7 +278,7 @@ def _body_options(
     if isinstance(lenient, WireError):
         assert isinstance(strict, WireError)
         fields = strict.fields if strict.field is not None else ()
-        return [_error(state, 400, strict.reason, fields)]
+        return [_error(state, 400, strict.reason, fields, strict.reference_only)]
     options = [_process(state, route, lenient, now, cap_default)]
     if isinstance(lenient, WriteBody) and not lenient.candidates:
         # An empty batch may be a pure no-op even when its cap is below the active count

@@ -36,7 +36,8 @@ from reference.memory.wire.request import (
 
 # Characters a scope key may never hold (whitespace, control, format) and the ones whose
 # treatment is implementation-defined (surrogates, private use, unassigned).
-_KEY_FORBIDDEN: Final = frozenset({"Cc", "Cf", "Zs", "Zl", "Zp"})
+_KEY_FORBIDDEN: Final = frozenset({"Cc", "Zs", "Zl", "Zp"})
+_KEY_REFERENCE: Final = frozenset({"Cf"})  # refused by the reference Worker (MEM-WIRE.21)
 _ID_FORBIDDEN: Final = frozenset({"Cc", "Zs", "Zl", "Zp"})
 _KEY_OPEN: Final = frozenset({"Cs", "Co", "Cn"})
 _ID_OPEN: Final = frozenset({"Cf", "Cs", "Co", "Cn"})
@@ -101,17 +102,21 @@ class _Errors:
     def __init__(self) -> None:
         """No fault yet."""
         self.items: list[tuple[str, str]] = []
+        self.seed_faults = 0  # faults that break what the seed itself says
 
-    def add(self, name: str, reason: str) -> None:
-        """Note a fault of field ``name``."""
+    def add(self, name: str, reason: str, *, reference: bool = False) -> None:
+        """Note a fault of field ``name``; ``reference``: it breaks only a bound the seed does
+        not give (MEM-WIRE.21)."""
         self.items.append((name, reason))
+        if not reference:
+            self.seed_faults += 1
 
     def result(self) -> WireError | None:
         """The faults as one ``WireError`` naming every field (MEM-WIRE.8), or ``None``."""
         if not self.items:
             return None
         names = tuple(dict.fromkeys(n for n, _ in self.items))
-        return WireError(names[0], self.items[0][1], names)
+        return WireError(names[0], self.items[0][1], names, self.seed_faults == 0)
 
 
 @lru_cache(maxsize=1024)
@@ -148,6 +153,12 @@ def _scope_key(obj: Mapping[str, object], policy: Policy, errs: _Errors) -> str:
         errs.add("scopeKey", f"scopeKey must be 1-{MAX_SCOPE_KEY} characters")
     elif _char_fault(v, _KEY_FORBIDDEN, _KEY_OPEN, policy.strict_chars):
         errs.add("scopeKey", "scopeKey must not contain whitespace, control or format characters")
+    elif _char_fault(v, _KEY_REFERENCE, frozenset(), False):
+        errs.add(
+            "scopeKey",
+            "scopeKey must not contain whitespace, control or format characters",
+            reference=True,
+        )
     return v
 
 
@@ -201,12 +212,16 @@ def validate_retrieve(obj: object, policy: Policy = LENIENT) -> RetrieveBody | W
 def _opt_str(
     rec: Mapping[str, object], name: str, max_units: int, policy: Policy, errs: _Errors
 ) -> str | None:
-    """An optional string field within ``max_units`` code units (MEM-WIRE.12)."""
+    """An optional string field within ``max_units`` code units (MEM-WIRE.12; the bound is
+    MEM-WIRE.21's: §16 gives none)."""
     if not _present(rec, name, policy, errs):
         return None
     v = rec[name]
-    if not isinstance(v, str) or utf16_length(v) > max_units or _lone_surrogate(v, policy):
+    if not isinstance(v, str) or _lone_surrogate(v, policy):
         errs.add(name, f"{name} must be a string of at most {max_units} characters")
+        return None
+    if utf16_length(v) > max_units:
+        errs.add(name, f"{name} must be a string of at most {max_units} characters", reference=True)
         return None
     return v
 
@@ -221,37 +236,35 @@ def _candidate(rec: object, policy: Policy, errs: _Errors) -> MemoryCandidate | 
     if kind not in KINDS:
         errs.add("kind", "kind must be fact or summary")
     text = rec.get("text")
+    why = f"text must be a non-blank string of at most {MAX_TEXT} characters"
     if (
         not isinstance(text, str)
-        or not js_trim(text)
+        or not text
         or utf16_length(text) > MAX_TEXT
         or _lone_surrogate(text, policy)
     ):
-        errs.add("text", f"text must be a non-blank string of at most {MAX_TEXT} characters")
+        errs.add("text", why)
+    elif not js_trim(text):  # §16 says "non-empty": blank is the reference's (MEM-WIRE.21)
+        errs.add("text", why, reference=True)
     thread = rec.get("sourceThreadKey")
-    if (
-        not isinstance(thread, str)
-        or not 1 <= utf16_length(thread) <= MAX_THREAD_KEY
-        or _lone_surrogate(thread, policy)
-    ):
-        errs.add("sourceThreadKey", f"sourceThreadKey must be 1-{MAX_THREAD_KEY} characters")
+    why = f"sourceThreadKey must be 1-{MAX_THREAD_KEY} characters"
+    if not isinstance(thread, str) or _lone_surrogate(thread, policy):
+        errs.add("sourceThreadKey", why)
+    elif not 1 <= utf16_length(thread) <= MAX_THREAD_KEY:  # §16 gives no bound: MEM-WIRE.21
+        errs.add("sourceThreadKey", why, reference=True)
     keywords: tuple[str, ...] | None = None
     if _present(rec, "keywords", policy, errs):
         kws = rec["keywords"]
+        why = f"keywords must be at most {MAX_KEYWORDS} strings of 1-{MAX_KEYWORD} characters"
         if (
             not isinstance(kws, list)
             or len(kws) > MAX_KEYWORDS
-            or not all(
-                isinstance(k, str)
-                and 1 <= utf16_length(k) <= MAX_KEYWORD
-                and not _lone_surrogate(k, policy)
-                for k in kws
-            )
+            or not all(isinstance(k, str) and not _lone_surrogate(k, policy) for k in kws)
         ):
-            errs.add(
-                "keywords",
-                f"keywords must be at most {MAX_KEYWORDS} strings of 1-{MAX_KEYWORD} characters",
-            )
+            errs.add("keywords", why)
+        elif not all(1 <= utf16_length(k) <= MAX_KEYWORD for k in kws):
+            # §16's "short strings" has no number: 1-64 is the reference's (MEM-WIRE.21)
+            errs.add("keywords", why, reference=True)
         else:
             keywords = tuple(kws)
     run_id = _opt_str(rec, "sourceRunId", MAX_RUN_ID, policy, errs)
