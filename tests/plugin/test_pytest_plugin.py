@@ -551,3 +551,27 @@ def _requires(protocol: str, name: str) -> set[str]:
     memory_requires = conformance.drivers.memory.infer_requires
     scenario = load_scenario(CORPUS / protocol / f"{name}.json")
     return (ledger_requires if protocol == "ledger" else memory_requires)(scenario)
+
+
+@pytest.mark.clause("MEM-WIRE.4")
+def test_a_deviation_passes_with_a_property_unless_the_level_is_reference(
+    pytester: pytest.Pytester,
+) -> None:
+    """A store answering another applicable fence first (the order is the reference Worker's,
+    MEM-WIRE.4): the item passes and carries a ``deviation`` property; at ``--memspec-level
+    reference`` it fails."""
+    from conformance.embedded.catalogue import Quirks
+
+    xml = pytester.path / "junit.xml"
+    with start_server(token=TOKEN, quirks=Quirks(frozenset({"mem-auth-before-method"}))) as h:
+        args = ("--memspec-target", h.url, "--memspec-spec", "memory", "-k",
+                "checks_run_in_a_fixed_order")  # fmt: skip
+        result = run(pytester, *args, f"--junitxml={xml}")
+        result.assert_outcomes(passed=1)
+        case = next(ET.parse(xml).getroot().iter("testcase"))
+        props = {p.get("name"): p.get("value") or "" for p in case.iter("property")}
+        assert "MEM-WIRE.4" in props["deviation"] and props["memspec_verdict"] == "deviate"
+        result = run(pytester, *args, "--memspec-level", "reference")
+        result.assert_outcomes(failed=1)
+    text = failure_text(result, "memspec memory scenario checks_run_in_a_fixed_order")
+    assert "differs from the reference implementation" in text

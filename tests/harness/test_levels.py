@@ -1,0 +1,196 @@
+"""Verdicts follow each clause's source: a divergence on ``reference`` clauses only is a
+*deviation* — reported apart in every output, exit 0 — unless ``--level reference`` asks for a
+drop-in twin of the reference implementation.
+
+The store making a reference-level choice here is the bundled store with the catalogue entry
+``mem-auth-before-method`` (it checks the bearer before the method: ``GET /write`` without a token
+is 401, where the reference Worker answers 405).  The seed orders none of the fence checks
+(MEM-WIRE.4 is a reference clause), so at the seed level that store is conformant.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conformance.cli import main
+from conformance.commands.run import run_pipeline
+from conformance.commands.selftest import Cell, judge, summarize
+from conformance.drivers.base import Secret, TargetConfig
+from conformance.embedded.catalogue import Quirks
+from conformance.embedded.server import start_server
+from conformance.machines.probes import probe_scenarios
+from conformance.scenario import dump_scenario
+from conformance.sources import only_reference, source_of
+from tests.common import ledger_harness
+from tests.common.memory_harness import TOKEN
+
+REFERENCE_CHOICE = "mem-auth-before-method"
+ORDER_SCENARIO = "checks_run_in_a_fixed_order"
+
+
+def _run(
+    url: str, token: str, spec: str, level: str, report: Path
+) -> tuple[int, dict[str, Any], str]:
+    out = io.StringIO()
+    res = run_pipeline(
+        TargetConfig(url, Secret(token)),
+        spec=spec,
+        machines=False,
+        quiet=True,
+        out=out,
+        report_dir=report,
+        level=level,
+    )
+    return res.exit_code, res.data, out.getvalue()
+
+
+@pytest.fixture(scope="module")
+def both_levels(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The memory corpus against the store with the reference-level choice, once per level."""
+    runs: dict[str, Any] = {}
+    with start_server(token=TOKEN, quirks=Quirks(frozenset({REFERENCE_CHOICE}))) as handle:
+        for level in ("seed", "reference"):
+            report = tmp_path_factory.mktemp(f"level-{level}")
+            code, data, console = _run(handle.url, TOKEN, "memory", level, report)
+            runs[level] = {"code": code, "data": data, "console": console, "report": report}
+    return runs
+
+
+@pytest.mark.clause("MEM-WIRE.4")
+def test_sources_decide_what_a_divergence_is() -> None:
+    assert source_of("MEM-WIRE.4") == "reference" and source_of("MEM-WIRE.3") == "seed"
+    assert source_of("LED-WIRE.5") == "binding"
+    assert source_of("MEM-NOPE.1") == "seed"  # unknown: the strict side
+    assert only_reference(["MEM-WIRE.4", "MEM-WIRE.20"])
+    assert not only_reference(["MEM-WIRE.4", "MEM-WIRE.3"])  # any seed clause: a failure
+    assert not only_reference(["LED-WIRE.5"])  # a binding clause: a failure
+    assert not only_reference([])
+
+
+@pytest.mark.clause("MEM-WIRE.4")
+def test_a_reference_choice_passes_at_seed_level_and_is_shown_apart(
+    both_levels: dict[str, Any],
+) -> None:
+    run = both_levels["seed"]
+    data = run["data"]
+    assert run["code"] == 0 and data["exit_code"] == 0 and data["level"] == "seed"
+    assert data["divergences"] == [], data["divergences"]
+    devs = {d["name"]: d for d in data["deviations"]}
+    assert ORDER_SCENARIO in devs and devs[ORDER_SCENARIO]["clauses"] == ["MEM-WIRE.4"]
+    assert data["summary"]["deviations"] == len(data["deviations"])
+    row = next(r for r in data["clauses"] if r["id"] == "MEM-WIRE.4")
+    assert row["source"] == "reference" and row["deviates"] >= 1 and row["failed"] == 0
+    scenario = next(s for s in data["scenarios"] if s["name"] == ORDER_SCENARIO)
+    assert scenario["verdict"] == "deviate" and scenario["deviation_clauses"] == ["MEM-WIRE.4"]
+    # every output shows it, apart from the failures
+    assert "difference(s) from the reference implementation" in run["console"]
+    assert "DIFFERS FROM THE REFERENCE" in run["console"]
+    assert "CONFORMANT at level seed" in run["console"]
+    assert "NOT CONFORMANT" not in run["console"]
+    html = (run["report"] / "report.html").read_text()
+    assert "Differs from the reference implementation (" in html
+    suites = ET.parse(run["report"] / "junit.xml").getroot()
+    case = next(c for c in suites.iter("testcase") if c.get("name") == ORDER_SCENARIO)
+    props = [p.get("value") or "" for p in case.iter("property") if p.get("name") == "deviation"]
+    assert props and "MEM-WIRE.4" in props[0]
+    assert case.find("failure") is None
+
+
+@pytest.mark.clause("MEM-WIRE.4")
+def test_at_reference_level_the_same_choice_fails_the_run(both_levels: dict[str, Any]) -> None:
+    run = both_levels["reference"]
+    data = run["data"]
+    assert run["code"] == 1 and data["level"] == "reference"
+    assert "NOT CONFORMANT" in run["console"] and "they fail this run" in run["console"]
+    assert {d["name"] for d in data["deviations"]} == {
+        d["name"] for d in both_levels["seed"]["data"]["deviations"]
+    }
+    suites = ET.parse(run["report"] / "junit.xml").getroot()
+    case = next(c for c in suites.iter("testcase") if c.get("name") == ORDER_SCENARIO)
+    failure = case.find("failure")
+    assert failure is not None and failure.get("type") == "deviation"
+
+
+@pytest.mark.clause("MEM-WIRE.4", "MEM-WIRE.2", "MEM-WIRE.3")
+def test_a_deviation_where_both_sides_refused_lets_the_scenario_go_on(
+    both_levels: dict[str, Any],
+) -> None:
+    scenario = next(
+        s for s in both_levels["seed"]["data"]["scenarios"] if s["name"] == ORDER_SCENARIO
+    )
+    verdicts = [o["verdict"] for o in scenario["steps"]]
+    first = verdicts.index("deviate")
+    assert first < len(verdicts) - 1, "the deviation is not the last step"
+    assert scenario["steps"][first]["details"].get("state_kept")
+    # every later step was judged at the seed level (none 'not reached')
+    assert all(o["verdict"] in ("pass", "deviate") for o in scenario["steps"][first + 1 :])
+
+
+@pytest.mark.clause("LED-VOCAB.7", "LED-GATE.9")
+def test_a_deviation_after_which_the_states_may_differ_ends_the_scenario(
+    tmp_path: Path,
+) -> None:
+    """``keep`` counted applied (a reference-level count): the model's answer is a result, not a
+    refusal, so model and store may differ from there on and the scenario stops."""
+    with start_server(
+        token=ledger_harness.TOKEN,
+        test_control=True,
+        quirks=Quirks(frozenset({"led-keep-counted-applied"})),
+    ) as handle:
+        code, data, _ = _run(handle.url, ledger_harness.TOKEN, "ledger", "seed", tmp_path)
+    assert code == 0, data["divergences"]
+    stopped = [
+        s
+        for s in data["scenarios"]
+        if s["verdict"] == "deviate"
+        and any("a deviation after which" in o.get("reason", "") for o in s["steps"])
+    ]
+    assert stopped, [(s["name"], s["verdict"]) for s in data["scenarios"]]
+    steps = stopped[0]["steps"]
+    k = next(i for i, o in enumerate(steps) if o["verdict"] == "deviate")
+    assert not steps[k]["details"].get("state_kept")
+    assert all((o.get("details") or {}).get("not_reached") for o in steps[k + 1 :])
+    assert set(stopped[0]["deviation_clauses"]) >= {"LED-VOCAB.7", "LED-GATE.9"}
+
+
+@pytest.mark.clause("MEM-WIRE.4")
+def test_selftest_counts_a_reference_choice_apart_from_the_kills(
+    both_levels: dict[str, Any],
+) -> None:
+    cell = Cell(REFERENCE_CHOICE, "mutant", "memory", ("MEM-WIRE.4", "MEM-WIRE.2"))
+    seed = both_levels["seed"]
+    row = judge(cell, seed["code"], json.loads(json.dumps(seed["data"])), 1.0, None)
+    assert row.verdict == "deviates" and row.ok and row.deviates_on == ["MEM-WIRE.4"]
+    assert "killed only at --level reference" in row.detail
+    ref = both_levels["reference"]
+    killed = judge(cell, ref["code"], ref["data"], 1.0, None)
+    assert killed.verdict == "killed" and killed.killed_by == "corpus"
+    summary = summarize([row])
+    assert summary["killed"] == 0 and summary["deviates"] == 1
+    assert summary["deviates_only"] == [{"name": REFERENCE_CHOICE, "clauses": ["MEM-WIRE.4"]}]
+    assert summary["ok"]
+
+
+@pytest.mark.clause("MEM-WIRE.4")
+def test_replay_takes_the_level_too(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    probe = next(
+        s for s in probe_scenarios("memory") if s.name == "memory-probe:get-write-without-bearer"
+    )
+    path = tmp_path / "probe.json"
+    dump_scenario(probe.model_copy(update={"name": "order_probe"}), path)
+    monkeypatch.setenv("MEMSPEC_TEST_TOKEN", TOKEN)
+    args = ["replay", str(path), "--token-env", "MEMSPEC_TEST_TOKEN"]
+    with start_server(token=TOKEN, quirks=Quirks(frozenset({REFERENCE_CHOICE}))) as handle:
+        assert main([*args, "--target", handle.url]) == 0
+        out = capsys.readouterr().out
+        assert "DIFFERS FROM THE REFERENCE" in out and "conformant at the seed level" in out
+        assert main([*args, "--target", handle.url, "--level", "reference"]) == 1
+        assert "fails at --level reference" in capsys.readouterr().out
