@@ -28,6 +28,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from conformance.drivers.base import ResultVerdict
 from conformance.report.expect import Expectation, match
 from conformance.report.html import report_html
 from conformance.report.junit import junit_xml
@@ -37,7 +38,7 @@ from conformance.shard import Shard
 MARKER = "shard.json"
 #: Report fields that must be equal in every shard of one run.
 SAME = ("schema", "memspec_version", "spec_revision", "corpus_revision")
-_RANK = {"fail": 3, "indeterminate": 2, "pass": 1, "skip": 0}
+_RANK = {"fail": 4, "indeterminate": 3, "deviate": 2, "pass": 1, "skip": 0}
 
 
 class MergeError(Exception):
@@ -124,7 +125,7 @@ def load_shards(dirs: list[Path]) -> list[tuple[Path, dict[str, Any]]]:
         if k in seen:
             raise MergeError(f"shard {k}/{n} given twice: {seen[k]} and {d}")
         seen[k] = d
-        for key in SAME:
+        for key in (*SAME, "level"):
             if data.get(key) != first.get(key):
                 raise MergeError(
                     f"conflicting {key}: {first.get(key)!r} ({first_dir}) and"
@@ -192,9 +193,16 @@ def clause_rows(scenarios: list[dict[str, Any]], machines: list[dict[str, Any]])
         return (r.get("expected_by") or {}).get("reason")
 
     for r in scenarios:
-        items.append(
-            Tally(r["clauses"], r["failed_clauses"], r["verdict"], r["reason"], expected(r))
-        )
+        dev = r.get("deviation_clauses") or []
+        if r["verdict"] == "deviate":  # its clauses pass but those it deviated on
+            passed = [c for c in r["clauses"] if c not in dev]
+            items.append(Tally(passed, [], "pass", r["reason"], expected(r)))
+        else:
+            items.append(
+                Tally(r["clauses"], r["failed_clauses"], r["verdict"], r["reason"], expected(r))
+            )
+        if dev:
+            items.append(Tally(dev, dev, "deviate", r["reason"], expected(r)))
         for o in r.get("steps") or []:
             if (
                 o.get("verdict") == "skip"
@@ -208,7 +216,8 @@ def clause_rows(scenarios: list[dict[str, Any]], machines: list[dict[str, Any]])
         found = m.get("divergences") or []
         if found:
             for f in found:
-                items.append(Tally(m["clauses"], f["clauses"], "fail", f["reason"], expected(f)))
+                kind: ResultVerdict = "deviate" if f.get("deviation") else "fail"
+                items.append(Tally(m["clauses"], f["clauses"], kind, f["reason"], expected(f)))
         else:
             items.append(
                 Tally(m["clauses"], m["failed_clauses"], m["verdict"], m["reason"], expected(m))
@@ -269,9 +278,27 @@ def merge_reports(shards: list[tuple[Path, dict[str, Any]]]) -> dict[str, Any]:
             for d in shards[source][1]["divergences"]
             if d["source"] == "machine" and d["name"] == m["name"]
         ]
+    deviations = sorted(
+        (
+            d
+            for _, data in shards
+            for d in data.get("deviations") or []
+            if d["source"] == "scenario"
+        ),
+        key=lambda d: by_scenario.get(d["name"], 0),
+    )
+    for m, source in merged_machines:
+        deviations += [
+            d
+            for d in shards[source][1].get("deviations") or []
+            if d["source"] == "machine" and d["name"] == m["name"]
+        ]
+    level = first.get("level", "seed")
     results = [*scenarios, *machines]
     failing = [r for r in results if r["verdict"] in ("fail", "indeterminate")]
     unexpected = [r for r in failing if not r.get("expected_by")]
+    if level == "reference":  # a deviation fails the run too, unless an expectation names it
+        unexpected += [d for d in deviations if not d.get("expected_by")]
     rows = clause_rows(scenarios, machines)
     capabilities: dict[str, list[str]] = {}
     scopes: dict[str, list[str]] = {}
@@ -330,6 +357,7 @@ def merge_reports(shards: list[tuple[Path, dict[str, Any]]]) -> dict[str, Any]:
         "finished_at": max(data["finished_at"] for _, data in shards),
         "duration_s": max(data["duration_s"] for _, data in shards),
         "exit_code": 1 if unexpected else 0,
+        "level": level,
         "target": target,
         "options": options,
         "capabilities": capabilities,
@@ -338,6 +366,7 @@ def merge_reports(shards: list[tuple[Path, dict[str, Any]]]) -> dict[str, Any]:
         "machines": machines,
         "clauses": rows,
         "divergences": divergences,
+        "deviations": deviations,
         "expectations": {
             "file": expectations.get("file"),
             "entries": expectations.get("entries", []),
@@ -346,6 +375,7 @@ def merge_reports(shards: list[tuple[Path, dict[str, Any]]]) -> dict[str, Any]:
         "summary": {
             **counts,
             "divergences": len(divergences),
+            "deviations": len(deviations),
             "unexpected": len(unexpected),
             "indeterminate": sum(1 for r in failing if r["verdict"] == "indeterminate"),
             "steps": sum(len(s["steps"]) for s in scenarios) + sum(m["steps"] for m in machines),
@@ -367,7 +397,8 @@ def write_merged(
             dest.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(f, dest)
             moved[f.name] = str(dest)
-    for item in [*data["scenarios"], *data["machines"], *data["divergences"]]:
+    found = [*data["divergences"], *data.get("deviations", [])]
+    for item in [*data["scenarios"], *data["machines"], *found]:
         if item.get("replay"):
             item["replay"] = moved.get(Path(item["replay"]).name, item["replay"])
     (out_dir / "report.json").write_text(
