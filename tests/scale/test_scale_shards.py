@@ -179,6 +179,7 @@ def test_merge_refuses_shards_of_different_runs_and_names_a_missing_one(
         ("spec_revision", "0" * 12, "conflicting spec_revision"),
         (("options", "seed"), SEED + 1, "conflicting option seed"),
         (("options", "run_base"), "memspec-other", "conflicting run ids"),
+        ("level", "reference", "conflicting level"),  # judged at another --level
     ):
         report = dirs[1] / "report.json"
         original = report.read_text()
