@@ -89,7 +89,7 @@ def test_the_monotone_time_map_keeps_instants_one_to_one_and_in_order() -> None:
 # --------------------------------------------------------------------------- records
 
 
-@pytest.mark.clause("LED-WIRE.4", "LED-WIRE.5", "LED-REC.6", "LED-INT.1")
+@pytest.mark.clause("LED-WIRE.4", "LED-WIRE.5", "LED-REC.6", "LED-INT.1", "LED-REC.8")
 def test_a_record_is_compared_field_by_field_absent_is_not_null() -> None:
     _, outs = run([("memory/save_memory_record", {"body": "  hi  "})])
     c = ctx()
@@ -118,6 +118,23 @@ def test_a_record_is_compared_field_by_field_absent_is_not_null() -> None:
     assert j.verdict == "diverge" and "LED-WIRE.4" in j.clauses  # a named field is never null
     j = verdict(lambda b: b.update(validFrom=format_rfc3339(T0 + 1)))
     assert j.verdict == "diverge" and "LED-INT.1" in j.clauses
+    # a save without a kind: another default is the reference's point, not the seed's
+    j = verdict(lambda b: b.update(kind="fact"))
+    assert j.verdict == "diverge" and j.clauses == ("LED-REC.8",)
+    # an untrimmed body: storing it trimmed is the reference's choice
+    j = verdict(lambda b: b.update(body="  hi  "))
+    assert j.clauses == ("LED-REC.6",)
+
+
+@pytest.mark.clause("LED-REC.2", "LED-REC.8")
+def test_a_kind_the_call_named_is_the_seeds_kind_rule() -> None:
+    _, outs = run([("memory/save_memory_record", {"body": "x", "kind": "fact"})])
+    c = ctx()
+    ids = seeded(outs, c)
+    body = as_target(outs[0].result, ids)  # type: ignore[union-attr]
+    body["kind"] = "preference"
+    j = oracle.judge("memory/save_memory_record", outs[0], 200, body, c)
+    assert j.verdict == "diverge" and j.clauses == ("LED-REC.2",)
 
 
 # --------------------------------------------------------------------------- refusals

@@ -110,7 +110,8 @@ def field_clauses(name: str, model_rec: dict[str, Any]) -> tuple[str, ...]:
     if name == "scopeKey":
         return ("LED-REC.5",)
     if name == "kind":
-        return ("LED-REC.2",)
+        # the model's own default where the call named none (LED-REC.8, a reference clause)
+        return ("LED-REC.8",) if model_rec.get("kind") == "preference" else ("LED-REC.2",)
     if name == "body":
         return ("LED-FORGET.3",) if status == "deleted" else ("LED-REC.6",)
     if name == "provenance":
