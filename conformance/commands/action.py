@@ -9,6 +9,7 @@ never on a command line::
     MEMSPEC_SPEC       memory | ledger | all            (default all)
     MEMSPEC_PROFILE    quick | ci | deep                (default ci)
     MEMSPEC_EXPECT     expectations file                (optional)
+    MEMSPEC_LEVEL      seed | reference                 (default seed: deviations pass)
     MEMSPEC_SHARD      K/N                              (optional)
     MEMSPEC_SEED       machine seed                     (optional)
     MEMSPEC_EXAMPLES   number of state-machine runs     (optional; default: the profile's)
@@ -47,6 +48,7 @@ def _env(name: str, default: str = "") -> str:
 def build_argv() -> list[str]:
     argv = ["run", "--quiet", "--spec", _env("MEMSPEC_SPEC", "all")]
     argv += ["--profile", _env("MEMSPEC_PROFILE", "ci")]
+    argv += ["--level", _env("MEMSPEC_LEVEL", "seed")]
     argv += ["--report", _env("MEMSPEC_REPORT_DIR", "memspec-report")]
     target = _env("MEMSPEC_TARGET")
     if target:

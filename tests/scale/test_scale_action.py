@@ -78,6 +78,10 @@ def test_verdicts_outputs_and_the_leak_guard(
     assert TOKEN not in " ".join(argv)  # never on a command line: by environment only
     assert argv[argv.index("--token-env") + 1] == "MEMSPEC_TOKEN"
     assert argv[argv.index("--shard") + 1] == "2/4"
+    assert argv[argv.index("--level") + 1] == "seed"  # deviations pass unless asked otherwise
+    monkeypatch.setenv("MEMSPEC_LEVEL", "reference")
+    argv = action.build_argv()
+    assert argv[argv.index("--level") + 1] == "reference"
 
     def fake(code: int, leak: bool = False) -> Any:
         def run(argv: list[str]) -> int:
