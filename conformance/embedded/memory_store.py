@@ -464,7 +464,12 @@ class MemoryStore:
                 f"SELECT {R_COLUMNS} FROM records_fts CROSS JOIN records r"
                 " ON r.rid = records_fts.rowid"
                 " WHERE records_fts MATCH ? AND r.scope_key = ? AND r.status = 'active'"
-                " ORDER BY bm25(records_fts) LIMIT ?",
+                + (
+                    # mutant: the seed's own red-verified bug -- candidates by recency
+                    " ORDER BY coalesce(r.last_used_at, r.created_at) DESC, r.seq DESC LIMIT ?"
+                    if self.quirks("mem-prefilter-by-recency")
+                    else " ORDER BY bm25(records_fts) LIMIT ?"
+                ),
                 (
                     match_expression(tokens),
                     scope_key,

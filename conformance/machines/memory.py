@@ -259,6 +259,7 @@ MACHINE_CLAUSES: tuple[str, ...] = (
     "MEM-STORE.3",
     "MEM-STORE.4",
     "MEM-STORE.5",
+    "MEM-STORE.6",
     "MEM-STORE.7",
     "MEM-STORE.8",
     "MEM-STORE.9",
@@ -333,6 +334,7 @@ class MemoryMachine(DifferentialMachine):
     def __init__(self, session: Any) -> None:
         super().__init__(session)
         self._symbols = 0
+        self._crowded = False
 
     # -- helpers --------------------------------------------------------------------------
 
@@ -459,6 +461,43 @@ class MemoryMachine(DifferentialMachine):
         query = f"{word} {fill}" if first else f"{fill} {word}"
         args = {"scopeKey": f"{{scope:{scope}}}", "query": query, "limit": limit}
         return self._read_and_bind(Step(op="retrieve", args=args))
+
+    @precondition(lambda self: live(self) and not self._crowded)
+    @rule(
+        target=ids,
+        scope=scopes,
+        word=st.sampled_from(VOCAB),
+        limit=st.integers(1, 6),
+        used=st.booleans(),
+    )
+    def crowd_past_the_candidate_cap(self, scope: str, word: str, limit: int, used: bool) -> Any:
+        """More matching records than the candidate cap max(50, 5 x limit) (MEM-STORE.6): one
+        record ``<word> quokka``, then 50 newer ``<word> crowd N``, then a retrieve of
+        ``quokka <word>``.  The first is a strictly better full-text hit than every crowd
+        record, so any relevance (bm25) prefilter hands it to the engine, which ranks it
+        first; a prefilter by recency (seed §17's red-verified bug) starves it.  ``used``
+        retrieves the crowd once first, so it is also the more recently *used*.  Once a
+        run: a 50-record batch and its listing are the machine's costliest step."""
+        self._crowded = True
+        key = f"{{scope:{scope}}}"
+        base = {"kind": "fact", "sourceThreadKey": "thread:1"}
+        names = [
+            n
+            for n, _ in self._mutate_and_read(
+                "write", {"scopeKey": key, "records": [{**base, "text": f"{word} quokka"}]}
+            )
+        ]
+        crowd = [{**base, "text": f"{word} crowd {i}"} for i in range(50)]
+        self._step("write", {"scopeKey": key, "records": crowd})
+        if used:
+            self._step("retrieve", {"scopeKey": key, "query": f"{word} crowd", "limit": 50})
+        step = Step(
+            op="retrieve",
+            args={"scopeKey": key, "query": f"quokka {word}", "limit": limit},
+            clauses=["MEM-STORE.6", "MEM-STORE.2"],
+        )
+        names += [n for n, _ in self._read(step)]
+        return multiple(*names)
 
     # -- the collision guard's twins ------------------------------------------------------
 

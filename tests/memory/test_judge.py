@@ -17,6 +17,7 @@ from reference.memory.judge import (
     listing_problem,
     prefilter_must_pass,
     record_problems,
+    relevance_forced,
     retrieval_problem,
     robust_tokens,
 )
@@ -148,6 +149,29 @@ def test_more_matches_than_the_cap_leave_the_candidates_to_the_store() -> None:
     assert retrieval_problem(active, "deploy", 5, NOW, ids(1, 61, 2, 3, 4)) is not None
     few_old = [rec(i, f"deploy item{i}", 10 if i <= 45 else 20) for i in range(1, 71)]
     assert retrieval_problem(few_old, "deploy", 5, NOW, older) is not None
+
+
+@pytest.mark.clause("MEM-STORE.6")
+def test_a_relevant_but_old_record_past_the_cap_must_reach_the_engine() -> None:
+    # seed §17's red-verified row: one old record matches both query words, 55 newer records
+    # only one; any bm25 order hands the old one to the engine, which ranks it first
+    old = rec(1, "harbour quokka", created=10)
+    crowd = [rec(i, f"harbour note{i}", created=20) for i in range(2, 57)]
+    active = [old, *crowd]
+    assert [r.id for r in relevance_forced(active, "quokka harbour", 50)] == [old.id]
+    assert retrieval_problem(active, "quokka harbour", 1, NOW, [old.id]) is None
+    starved = retrieval_problem(active, "quokka harbour", 1, NOW, ids(56))
+    assert starved is not None and starved.clauses == ("MEM-STORE.6",)
+    assert retrieval_problem(active, "quokka harbour", 5, NOW, ids(56, 55, 54, 53, 52)) is not None
+    # not forced when a bm25 could rank it lower: a longer text, more repeats elsewhere, or
+    # non-ASCII text (a tokenizer may see other words)
+    long_old = rec(1, "harbour quokka with many more words in it", created=10)
+    assert relevance_forced([long_old, *crowd], "quokka harbour", 50) == []
+    twice = [rec(i, f"harbour harbour{i} harbour", created=20) for i in range(2, 57)]
+    assert relevance_forced([old, *twice], "quokka harbour", 50) == []
+    assert relevance_forced([rec(1, "harbour quokka é", 10), *crowd], "quokka harbour", 50) == []
+    # and at most cap matches: every match reaches the engine anyway (nothing forced needed)
+    assert retrieval_problem([old, *crowd[:40]], "quokka harbour", 1, NOW, [old.id]) is None
 
 
 @pytest.mark.clause("MEM-STORE.6")

@@ -41,6 +41,12 @@ ENTRIES: tuple[Entry, ...] = (
         "the full-text prefilter hands the engine only `limit` bm25-best candidates",
     ),
     _m(
+        "mem-prefilter-by-recency",
+        ("MEM-STORE.6",),
+        "the prefilter orders candidates by recency, not bm25, so a relevant-but-old record"
+        " past the candidate cap never reaches the engine (seed §17, red-verified row)",
+    ),
+    _m(
         "mem-prefilter-keeps-shortest-tokens",
         ("MEM-STORE.5", "MEM-STORE.2", "MEM-SEAM.2"),
         "past 24 distinct query tokens the prefilter keeps the 24 shortest, not the longest",
