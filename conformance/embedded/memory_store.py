@@ -277,6 +277,8 @@ class MemoryStore:
         ``plan_write`` reads nothing else, so its plan over this pool equals its plan over
         the whole active set (seed §18).  Ordered by seq = insertion order.
         """
+        if cand.supersedes == "" and self.quirks("mem-empty-supersedes-looked-up"):
+            return []  # mutant: the !== undefined branch -- an id lookup that finds nothing
         # No ORDER BY in SQL: it would tempt the planner onto records_active_seq (a scan of
         # every active row); the norm hits are few, so they are ordered here.
         rows = c.execute(
@@ -383,7 +385,9 @@ class MemoryStore:
                         owner = scope_key
                         if self.quirks("mem-supersede-across-scopes"):
                             owner = plan.supersede_id[4:].rsplit(":", 1)[0]
-                        if self._soft_delete(c, owner, plan.supersede_id, "superseded"):
+                        if self.quirks("mem-supersede-no-status-flip"):
+                            superseded += 1  # mutant: counted, but the old record stays active
+                        elif self._soft_delete(c, owner, plan.supersede_id, "superseded"):
                             superseded += 1
                     seq += 1
                     if self.quirks("keywords-as-given") and cand.keywords is None:

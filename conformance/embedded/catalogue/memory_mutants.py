@@ -130,6 +130,18 @@ ENTRIES: tuple[Entry, ...] = (
         "a correction whose text restates some other record dedups against that record",
     ),
     _m(
+        "mem-supersede-no-status-flip",
+        ("MEM-WRITE.3", "MEM-RECORD.2"),
+        "a supersede inserts the correction and counts it, but never flips the old record to"
+        " superseded (seed validation row, red-verified: disabling the status flip)",
+    ),
+    _m(
+        "mem-empty-supersedes-looked-up",
+        ("MEM-WRITE.4", "MEM-WRITE.1"),
+        'supersedes: "" is looked up as an id (found nothing), so the candidate dedups against'
+        " nothing and is inserted (seed validation row, red-verified: the !== undefined branch)",
+    ),
+    _m(
         "mem-unresolved-supersede-dedups",
         ("MEM-WRITE.4",),
         "a supersede naming no active record falls back to plain dedup",

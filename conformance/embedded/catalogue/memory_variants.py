@@ -7,8 +7,8 @@ harness must judge each one CONFORMANT (``tests/embedded/test_memory_variants.py
 from conformance.embedded.catalogue import Entry
 
 
-def _v(name: str, clauses: tuple[str, ...], summary: str) -> Entry:
-    return Entry(name, "variant", "memory", clauses, summary)
+def _v(name: str, clauses: tuple[str, ...], summary: str, conflicts: tuple[str, ...] = ()) -> Entry:
+    return Entry(name, "variant", "memory", clauses, summary, conflicts=conflicts)
 
 
 ENTRIES: tuple[Entry, ...] = (
@@ -17,6 +17,7 @@ ENTRIES: tuple[Entry, ...] = (
         "ids-sparse",
         ("MEM-STORE.9",),
         "ids are mem:<scope>:1007, 1014, 1021, ... (base 1000, step 7)",
+        ("ids-from-zero",),  # one numbering per store
     ),
     _v(
         "keywords-as-given",
