@@ -33,6 +33,7 @@ import json
 import sqlite3
 import threading
 import time
+import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
@@ -68,6 +69,22 @@ from reference.memory.records import MemoryCandidate, MemoryRecord
 from reference.memory.scoring import collapse_whitespace, keyword_match, tokenize
 
 __all__ = ["SCHEMA", "MemoryStore", "WriteCounts", "fts_document", "match_expression"]
+
+#: Lowercase mappings of Unicode 16.0 for characters this Python's ``unicodedata`` does not
+#: know (variant ``unicode-newer-lowercase``: a store whose runtime, like a recent Node, ships
+#: a newer Unicode): LATIN CAPITAL LETTER RAMS HORN, S WITH DIAGONAL STROKE, LAMBDA, LAMBDA
+#: WITH STROKE, and the Garay capitals.
+NEWER_LOWER: dict[int, int] = {
+    upper: lower
+    for upper, lower in {
+        0xA7CB: 0x0264,
+        0xA7CC: 0xA7CD,
+        0xA7DA: 0xA7DB,
+        0xA7DC: 0x019B,
+        **{0x10D50 + i: 0x10D70 + i for i in range(22)},
+    }.items()
+    if unicodedata.category(chr(upper)) == "Cn"
+}
 
 
 class MemoryStore:
@@ -170,6 +187,12 @@ class MemoryStore:
             return f"mem:{scope_key}:{1000 + 7 * seq}"
         return f"mem:{scope_key}:{seq}"
 
+    def _norm(self, text: str) -> str:
+        """The dedup key (seed §8), lower-cased as this store's Unicode version does."""
+        if self.quirks("unicode-newer-lowercase"):
+            text = text.translate(NEWER_LOWER)
+        return normalize_text(text)
+
     def _match_tokens(self, query: str) -> list[str]:
         """The prefilter's MATCH tokens: at most the 24 longest distinct ones (seed §17)."""
         if self.quirks("no-match-token-cap"):
@@ -233,7 +256,7 @@ class MemoryStore:
                 seq_of(r.id) if seq is None else seq,
                 r.kind,
                 r.text,
-                normalize_text(r.text),
+                self._norm(r.text),
                 json.dumps(list(r.keywords), ensure_ascii=False),
                 r.source_thread_key,
                 r.source_run_id,
@@ -284,7 +307,7 @@ class MemoryStore:
         rows = c.execute(
             f"SELECT seq, {COLUMNS} FROM records INDEXED BY records_status_norm"
             " WHERE scope_key = ? AND status = 'active' AND norm = ?",
-            (scope_key, normalize_text(cand.text)),
+            (scope_key, self._norm(cand.text)),
         ).fetchall()
         if self.quirks("mem-dedup-case-sensitive"):  # mutant: the dedup key keeps the case
             rows = [r for r in rows if collapse_whitespace(r[4]) == collapse_whitespace(cand.text)]
@@ -296,7 +319,7 @@ class MemoryStore:
             rows += c.execute(
                 f"SELECT seq, {COLUMNS} FROM records"
                 " WHERE scope_key = ? AND status = 'superseded' AND norm = ?",
-                (scope_key, normalize_text(cand.text)),
+                (scope_key, self._norm(cand.text)),
             ).fetchall()
             rows = [(*r[:13], "active") for r in rows]
         if cand.supersedes:  # plan_write's own truthiness: "" is no supersede
@@ -356,7 +379,7 @@ class MemoryStore:
                         "SELECT COALESCE(MAX(seq), 0) FROM records WHERE scope_key = ?",
                         (scope_key,),
                     ).fetchone()
-                plan = plan_write(pool, cand)
+                plan = plan_write(pool, cand, newer_unicode=self.quirks("unicode-newer-lowercase"))
                 if cand.supersedes and self.quirks("mem-collision-guard-missing"):
                     # mutant: a correction restating another record dedups against it
                     loose = plan_write(pool, replace(cand, supersedes=None))

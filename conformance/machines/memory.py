@@ -6,7 +6,8 @@ The alphabet is chosen so that the interesting rules fire often in short runs:
   variants — so dedup (MEM-WRITE.1/2), the collision guard (MEM-WRITE.5) and whole token
   matching (MEM-SCORE.2) are hit constantly;
 * the vocabulary mixes in non-ASCII words — accented Latin precomposed and combining, ß,
-  Cyrillic, Greek, CJK, emoji, a Kelvin sign that lower-cases to ASCII ``k`` — in texts,
+  Cyrillic, Greek, CJK, emoji, a Kelvin sign that lower-cases to ASCII ``k``, a letter of a
+  newer Unicode than the harness's with its lowercase (MEM-WRITE.2) — in texts,
   keywords and queries: the tokenizer is ASCII ``[a-z0-9]+`` after lower-casing, so these are
   separators (or vanish), and a store that tokenizes or prefilters otherwise shows it;
 * two scopes (``{scope:a}``, ``{scope:b}``) and ids used across them (MEM-SCOPE.5);
@@ -66,6 +67,8 @@ UNICODE_WORDS = (
     "東京",  # CJK: no token
     "deploy🚀staging",  # an emoji between two words: tokens "deploy", "staging"
     "\u212aelvin",  # KELVIN SIGN lower-cases to ASCII k: token "kelvin"
+    "\ua7dc",  # a capital of Unicode 16.0: lower-cases to U+019B only on a newer Unicode
+    "\u019b",  # its lowercase: one dedup key with it there, two on an older Unicode
 )
 SCOPES = ("a", "b")
 

@@ -212,3 +212,41 @@ def test_a_folding_full_text_filter_may_list_accented_words_for_their_plain_form
     assert listing_problem(active, "resume", 5, ids(1, 2)) is not None  # still newest first
     # retrieval keeps the engine's gate over the full query: no folding there
     assert retrieval_problem(active, "resume", 5, NOW, ids(2, 1)) is not None
+
+
+@pytest.mark.clause("MEM-WRITE.2")
+def test_a_newer_unicode_may_lower_case_a_letter_this_python_does_not_know() -> None:
+    import unicodedata
+
+    from reference.memory.engine import has_unassigned, may_fold_equal, normalize_text
+    from reference.memory.records import MemoryCandidate
+    from reference.memory.store import empty_store, store_write
+    from reference.memory.wire import WireRequest, worker_respond
+
+    if unicodedata.category("\ua7dc") != "Cn":
+        pytest.skip("this Python already knows U+A7DC")
+    upper, lower = "route \ua7dc", "route \u019b"
+    assert has_unassigned(upper) and not has_unassigned(lower)
+    assert normalize_text(upper) != normalize_text(lower)
+    assert may_fold_equal(normalize_text(upper), normalize_text(lower))
+    assert may_fold_equal(normalize_text(upper), normalize_text(upper))
+    assert not may_fold_equal(normalize_text(upper), "route x")  # never to ASCII: tokens stay
+    assert not may_fold_equal(normalize_text(upper), "route \u0393")  # not to a capital
+    assert not may_fold_equal("route \ua7dc", "ro\u019bte \ua7dc")  # a known position differs
+    assert not may_fold_equal(normalize_text(upper), "route \u019bx")  # another length
+    cands = [MemoryCandidate("fact", t, "t") for t in (upper, lower)]
+    _, older = store_write(empty_store(), "s", cands, 1)
+    _, newer = store_write(empty_store(), "s", cands, 1, newer_unicode=True)
+    assert (older.inserted, older.deduped) == (2, 0)
+    assert (newer.inserted, newer.deduped) == (1, 1)
+    # the wire model offers both answers to the second write
+    state, _ = store_write(empty_store(), "org:x", cands[:1], 1)
+    body = (
+        b'{"scopeKey": "org:x", "records": [{"kind": "fact", "text": "route \\u019b",'
+        b' "sourceThreadKey": "t"}]}'
+    )
+    headers = (("authorization", "Bearer tok"), ("content-length", str(len(body))))
+    req = WireRequest("POST", "/write", headers, body)
+    _, allowed = worker_respond(state, req, 2, "tok")
+    bodies = [o.body for o in allowed.options if o.status == 200]
+    assert len(bodies) == 2

@@ -91,6 +91,12 @@ ENTRIES: tuple[Entry, ...] = (
         "a supersedes that resolves to no active record is not kept on the new record",
     ),
     _v(
+        "unicode-newer-lowercase",
+        ("MEM-WRITE.2",),
+        "the dedup key is lower-cased by a newer Unicode (16.0) than the harness's Python knows:"
+        " U+A7DC and U+019B are one key",
+    ),
+    _v(
         "bom-refused",
         ("MEM-WIRE.7",),
         "a body starting with a UTF-8 byte-order mark is a 400 instead of being read without it",
