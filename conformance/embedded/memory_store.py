@@ -289,7 +289,8 @@ class MemoryStore:
             ).fetchall()
         if not row:
             return False
-        c.execute("DELETE FROM records_fts WHERE rowid = ?", (row[0][0],))
+        if not self.quirks("mem-dead-fts-rows-kept"):  # mutant: the FTS row survives
+            c.execute("DELETE FROM records_fts WHERE rowid = ?", (row[0][0],))
         return True
 
     def _write_pool(
@@ -487,16 +488,29 @@ class MemoryStore:
         with self._tx() as c:
             now = self.now()
             # CROSS JOIN pins the FTS match as the outer loop (never a scan of the scope).
+            trusting = self.quirks("mem-dead-fts-rows-kept")
             rows = c.execute(
-                f"SELECT {R_COLUMNS} FROM records_fts CROSS JOIN records r"
+                # mutant: trusting the FTS table to hold only active rows, the candidate LIMIT
+                # is taken before the status check (which then drops the dead ones)
+                (
+                    f"SELECT {COLUMNS} FROM (SELECT r.*, bm25(records_fts) AS fts_rank"
+                    if trusting
+                    else f"SELECT {R_COLUMNS}"
+                )
+                + " FROM records_fts CROSS JOIN records r"
                 " ON r.rid = records_fts.rowid"
-                " WHERE records_fts MATCH ? AND r.scope_key = ? AND r.status = 'active'"
+                + (
+                    " WHERE records_fts MATCH ? AND r.scope_key = ?"
+                    if trusting
+                    else " WHERE records_fts MATCH ? AND r.scope_key = ? AND r.status = 'active'"
+                )
                 + (
                     # mutant: the seed's own red-verified bug -- candidates by recency
                     " ORDER BY coalesce(r.last_used_at, r.created_at) DESC, r.seq DESC LIMIT ?"
                     if self.quirks("mem-prefilter-by-recency")
                     else " ORDER BY bm25(records_fts) LIMIT ?"
-                ),
+                )
+                + (") WHERE status = 'active' ORDER BY fts_rank" if trusting else ""),
                 (
                     match_expression(tokens),
                     scope_key,
@@ -527,6 +541,8 @@ class MemoryStore:
                 bumped = list(by_id.values())
             if self.quirks("mem-usage-not-bumped"):  # mutant: retrieve forgets the bump
                 bumped = []
+            if self.quirks("mem-usage-bump-capped"):  # mutant: one statement binds <= 32 ids
+                bumped = bumped[:32]
             if bumped and self.quirks("race-usage-rmw"):
                 self._race_window(c)
                 for r in bumped:

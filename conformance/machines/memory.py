@@ -472,26 +472,39 @@ class MemoryMachine(DifferentialMachine):
         word=st.sampled_from(VOCAB),
         limit=st.integers(1, 6),
         used=st.booleans(),
+        dead=st.booleans(),
     )
-    def crowd_past_the_candidate_cap(self, scope: str, word: str, limit: int, used: bool) -> Any:
+    def crowd_past_the_candidate_cap(
+        self, scope: str, word: str, limit: int, used: bool, dead: bool
+    ) -> Any:
         """More matching records than the candidate cap max(50, 5 x limit) (MEM-STORE.6): one
         record ``<word> quokka``, then 50 newer ``<word> crowd N``, then a retrieve of
         ``quokka <word>``.  The first is a strictly better full-text hit than every crowd
         record, so any relevance (bm25) prefilter hands it to the engine, which ranks it
         first; a prefilter by recency (seed §17's red-verified bug) starves it.  ``used``
         retrieves the crowd once first, so it is also the more recently *used*.  Once a
-        run: a 50-record batch and its listing are the machine's costliest step."""
+        run: a 50-record batch and its listing are the machine's costliest step.
+
+        ``dead`` first writes 50 short records ``quokka <word> dN``, which every bm25 ranks
+        above the (then long) relevant record, and evicts them with the crowd's write (cap
+        51): a dead row must never take a candidate slot (seed §15's red-verified row)."""
         self._crowded = True
         key = f"{{scope:{scope}}}"
         base = {"kind": "fact", "sourceThreadKey": "thread:1"}
+        dead = dead and CAP in self.driver.capabilities()
+        pad = " and a long tail of words to pad it out" if dead else ""
+        if dead:
+            doomed = [{**base, "text": f"quokka {word} d{i}"} for i in range(50)]
+            self._step("write", {"scopeKey": key, "records": doomed})
+        first = {**base, "text": f"{word} quokka{pad}"}
         names = [
-            n
-            for n, _ in self._mutate_and_read(
-                "write", {"scopeKey": key, "records": [{**base, "text": f"{word} quokka"}]}
-            )
+            n for n, _ in self._mutate_and_read("write", {"scopeKey": key, "records": [first]})
         ]
-        crowd = [{**base, "text": f"{word} crowd {i}"} for i in range(50)]
-        self._step("write", {"scopeKey": key, "records": crowd})
+        crowd = [{**base, "text": f"{word} crowd {i}{pad}"} for i in range(50)]
+        write: dict[str, Any] = {"scopeKey": key, "records": crowd}
+        if dead:
+            write["cap"] = 51  # every record older than the relevant one goes
+        self._step("write", write)
         if used:
             self._step("retrieve", {"scopeKey": key, "query": f"{word} crowd", "limit": 50})
         step = Step(
