@@ -512,7 +512,8 @@ class MemoryStore:
                 )
                 + (") WHERE status = 'active' ORDER BY fts_rank" if trusting else ""),
                 (
-                    match_expression(tokens),
+                    # mutant: the user's text reaches the FTS5 query parser as syntax
+                    query if self.quirks("mem-fts-raw-query") else match_expression(tokens),
                     scope_key,
                     limit
                     if self.quirks("mem-prefilter-cut-at-limit")

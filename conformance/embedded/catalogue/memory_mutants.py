@@ -54,6 +54,12 @@ ENTRIES: tuple[Entry, ...] = (
         " check: dead rows burn candidate slots (seed §15, red-verified: dead FTS rows survive)",
     ),
     _m(
+        "mem-fts-raw-query",
+        ("MEM-STORE.5", "MEM-STORE.2"),
+        "retrieve hands the query text itself to FTS5 MATCH (seed §17: each token quoted and"
+        " OR-joined), so words are AND-ed and quotes, OR, NEAR or * are query syntax",
+    ),
+    _m(
         "mem-prefilter-keeps-shortest-tokens",
         ("MEM-STORE.5", "MEM-STORE.2", "MEM-SEAM.2"),
         "past 24 distinct query tokens the prefilter keeps the 24 shortest, not the longest",
