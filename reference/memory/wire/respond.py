@@ -171,7 +171,10 @@ def worker_respond(
         options.sort(key=lambda o: 0 if o.status == 400 else 1)
     deduped: list[Option] = []
     for o in options:
-        if not any(d.status == o.status and d.body == o.body for d in deduped):
+        # Same answer, other state (a newer Unicode's dedup bumping another twin): kept apart.
+        if not any(
+            d.status == o.status and d.body == o.body and d.state == o.state for d in deduped
+        ):
             deduped.append(o)
     return deduped[0].state, Allowed(tuple(deduped), now)
 
