@@ -8,6 +8,8 @@ kind       the store                                           must be
 =========  ==================================================  =============================
 store      the unaltered bundled store (both protocols)        CONFORMANT
 variant    one *other allowed choice* of the catalogue         CONFORMANT (no false alarm)
+combin-    several variants of one protocol in one store;      CONFORMANT (allowed choices
+ation      together they contain every coexisting pair         combine)
 mutant     one realistic mistake of the catalogue              killed: NOT CONFORMANT, and a
                                                                divergence names one of its
                                                                clauses
@@ -64,7 +66,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Literal, TextIO
 
 from conformance.commands import run as run_cmd
 from conformance.commands.fault_proxy import FAULTS, Fault, FaultProxy
@@ -77,7 +79,7 @@ __all__ = ["FAULTS", "Fault", "FaultProxy"]
 
 SCHEMA = "memspec-selftest/1"
 UNALTERED = "unaltered"
-KINDS = ("store", "variant", "mutant")
+KINDS = ("store", "variant", "combination", "mutant")
 
 
 # --------------------------------------------------------------------------- the matrix rows
@@ -92,9 +94,13 @@ class Cell:
     protocol: str  # all | memory | ledger
     clauses: tuple[str, ...] = ()
     summary: str = ""
+    #: a combination's variants (run together in one store)
+    members: tuple[str, ...] = ()
 
     @property
     def quirks(self) -> frozenset[str]:
+        if self.kind == "combination":
+            return frozenset(self.members)
         return frozenset() if self.kind == "store" else frozenset({self.name})
 
     @property
@@ -158,12 +164,33 @@ FAST_SUBSET = (
 )
 
 
-def catalogue_cells() -> list[Cell]:
-    """Every row of a full selftest: the unaltered store, then variants, then mutants."""
+def catalogue_cells(all_pairs: bool = False) -> list[Cell]:
+    """Every row of a full selftest: the unaltered store, the variants, combinations of
+    variants, then the mutants.
+
+    The combinations contain every pair of variants of one protocol that can coexist
+    (``catalogue.variant_combinations``: a few large sets; ``all_pairs``: one store per pair,
+    named ``A+B``) -- each must be conformant too: two allowed choices together are allowed.
+    """
     catalogue = importlib.import_module("conformance.embedded.catalogue")
     cells = [Cell(UNALTERED, "store", "all", (), "the bundled store as shipped")]
-    for entry in [*catalogue.variants(), *catalogue.mutants(race=False)]:
-        cells.append(Cell(entry.name, entry.kind, entry.protocol, entry.clauses, entry.summary))
+    cells += [Cell(e.name, e.kind, e.protocol, e.clauses, e.summary) for e in catalogue.variants()]
+    protocols: tuple[Literal["memory", "ledger"], ...] = ("memory", "ledger")
+    for protocol in protocols:
+        sets = (
+            list(catalogue.variant_pairs(protocol))
+            if all_pairs
+            else catalogue.variant_combinations(protocol)
+        )
+        for i, members in enumerate(sets, 1):
+            clauses = tuple(dict.fromkeys(c for m in members for c in catalogue.ENTRIES[m].clauses))
+            name = "+".join(members) if all_pairs else f"{protocol}-variants-{i}"
+            summary = f"{len(members)} variants together: {', '.join(members)}"
+            cells.append(Cell(name, "combination", protocol, clauses, summary, tuple(members)))
+    cells += [
+        Cell(e.name, e.kind, e.protocol, e.clauses, e.summary)
+        for e in catalogue.mutants(race=False)
+    ]
     return cells
 
 
@@ -430,7 +457,7 @@ def run_cells(
     else:
         # Longest first: the unaltered store and the variants run to the end of their
         # exploration, a killed mutant usually stops early.
-        order = sorted(cells, key=lambda c: ("store", "variant", "mutant").index(c.kind))
+        order = sorted(cells, key=lambda c: KINDS.index(c.kind))
         ctx = multiprocessing.get_context("spawn")
         pool = ProcessPoolExecutor(max_workers=min(jobs, total), mp_context=ctx)
         try:
@@ -460,6 +487,7 @@ def summarize(rows: Sequence[Row]) -> dict[str, Any]:
     killed = [r for r in mutants if r.ok and r.verdict == "killed"]
     deviating = [r for r in mutants if r.verdict == "deviates"]
     variants = [r for r in rows if r.kind == "variant"]
+    combinations = [r for r in rows if r.kind == "combination"]
     store = [r for r in rows if r.kind == "store"]
     firsts = [r.first_divergence_s for r in killed if r.first_divergence_s is not None]
     replays = [r.replay_steps for r in killed if r.replay_steps is not None]
@@ -492,7 +520,9 @@ def summarize(rows: Sequence[Row]) -> dict[str, Any]:
         "blamed_elsewhere": [r.name for r in killed if r.blame == "scenario"],
         "variants": len(variants),
         "variants_conformant": sum(1 for r in variants if r.ok),
-        "false_alarms": [r.name for r in variants if not r.ok],
+        "false_alarms": [r.name for r in [*variants, *combinations] if not r.ok],
+        "combinations": len(combinations),
+        "combinations_conformant": sum(1 for r in combinations if r.ok),
         "unaltered": (store[0].verdict if store else None),
         "median_first_divergence_s": round(statistics.median(firsts), 3) if firsts else None,
         "median_replay_steps": statistics.median(replays) if replays else None,
@@ -555,6 +585,11 @@ def print_matrix(rows: Sequence[Row], summary: dict[str, Any], out: TextIO, mode
         )
     if summary["variants"]:
         out.write(f"variants: {summary['variants_conformant']}/{summary['variants']} conformant\n")
+    if summary["combinations"]:
+        out.write(
+            f"combinations of variants: {summary['combinations_conformant']}/"
+            f"{summary['combinations']} conformant\n"
+        )
     if summary["unaltered"] is not None:
         out.write(f"unaltered store: {summary['unaltered']}\n")
     out.write("selftest passed\n" if summary["ok"] else "selftest FAILED\n")
@@ -608,6 +643,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--report", metavar="DIR", help="write each row's run report to DIR/<name>/")
     add_level_option(p)
     p.add_argument("--json", action="store_true", help="print the matrix as one JSON document")
+    p.add_argument(
+        "--all-pairs",
+        action="store_true",
+        help="run every coexisting pair of variants as its own store (default: a few"
+        " combinations that together contain every pair)",
+    )
     p.add_argument("--list", action="store_true", help="list the rows and exit")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress lines")
     p.set_defaults(func=run)
@@ -616,7 +657,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     out = out or sys.stdout
     cells = select_cells(
-        catalogue_cells(),
+        catalogue_cells(all_pairs=args.all_pairs),
         only=args.only,
         kinds=args.kind,
         protocols=args.protocol,

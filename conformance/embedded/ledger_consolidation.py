@@ -19,7 +19,7 @@ from conformance.embedded.ledger_params import (
     as_integer,
     trim,
 )
-from conformance.embedded.ledger_records import fresh_row
+from conformance.embedded.ledger_records import fresh_row, opaque_group_label
 from conformance.embedded.ledger_store import Row
 from conformance.embedded.ledger_time import MAX_INSTANT_MS
 
@@ -191,6 +191,8 @@ class Consolidation:
             raise Verdict("invalid", "subject")
         if self.service.quirks("ledger-groups-casefolded"):
             return value.strip().casefold()
+        if self.service.quirks("ledger-groups-opaque"):
+            return opaque_group_label(value)
         return value
 
     def _merge(self, rows: list[Row], body: str) -> None:

@@ -21,7 +21,7 @@ from conformance.embedded.ledger_params import (
     get_text,
     invalid,
 )
-from conformance.embedded.ledger_records import build_packet, fresh_row
+from conformance.embedded.ledger_records import build_packet, fresh_row, opaque_group_label
 from conformance.embedded.ledger_time import format_time, parse_time
 
 
@@ -80,6 +80,8 @@ class LedgerControls(LedgerCore):
         )
         if group is not None and self.quirks("ledger-groups-casefolded"):
             group = group.strip().casefold() or group
+        if group is not None and self.quirks("ledger-groups-opaque"):
+            group = opaque_group_label(group)
         if not self.quirks("led-credential-on-propose"):  # mutant: proposals skip the detector
             self.check_credential(body)
         row = fresh_row(

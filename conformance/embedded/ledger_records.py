@@ -3,6 +3,7 @@ packet built from the active records (LED-PACKET.*)."""
 
 from __future__ import annotations
 
+import hashlib
 import re
 import uuid
 from typing import Any
@@ -59,6 +60,12 @@ def settings_to_wire(scope_key: str, s: Settings, held: int | None = None) -> di
     if held is not None:
         out["heldRecords"] = held
     return out
+
+
+def opaque_group_label(subject: str) -> str:
+    """A conflict group label that is an opaque key, not the subject (variant
+    ``ledger-groups-opaque``, LED-GROUP.5): ``grp-`` and 12 hex digits of the subject's hash."""
+    return "grp-" + hashlib.sha256(subject.encode("utf-8", "surrogatepass")).hexdigest()[:12]
 
 
 def new_record_id() -> str:

@@ -33,6 +33,7 @@ import json
 import sqlite3
 import threading
 import time
+import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
@@ -68,6 +69,22 @@ from reference.memory.records import MemoryCandidate, MemoryRecord
 from reference.memory.scoring import collapse_whitespace, keyword_match, tokenize
 
 __all__ = ["SCHEMA", "MemoryStore", "WriteCounts", "fts_document", "match_expression"]
+
+#: Lowercase mappings of Unicode 16.0 for characters this Python's ``unicodedata`` does not
+#: know (variant ``unicode-newer-lowercase``: a store whose runtime, like a recent Node, ships
+#: a newer Unicode): LATIN CAPITAL LETTER RAMS HORN, S WITH DIAGONAL STROKE, LAMBDA, LAMBDA
+#: WITH STROKE, and the Garay capitals.
+NEWER_LOWER: dict[int, int] = {
+    upper: lower
+    for upper, lower in {
+        0xA7CB: 0x0264,
+        0xA7CC: 0xA7CD,
+        0xA7DA: 0xA7DB,
+        0xA7DC: 0x019B,
+        **{0x10D50 + i: 0x10D70 + i for i in range(22)},
+    }.items()
+    if unicodedata.category(chr(upper)) == "Cn"
+}
 
 
 class MemoryStore:
@@ -170,6 +187,12 @@ class MemoryStore:
             return f"mem:{scope_key}:{1000 + 7 * seq}"
         return f"mem:{scope_key}:{seq}"
 
+    def _norm(self, text: str) -> str:
+        """The dedup key (seed §8), lower-cased as this store's Unicode version does."""
+        if self.quirks("unicode-newer-lowercase"):
+            text = text.translate(NEWER_LOWER)
+        return normalize_text(text)
+
     def _match_tokens(self, query: str) -> list[str]:
         """The prefilter's MATCH tokens: at most the 24 longest distinct ones (seed §17)."""
         if self.quirks("no-match-token-cap"):
@@ -233,7 +256,7 @@ class MemoryStore:
                 seq_of(r.id) if seq is None else seq,
                 r.kind,
                 r.text,
-                normalize_text(r.text),
+                self._norm(r.text),
                 json.dumps(list(r.keywords), ensure_ascii=False),
                 r.source_thread_key,
                 r.source_run_id,
@@ -266,7 +289,8 @@ class MemoryStore:
             ).fetchall()
         if not row:
             return False
-        c.execute("DELETE FROM records_fts WHERE rowid = ?", (row[0][0],))
+        if not self.quirks("mem-dead-fts-rows-kept"):  # mutant: the FTS row survives
+            c.execute("DELETE FROM records_fts WHERE rowid = ?", (row[0][0],))
         return True
 
     def _write_pool(
@@ -277,12 +301,14 @@ class MemoryStore:
         ``plan_write`` reads nothing else, so its plan over this pool equals its plan over
         the whole active set (seed §18).  Ordered by seq = insertion order.
         """
+        if cand.supersedes == "" and self.quirks("mem-empty-supersedes-looked-up"):
+            return []  # mutant: the !== undefined branch -- an id lookup that finds nothing
         # No ORDER BY in SQL: it would tempt the planner onto records_active_seq (a scan of
         # every active row); the norm hits are few, so they are ordered here.
         rows = c.execute(
             f"SELECT seq, {COLUMNS} FROM records INDEXED BY records_status_norm"
             " WHERE scope_key = ? AND status = 'active' AND norm = ?",
-            (scope_key, normalize_text(cand.text)),
+            (scope_key, self._norm(cand.text)),
         ).fetchall()
         if self.quirks("mem-dedup-case-sensitive"):  # mutant: the dedup key keeps the case
             rows = [r for r in rows if collapse_whitespace(r[4]) == collapse_whitespace(cand.text)]
@@ -294,7 +320,7 @@ class MemoryStore:
             rows += c.execute(
                 f"SELECT seq, {COLUMNS} FROM records"
                 " WHERE scope_key = ? AND status = 'superseded' AND norm = ?",
-                (scope_key, normalize_text(cand.text)),
+                (scope_key, self._norm(cand.text)),
             ).fetchall()
             rows = [(*r[:13], "active") for r in rows]
         if cand.supersedes:  # plan_write's own truthiness: "" is no supersede
@@ -354,7 +380,7 @@ class MemoryStore:
                         "SELECT COALESCE(MAX(seq), 0) FROM records WHERE scope_key = ?",
                         (scope_key,),
                     ).fetchone()
-                plan = plan_write(pool, cand)
+                plan = plan_write(pool, cand, newer_unicode=self.quirks("unicode-newer-lowercase"))
                 if cand.supersedes and self.quirks("mem-collision-guard-missing"):
                     # mutant: a correction restating another record dedups against it
                     loose = plan_write(pool, replace(cand, supersedes=None))
@@ -383,7 +409,9 @@ class MemoryStore:
                         owner = scope_key
                         if self.quirks("mem-supersede-across-scopes"):
                             owner = plan.supersede_id[4:].rsplit(":", 1)[0]
-                        if self._soft_delete(c, owner, plan.supersede_id, "superseded"):
+                        if self.quirks("mem-supersede-no-status-flip"):
+                            superseded += 1  # mutant: counted, but the old record stays active
+                        elif self._soft_delete(c, owner, plan.supersede_id, "superseded"):
                             superseded += 1
                     seq += 1
                     if self.quirks("keywords-as-given") and cand.keywords is None:
@@ -460,13 +488,32 @@ class MemoryStore:
         with self._tx() as c:
             now = self.now()
             # CROSS JOIN pins the FTS match as the outer loop (never a scan of the scope).
+            trusting = self.quirks("mem-dead-fts-rows-kept")
             rows = c.execute(
-                f"SELECT {R_COLUMNS} FROM records_fts CROSS JOIN records r"
-                " ON r.rid = records_fts.rowid"
-                " WHERE records_fts MATCH ? AND r.scope_key = ? AND r.status = 'active'"
-                " ORDER BY bm25(records_fts) LIMIT ?",
+                # mutant: trusting the FTS table to hold only active rows, the candidate LIMIT
+                # is taken before the status check (which then drops the dead ones)
                 (
-                    match_expression(tokens),
+                    f"SELECT {COLUMNS} FROM (SELECT r.*, bm25(records_fts) AS fts_rank"
+                    if trusting
+                    else f"SELECT {R_COLUMNS}"
+                )
+                + " FROM records_fts CROSS JOIN records r"
+                " ON r.rid = records_fts.rowid"
+                + (
+                    " WHERE records_fts MATCH ? AND r.scope_key = ?"
+                    if trusting
+                    else " WHERE records_fts MATCH ? AND r.scope_key = ? AND r.status = 'active'"
+                )
+                + (
+                    # mutant: the seed's own red-verified bug -- candidates by recency
+                    " ORDER BY coalesce(r.last_used_at, r.created_at) DESC, r.seq DESC LIMIT ?"
+                    if self.quirks("mem-prefilter-by-recency")
+                    else " ORDER BY bm25(records_fts) LIMIT ?"
+                )
+                + (") WHERE status = 'active' ORDER BY fts_rank" if trusting else ""),
+                (
+                    # mutant: the user's text reaches the FTS5 query parser as syntax
+                    query if self.quirks("mem-fts-raw-query") else match_expression(tokens),
                     scope_key,
                     limit
                     if self.quirks("mem-prefilter-cut-at-limit")
@@ -495,6 +542,8 @@ class MemoryStore:
                 bumped = list(by_id.values())
             if self.quirks("mem-usage-not-bumped"):  # mutant: retrieve forgets the bump
                 bumped = []
+            if self.quirks("mem-usage-bump-capped"):  # mutant: one statement binds <= 32 ids
+                bumped = bumped[:32]
             if bumped and self.quirks("race-usage-rmw"):
                 self._race_window(c)
                 for r in bumped:

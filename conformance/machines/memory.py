@@ -6,7 +6,8 @@ The alphabet is chosen so that the interesting rules fire often in short runs:
   variants — so dedup (MEM-WRITE.1/2), the collision guard (MEM-WRITE.5) and whole token
   matching (MEM-SCORE.2) are hit constantly;
 * the vocabulary mixes in non-ASCII words — accented Latin precomposed and combining, ß,
-  Cyrillic, Greek, CJK, emoji, a Kelvin sign that lower-cases to ASCII ``k`` — in texts,
+  Cyrillic, Greek, CJK, emoji, a Kelvin sign that lower-cases to ASCII ``k``, a letter of a
+  newer Unicode than the harness's with its lowercase (MEM-WRITE.2) — in texts,
   keywords and queries: the tokenizer is ASCII ``[a-z0-9]+`` after lower-casing, so these are
   separators (or vanish), and a store that tokenizes or prefilters otherwise shows it;
 * two scopes (``{scope:a}``, ``{scope:b}``) and ids used across them (MEM-SCOPE.5);
@@ -66,6 +67,8 @@ UNICODE_WORDS = (
     "東京",  # CJK: no token
     "deploy🚀staging",  # an emoji between two words: tokens "deploy", "staging"
     "\u212aelvin",  # KELVIN SIGN lower-cases to ASCII k: token "kelvin"
+    "\ua7dc",  # a capital of Unicode 16.0: lower-cases to U+019B only on a newer Unicode
+    "\u019b",  # its lowercase: one dedup key with it there, two on an older Unicode
 )
 SCOPES = ("a", "b")
 
@@ -259,6 +262,7 @@ MACHINE_CLAUSES: tuple[str, ...] = (
     "MEM-STORE.3",
     "MEM-STORE.4",
     "MEM-STORE.5",
+    "MEM-STORE.6",
     "MEM-STORE.7",
     "MEM-STORE.8",
     "MEM-STORE.9",
@@ -333,6 +337,7 @@ class MemoryMachine(DifferentialMachine):
     def __init__(self, session: Any) -> None:
         super().__init__(session)
         self._symbols = 0
+        self._crowded = False
 
     # -- helpers --------------------------------------------------------------------------
 
@@ -459,6 +464,56 @@ class MemoryMachine(DifferentialMachine):
         query = f"{word} {fill}" if first else f"{fill} {word}"
         args = {"scopeKey": f"{{scope:{scope}}}", "query": query, "limit": limit}
         return self._read_and_bind(Step(op="retrieve", args=args))
+
+    @precondition(lambda self: live(self) and not self._crowded)
+    @rule(
+        target=ids,
+        scope=scopes,
+        word=st.sampled_from(VOCAB),
+        limit=st.integers(1, 6),
+        used=st.booleans(),
+        dead=st.booleans(),
+    )
+    def crowd_past_the_candidate_cap(
+        self, scope: str, word: str, limit: int, used: bool, dead: bool
+    ) -> Any:
+        """More matching records than the candidate cap max(50, 5 x limit) (MEM-STORE.6): one
+        record ``<word> quokka``, then 50 newer ``<word> crowd N``, then a retrieve of
+        ``quokka <word>``.  The first is a strictly better full-text hit than every crowd
+        record, so any relevance (bm25) prefilter hands it to the engine, which ranks it
+        first; a prefilter by recency (seed §17's red-verified bug) starves it.  ``used``
+        retrieves the crowd once first, so it is also the more recently *used*.  Once a
+        run: a 50-record batch and its listing are the machine's costliest step.
+
+        ``dead`` first writes 50 short records ``quokka <word> dN``, which every bm25 ranks
+        above the (then long) relevant record, and evicts them with the crowd's write (cap
+        51): a dead row must never take a candidate slot (seed §15's red-verified row)."""
+        self._crowded = True
+        key = f"{{scope:{scope}}}"
+        base = {"kind": "fact", "sourceThreadKey": "thread:1"}
+        dead = dead and CAP in self.driver.capabilities()
+        pad = " and a long tail of words to pad it out" if dead else ""
+        if dead:
+            doomed = [{**base, "text": f"quokka {word} d{i}"} for i in range(50)]
+            self._step("write", {"scopeKey": key, "records": doomed})
+        first = {**base, "text": f"{word} quokka{pad}"}
+        names = [
+            n for n, _ in self._mutate_and_read("write", {"scopeKey": key, "records": [first]})
+        ]
+        crowd = [{**base, "text": f"{word} crowd {i}{pad}"} for i in range(50)]
+        write: dict[str, Any] = {"scopeKey": key, "records": crowd}
+        if dead:
+            write["cap"] = 51  # every record older than the relevant one goes
+        self._step("write", write)
+        if used:
+            self._step("retrieve", {"scopeKey": key, "query": f"{word} crowd", "limit": 50})
+        step = Step(
+            op="retrieve",
+            args={"scopeKey": key, "query": f"quokka {word}", "limit": limit},
+            clauses=["MEM-STORE.6", "MEM-STORE.2"],
+        )
+        names += [n for n, _ in self._read(step)]
+        return multiple(*names)
 
     # -- the collision guard's twins ------------------------------------------------------
 

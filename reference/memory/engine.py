@@ -8,6 +8,7 @@ the whole set of allowed answers.
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -29,6 +30,47 @@ def normalize_text(text: str) -> str:
     Memoized per text (a pure function of a string): ``plan_write`` asks it of every active
     record for every candidate."""
     return collapse_whitespace(text.lower())
+
+
+def _unassigned(c: str) -> bool:
+    return unicodedata.category(c) == "Cn"
+
+
+@lru_cache(maxsize=4096)
+def may_fold_equal(a: str, b: str) -> bool:
+    """Whether the dedup keys ``a`` and ``b`` (``normalize_text``) may be one key to a store on
+    a newer Unicode than this Python's ``unicodedata`` (MEM-WRITE.2).
+
+    Lower-casing follows the Unicode version of the runtime (Node ships a newer one than the
+    harness's Python may): a character this Python does not know (``Cn``) may lower-case to a
+    lowercase letter there.  So the keys may be equal when they are equal but for positions
+    where one side holds a character unknown here and the other a non-ASCII lowercase letter
+    or another unknown character.  Case mappings of known characters are stable across versions, so
+    equal keys stay equal; only unequal ones may meet."""
+    if a == b:
+        return True
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b, strict=True):
+        if x == y:
+            continue
+        if (_unassigned(x) and _may_be_its_lowercase(y)) or (
+            _unassigned(y) and _may_be_its_lowercase(x)
+        ):
+            continue
+        return False
+    return True
+
+
+def _may_be_its_lowercase(c: str) -> bool:
+    """A non-ASCII lowercase letter or a character unknown here (a new character never
+    lower-cases to ASCII, so tokens -- ASCII only -- never change)."""
+    return not c.isascii() and (_unassigned(c) or unicodedata.category(c) == "Ll")
+
+
+def has_unassigned(text: str) -> bool:
+    """Whether ``text`` holds a character this Python's ``unicodedata`` does not know."""
+    return not text.isascii() and any(_unassigned(c) for c in text)
 
 
 # --------------------------------------------------------------------------- ranking
@@ -98,7 +140,9 @@ class Insert:
 WritePlan = Dedup | Insert
 
 
-def plan_write(active: Sequence[MemoryRecord], candidate: MemoryCandidate) -> WritePlan:
+def plan_write(
+    active: Sequence[MemoryRecord], candidate: MemoryCandidate, *, newer_unicode: bool = False
+) -> WritePlan:
     """Decide one candidate against the scope's active records (MEM-WRITE.1-5).
 
     ``active`` is the scope's active set in insertion order (anything not active in it is
@@ -111,18 +155,26 @@ def plan_write(active: Sequence[MemoryRecord], candidate: MemoryCandidate) -> Wr
       active): ``Insert(None)`` unconditionally -- no dedup at all.
     * no ``supersedes`` (absent or ``""``): ``Dedup`` of the earliest active record with the
       same normalized text, else ``Insert(None)``.
+
+    ``newer_unicode``: keys are compared as a store on a newer Unicode may see them
+    (``may_fold_equal``), the other allowed reading of the dedup key (MEM-WRITE.2).
     """
     live = [r for r in active if r.status == ACTIVE]
     norm = normalize_text(candidate.text)
+
+    def same(text: str) -> bool:
+        key = normalize_text(text)
+        return key == norm or (newer_unicode and may_fold_equal(key, norm))
+
     if candidate.supersedes:
         target = next((r for r in live if r.id == candidate.supersedes), None)
         if target is None:
             return Insert(None)
-        if normalize_text(target.text) == norm:
+        if same(target.text):
             return Dedup(target.id)
         return Insert(target.id)
     for r in live:
-        if normalize_text(r.text) == norm:
+        if same(r.text):
             return Dedup(r.id)
     return Insert(None)
 

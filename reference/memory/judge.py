@@ -98,6 +98,67 @@ def prefilter_must_pass(record: MemoryRecord, query: str) -> bool:
     return any(kept & robust_tokens(k) for k in record.keywords)
 
 
+def _term_views(record: MemoryRecord) -> tuple[list[str], ...] | None:
+    """The token lists a full-text index may hold for ``record``, one per way of indexing it:
+    the text alone; the text and its keywords; the text and its distinct tokens (the keywords
+    a store derives).  ``None`` when text or a keyword is not ASCII (a tokenizer may then see
+    other words than the engine)."""
+    if not record.text.isascii() or not all(k.isascii() for k in record.keywords):
+        return None
+    text = tokenize(record.text)
+    return (
+        text,
+        text + [t for k in record.keywords for t in tokenize(k)],
+        text + list(dict.fromkeys(text)),
+    )
+
+
+def _more_relevant(
+    r: tuple[list[str], ...], s: tuple[list[str], ...], kept: frozenset[str]
+) -> bool:
+    """Whether every bm25 ranks ``r`` strictly above ``s`` for the query tokens ``kept``: in
+    every view ``r`` is no longer, holds each kept token at least as often, and holds some
+    kept token ``s`` lacks.  (A bm25 term's weight grows with its count, shrinks with the
+    document's length, and is positive: FTS5 clamps the IDF above 0.)"""
+    for rv, sv in zip(r, s, strict=True):
+        if len(rv) > len(sv):
+            return False
+        extra = False
+        for t in kept:
+            rc, sc = rv.count(t), sv.count(t)
+            if rc < sc:
+                return False
+            extra = extra or (rc > 0 and sc == 0)
+        if not extra:
+            return False
+    return True
+
+
+def relevance_forced(
+    matching: Sequence[MemoryRecord], query: str, cap_n: int
+) -> list[MemoryRecord]:
+    """The matching records every relevance-ordered prefilter must hand the engine when more
+    than ``cap_n`` match (MEM-STORE.6: "ordered by bm25 ... NOT recency, which starved
+    relevant-but-old records"): a full-text hit that fewer than ``cap_n`` other matching
+    records can outrank, because it is strictly more relevant than all the rest
+    (``_more_relevant``).  Records with non-ASCII text are never forced."""
+    kept = frozenset(fts_match_tokens(query))
+    views = {r.id: _term_views(r) for r in matching}
+    out: list[MemoryRecord] = []
+    for r in matching:
+        rv = views[r.id]
+        if rv is None or not prefilter_must_pass(r, query):
+            continue
+        beaten = 0
+        for s in matching:
+            sv = views[s.id]
+            if s.id != r.id and sv is not None and _more_relevant(rv, sv, kept):
+                beaten += 1
+        if len(matching) - 1 - beaten < cap_n:
+            out.append(r)
+    return out
+
+
 # --------------------------------------------------------------------------- retrieval
 
 
@@ -213,6 +274,16 @@ def retrieval_problem(
         return None
     cap_n = candidate_cap(limit)
     worst = score[answer[-1]]
+    if prefiltered and len(matching) > cap_n:
+        for r in relevance_forced(matching, query, cap_n):
+            if r.id not in chosen and score[r.id] > worst:
+                return Problem(
+                    ("MEM-STORE.6",),
+                    f"{len(matching)} records match; {r.id} is a more relevant full-text hit"
+                    f" than all but fewer than {cap_n} of them, so any relevance order (bm25)"
+                    " hands it to the engine, and it outscores the last record returned:"
+                    " candidates chosen by recency, not relevance",
+                )
     better = [r for r in left_out if score[r.id] > worst]
     if not better and (not prefiltered or len(chosen | {r.id for r in must}) <= cap_n):
         return None

@@ -118,8 +118,13 @@ def store_write(
     candidates: Sequence[MemoryCandidate],
     now: int,
     cap: int = DEFAULT_SCOPE_CAP,
+    *,
+    newer_unicode: bool = False,
 ) -> tuple[StoreState, WriteResult]:
     """Apply one write batch (MEM-WRITE.1-7, MEM-CAP.1-4).
+
+    ``newer_unicode``: dedup keys compared as a store on a newer Unicode may see them
+    (``engine.may_fold_equal``, MEM-WRITE.2).
 
     Each candidate, in order, is planned with ``plan_write`` against the scope's *current*
     active set -- so a later candidate sees (and may dedup against) an earlier insert of the
@@ -133,7 +138,7 @@ def store_write(
     active_ids: dict[str, None] = {r.id: None for r in recs if r.status == ACTIVE}
     inserted = deduped = superseded = 0
     for cand in candidates:
-        plan = plan_write([recs[index[i]] for i in active_ids], cand)
+        plan = plan_write([recs[index[i]] for i in active_ids], cand, newer_unicode=newer_unicode)
         if isinstance(plan, Dedup):
             i = index[plan.target_id]
             recs[i] = replace(recs[i], use_count=recs[i].use_count + 1)

@@ -63,7 +63,7 @@ def test_there_is_a_variant_per_memory_open_point() -> None:
     covered = {c for v in VARIANTS for c in v.clauses}
     for clause in ("MEM-STORE.9", "MEM-RECORD.5", "MEM-SCORE.5", "MEM-STORE.11", "MEM-RECORD.4",
                    "MEM-CAP.2", "MEM-WIRE.8", "MEM-STORE.5", "MEM-STORE.6",
-                   "MEM-WIRE.2", "MEM-WIRE.7"):  # fmt: skip
+                   "MEM-WIRE.2", "MEM-WIRE.7", "MEM-WRITE.2"):  # fmt: skip
         assert clause in covered, clause
 
 
@@ -112,3 +112,40 @@ def test_bom_refused_takes_the_other_answer_to_a_leading_byte_order_mark() -> No
     quirks = catalogue.Quirks(frozenset({"bom-refused"}))
     with start_server(token=TOKEN, quirks=quirks, test_control=True) as variant:
         assert _post_with_bom(variant.url) == 400
+
+
+def _write_twice(url: str, first: str, second: str) -> dict[str, object]:
+    """The answer to writing ``second`` after ``first`` into a fresh scope."""
+    import json
+
+    host, _, port = url.removeprefix("http://").rstrip("/").partition(":")
+    headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
+    answer: dict[str, object] = {}
+    for text in (first, second):
+        rec = {"kind": "fact", "text": text, "sourceThreadKey": "t:1"}
+        body = json.dumps({"scopeKey": "org:memspec-unicode-probe", "records": [rec]})
+        conn = http.client.HTTPConnection(host, int(port), timeout=10)
+        try:
+            conn.request("POST", "/write", body=body.encode(), headers=headers)
+            answer = json.loads(conn.getresponse().read())
+        finally:
+            conn.close()
+    return answer
+
+
+@pytest.mark.clause("MEM-WRITE.2")
+def test_unicode_newer_lowercase_dedups_what_an_older_unicode_keeps_apart() -> None:
+    """U+A7DC is unknown to this Python (Unicode 14) and lower-cases to U+019B in Unicode
+    16.0: the unaltered store keeps the two texts apart, the variant dedups them -- the two
+    readings MEM-WRITE.2 accepts, and ``dedup_keys_may_follow_a_newer_unicode`` judges both."""
+    import unicodedata
+
+    if unicodedata.category("\ua7dc") != "Cn":
+        pytest.skip("this Python already knows U+A7DC: the variant is the unaltered store")
+    first, second = "route \ua7dc first", "route \u019b first"
+    with start_server(token=TOKEN, test_control=True) as plain:
+        assert _write_twice(plain.url, first, second)["inserted"] == 1
+    quirks = catalogue.Quirks(frozenset({"unicode-newer-lowercase"}))
+    with start_server(token=TOKEN, quirks=quirks, test_control=True) as variant:
+        answer = _write_twice(variant.url, first, second)
+        assert (answer["inserted"], answer["deduped"]) == (0, 1)

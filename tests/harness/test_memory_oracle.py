@@ -573,3 +573,30 @@ def test_any_id_numbering_and_any_clock_offset(base: int, offset: int) -> None:
     swapped = {**b, "createdAt": a["createdAt"] - 1}  # stamps out of event order
     j = o.judge(LIST, _ex(200, {"records": [swapped, a]}), 1020)
     assert j.verdict == "diverge" and "MEM-STORE.11" in j.clauses
+
+
+@pytest.mark.clause("MEM-RECORD.5", "MEM-STORE.5")
+def test_a_prefilter_is_judged_by_the_keywords_the_store_showed_not_the_models() -> None:
+    """Two allowed choices together (keywords [] on an un-keyworded record, a full-text index
+    over the raw text): the store holds no keyword ``caf``, and its index glues ``caf`` to the
+    é, so leaving ``café`` out of a retrieve for ``caf`` is allowed -- the model derived the
+    keyword ``caf``, but that is the model's pick of an open point, not the store's."""
+    from conformance.oracle.memory.answers import as_the_store_holds
+    from conformance.oracle.memory.worlds import RecMeta
+
+    derived = rec(1, "café opens at 9", 10, kws=("caf", "opens", "at", "9"))
+    state = empty_store()
+    w = World(state, meta={derived.id: RecMeta(kw_given=False)})
+    w.bind(derived.id, "mem:s:t1")
+    # nothing shown yet: the store may hold no keywords -> judged by the text alone
+    assert as_the_store_holds(w, [derived])[0].keywords == ()
+    assert retrieval_problem(as_the_store_holds(w, [derived]), "caf", 5, NOW, []) is None
+    # shown []: the same
+    w.keywords_seen["mem:s:t1"] = ()
+    assert retrieval_problem(as_the_store_holds(w, [derived]), "caf", 5, NOW, []) is None
+    # shown ["caf", ...]: a keyword caf is a whole word every index holds -> must be found
+    w.keywords_seen["mem:s:t1"] = ("caf", "opens", "at", "9")
+    assert retrieval_problem(as_the_store_holds(w, [derived]), "caf", 5, NOW, []) is not None
+    # written WITH keywords: those are the store's, whatever it showed
+    w.meta[derived.id] = RecMeta(kw_given=True)
+    assert as_the_store_holds(w, [derived]) == [derived]

@@ -17,6 +17,7 @@ from reference.memory.judge import (
     listing_problem,
     prefilter_must_pass,
     record_problems,
+    relevance_forced,
     retrieval_problem,
     robust_tokens,
 )
@@ -151,6 +152,29 @@ def test_more_matches_than_the_cap_leave_the_candidates_to_the_store() -> None:
 
 
 @pytest.mark.clause("MEM-STORE.6")
+def test_a_relevant_but_old_record_past_the_cap_must_reach_the_engine() -> None:
+    # seed §17's red-verified row: one old record matches both query words, 55 newer records
+    # only one; any bm25 order hands the old one to the engine, which ranks it first
+    old = rec(1, "harbour quokka", created=10)
+    crowd = [rec(i, f"harbour note{i}", created=20) for i in range(2, 57)]
+    active = [old, *crowd]
+    assert [r.id for r in relevance_forced(active, "quokka harbour", 50)] == [old.id]
+    assert retrieval_problem(active, "quokka harbour", 1, NOW, [old.id]) is None
+    starved = retrieval_problem(active, "quokka harbour", 1, NOW, ids(56))
+    assert starved is not None and starved.clauses == ("MEM-STORE.6",)
+    assert retrieval_problem(active, "quokka harbour", 5, NOW, ids(56, 55, 54, 53, 52)) is not None
+    # not forced when a bm25 could rank it lower: a longer text, more repeats elsewhere, or
+    # non-ASCII text (a tokenizer may see other words)
+    long_old = rec(1, "harbour quokka with many more words in it", created=10)
+    assert relevance_forced([long_old, *crowd], "quokka harbour", 50) == []
+    twice = [rec(i, f"harbour harbour{i} harbour", created=20) for i in range(2, 57)]
+    assert relevance_forced([old, *twice], "quokka harbour", 50) == []
+    assert relevance_forced([rec(1, "harbour quokka é", 10), *crowd], "quokka harbour", 50) == []
+    # and at most cap matches: every match reaches the engine anyway (nothing forced needed)
+    assert retrieval_problem([old, *crowd[:40]], "quokka harbour", 1, NOW, [old.id]) is None
+
+
+@pytest.mark.clause("MEM-STORE.6")
 def test_a_larger_cap_is_conforming_and_a_smaller_one_is_not() -> None:
     active = [rec(i, f"deploy item{i}", 10 if i <= 60 else 20) for i in range(1, 71)]
     best = ids(61, 62, 63, 64, 65)  # what a cap of >= 70 candidates returns
@@ -188,3 +212,41 @@ def test_a_folding_full_text_filter_may_list_accented_words_for_their_plain_form
     assert listing_problem(active, "resume", 5, ids(1, 2)) is not None  # still newest first
     # retrieval keeps the engine's gate over the full query: no folding there
     assert retrieval_problem(active, "resume", 5, NOW, ids(2, 1)) is not None
+
+
+@pytest.mark.clause("MEM-WRITE.2")
+def test_a_newer_unicode_may_lower_case_a_letter_this_python_does_not_know() -> None:
+    import unicodedata
+
+    from reference.memory.engine import has_unassigned, may_fold_equal, normalize_text
+    from reference.memory.records import MemoryCandidate
+    from reference.memory.store import empty_store, store_write
+    from reference.memory.wire import WireRequest, worker_respond
+
+    if unicodedata.category("\ua7dc") != "Cn":
+        pytest.skip("this Python already knows U+A7DC")
+    upper, lower = "route \ua7dc", "route \u019b"
+    assert has_unassigned(upper) and not has_unassigned(lower)
+    assert normalize_text(upper) != normalize_text(lower)
+    assert may_fold_equal(normalize_text(upper), normalize_text(lower))
+    assert may_fold_equal(normalize_text(upper), normalize_text(upper))
+    assert not may_fold_equal(normalize_text(upper), "route x")  # never to ASCII: tokens stay
+    assert not may_fold_equal(normalize_text(upper), "route \u0393")  # not to a capital
+    assert not may_fold_equal("route \ua7dc", "ro\u019bte \ua7dc")  # a known position differs
+    assert not may_fold_equal(normalize_text(upper), "route \u019bx")  # another length
+    cands = [MemoryCandidate("fact", t, "t") for t in (upper, lower)]
+    _, older = store_write(empty_store(), "s", cands, 1)
+    _, newer = store_write(empty_store(), "s", cands, 1, newer_unicode=True)
+    assert (older.inserted, older.deduped) == (2, 0)
+    assert (newer.inserted, newer.deduped) == (1, 1)
+    # the wire model offers both answers to the second write
+    state, _ = store_write(empty_store(), "org:x", cands[:1], 1)
+    body = (
+        b'{"scopeKey": "org:x", "records": [{"kind": "fact", "text": "route \\u019b",'
+        b' "sourceThreadKey": "t"}]}'
+    )
+    headers = (("authorization", "Bearer tok"), ("content-length", str(len(body))))
+    req = WireRequest("POST", "/write", headers, body)
+    _, allowed = worker_respond(state, req, 2, "tok")
+    bodies = [o.body for o in allowed.options if o.status == 200]
+    assert len(bodies) == 2

@@ -58,10 +58,15 @@ class Entry:
     clauses: tuple[str, ...]
     summary: str
     race: bool = False
+    #: variants this one cannot coexist with (two answers to the same open point, such as two
+    #: numberings of ids): never run together.  Declared on either side; read both ways.
+    conflicts: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.clauses:
             raise ValueError(f"catalogue entry {self.name!r} names no clause")
+        if self.conflicts and self.kind != "variant":
+            raise ValueError(f"catalogue entry {self.name!r}: only variants declare conflicts")
         prefix = "MEM-" if self.protocol == "memory" else "LED-"
         bad = [c for c in self.clauses if not c.startswith(prefix)]
         if bad:
@@ -104,6 +109,52 @@ def _select(kind: Kind, protocol: Protocol | None) -> list[Entry]:
         (e for e in ENTRIES.values() if e.kind == kind and protocol in (None, e.protocol)),
         key=lambda e: (e.protocol, e.name),
     )
+
+
+def coexist(a: Entry, b: Entry) -> bool:
+    """Whether two variants can run in one store: same protocol, neither names the other
+    among its ``conflicts``."""
+    return (
+        a.name != b.name
+        and a.protocol == b.protocol
+        and b.name not in a.conflicts
+        and a.name not in b.conflicts
+    )
+
+
+def variant_pairs(protocol: Protocol | None = None) -> list[tuple[str, str]]:
+    """Every pair of variants (of one protocol) that can coexist, in a stable order."""
+    vs = variants(protocol)
+    return [(a.name, b.name) for i, a in enumerate(vs) for b in vs[i + 1 :] if coexist(a, b)]
+
+
+def variant_combinations(protocol: Protocol | None = None) -> list[tuple[str, ...]]:
+    """Combinations of variants that together contain every pair of :func:`variant_pairs`
+    (a covering set): each is a largest set of mutually coexisting variants, grown greedily
+    from the first pair not yet covered (variants that cover missing pairs first).  With few
+    conflicts that is a handful of stores instead of one per pair."""
+    protocols: list[Protocol] = [protocol] if protocol else ["memory", "ledger"]
+    out: list[tuple[str, ...]] = []
+    for proto in protocols:
+        vs = variants(proto)
+        pending = variant_pairs(proto)  # (a, b) with a before b in name order
+        while pending:
+            a, b = pending[0]
+            chosen = [ENTRIES[a], ENTRIES[b]]
+            missing = set(pending)
+
+            def gain(
+                v: Entry, chosen: list[Entry] = chosen, missing: set[tuple[str, str]] = missing
+            ) -> int:
+                return sum(1 for c in chosen if tuple(sorted((c.name, v.name))) in missing)
+
+            for v in sorted((v for v in vs if v not in chosen), key=lambda v: -gain(v)):
+                if all(coexist(v, c) for c in chosen):
+                    chosen.append(v)
+            names = tuple(sorted(c.name for c in chosen))
+            out.append(names)
+            pending = [(x, y) for x, y in pending if not (x in names and y in names)]
+    return out
 
 
 class UnknownQuirk(KeyError):

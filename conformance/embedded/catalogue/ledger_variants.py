@@ -7,8 +7,8 @@ leave open; the clause named lists the choice among its accepted answers.
 from conformance.embedded.catalogue import Entry
 
 
-def _v(name: str, clauses: tuple[str, ...], summary: str) -> Entry:
-    return Entry(name, "variant", "ledger", clauses, summary)
+def _v(name: str, clauses: tuple[str, ...], summary: str, conflicts: tuple[str, ...] = ()) -> Entry:
+    return Entry(name, "variant", "ledger", clauses, summary, conflicts=conflicts)
 
 
 ENTRIES: tuple[Entry, ...] = (
@@ -17,8 +17,14 @@ ENTRIES: tuple[Entry, ...] = (
         "ledger-times-isoformat",
         ("LED-WIRE.5",),
         "times as datetime.isoformat(): +00:00, microseconds, no fraction when it is zero",
+        ("ledger-times-offset",),  # one time format per store
     ),
-    _v("ledger-times-seconds", ("LED-WIRE.5",), "times without a fraction (whole seconds shown)"),
+    _v(
+        "ledger-times-seconds",
+        ("LED-WIRE.5",),
+        "times without a fraction (whole seconds shown)",
+        ("ledger-times-offset", "ledger-times-isoformat"),  # one time format per store
+    ),
     _v(
         "ledger-settings-without-held",
         ("LED-CONS.2",),
@@ -33,6 +39,12 @@ ENTRIES: tuple[Entry, ...] = (
         "ledger-groups-casefolded",
         ("LED-GROUP.5",),
         "conflict group labels are the trimmed, case-folded subject",
+    ),
+    _v(
+        "ledger-groups-opaque",
+        ("LED-GROUP.5",),
+        "conflict group labels are opaque keys (grp- and a hash of the subject), never the subject",
+        ("ledger-groups-casefolded",),  # one labelling per store
     ),
     _v(
         "ledger-history-shows-tombstones",
@@ -58,6 +70,7 @@ ENTRIES: tuple[Entry, ...] = (
         "ledger-past-20-refused",
         ("LED-GATE.6",),
         "elements past the 20th are counted refused (never applied)",
+        ("ledger-past-20-uncounted",),  # one answer to the 21st element
     ),
     _v(
         "ledger-refusal-wording",

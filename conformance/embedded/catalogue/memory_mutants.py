@@ -41,6 +41,25 @@ ENTRIES: tuple[Entry, ...] = (
         "the full-text prefilter hands the engine only `limit` bm25-best candidates",
     ),
     _m(
+        "mem-prefilter-by-recency",
+        ("MEM-STORE.6",),
+        "the prefilter orders candidates by recency, not bm25, so a relevant-but-old record"
+        " past the candidate cap never reaches the engine (seed §17, red-verified row)",
+    ),
+    _m(
+        "mem-dead-fts-rows-kept",
+        ("MEM-STORE.6", "MEM-STORE.2", "MEM-STORE.4"),
+        "supersede, forget and evict leave the record's full-text row, and the prefilter,"
+        " trusting that table to hold only active rows, cuts its candidates before the status"
+        " check: dead rows burn candidate slots (seed §15, red-verified: dead FTS rows survive)",
+    ),
+    _m(
+        "mem-fts-raw-query",
+        ("MEM-STORE.5", "MEM-STORE.2"),
+        "retrieve hands the query text itself to FTS5 MATCH (seed §17: each token quoted and"
+        " OR-joined), so words are AND-ed and quotes, OR, NEAR or * are query syntax",
+    ),
+    _m(
         "mem-prefilter-keeps-shortest-tokens",
         ("MEM-STORE.5", "MEM-STORE.2", "MEM-SEAM.2"),
         "past 24 distinct query tokens the prefilter keeps the 24 shortest, not the longest",
@@ -54,6 +73,12 @@ ENTRIES: tuple[Entry, ...] = (
         "mem-usage-bumps-every-candidate",
         ("MEM-STORE.3",),
         "retrieve bumps every prefiltered candidate, not only the returned records",
+    ),
+    _m(
+        "mem-usage-bump-capped",
+        ("MEM-STORE.3",),
+        "the batched usage bump binds at most 32 ids, so a retrieve at limit 50 leaves the rest"
+        " unbumped (seed validation row: the batched bump works at MAX_LIMIT)",
     ),
     # ---- list and forget
     _m(
@@ -122,6 +147,18 @@ ENTRIES: tuple[Entry, ...] = (
         "mem-collision-guard-missing",
         ("MEM-WRITE.5", "MEM-WRITE.3"),
         "a correction whose text restates some other record dedups against that record",
+    ),
+    _m(
+        "mem-supersede-no-status-flip",
+        ("MEM-WRITE.3", "MEM-RECORD.2"),
+        "a supersede inserts the correction and counts it, but never flips the old record to"
+        " superseded (seed validation row, red-verified: disabling the status flip)",
+    ),
+    _m(
+        "mem-empty-supersedes-looked-up",
+        ("MEM-WRITE.4", "MEM-WRITE.1"),
+        'supersedes: "" is looked up as an id (found nothing), so the candidate dedups against'
+        " nothing and is inserted (seed validation row, red-verified: the !== undefined branch)",
     ),
     _m(
         "mem-unresolved-supersede-dedups",
@@ -237,7 +274,8 @@ REMOVED: dict[str, str] = {
     "mem-fts-row-left-on-forget": (
         "equivalent in this store: every full-text read joins back to the records table and"
         " re-checks status = 'active', so a stale FTS row of a forgotten record can never"
-        " reach an answer (nor use a prefilter slot: the LIMIT applies after that check)"
+        " reach an answer (nor use a prefilter slot: the LIMIT applies after that check);"
+        " mem-dead-fts-rows-kept is the observable form, with the LIMIT before the check"
     ),
     "mem-score-weights-swapped": (
         "equivalent over HTTP: the Memory Worker has no clock control, so records a run can"

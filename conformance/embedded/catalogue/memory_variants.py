@@ -7,8 +7,8 @@ harness must judge each one CONFORMANT (``tests/embedded/test_memory_variants.py
 from conformance.embedded.catalogue import Entry
 
 
-def _v(name: str, clauses: tuple[str, ...], summary: str) -> Entry:
-    return Entry(name, "variant", "memory", clauses, summary)
+def _v(name: str, clauses: tuple[str, ...], summary: str, conflicts: tuple[str, ...] = ()) -> Entry:
+    return Entry(name, "variant", "memory", clauses, summary, conflicts=conflicts)
 
 
 ENTRIES: tuple[Entry, ...] = (
@@ -17,6 +17,7 @@ ENTRIES: tuple[Entry, ...] = (
         "ids-sparse",
         ("MEM-STORE.9",),
         "ids are mem:<scope>:1007, 1014, 1021, ... (base 1000, step 7)",
+        ("ids-from-zero",),  # one numbering per store
     ),
     _v(
         "keywords-as-given",
@@ -88,6 +89,12 @@ ENTRIES: tuple[Entry, ...] = (
         "unresolved-supersedes-dropped",
         ("MEM-RECORD.4",),
         "a supersedes that resolves to no active record is not kept on the new record",
+    ),
+    _v(
+        "unicode-newer-lowercase",
+        ("MEM-WRITE.2",),
+        "the dedup key is lower-cased by a newer Unicode (16.0) than the harness's Python knows:"
+        " U+A7DC and U+019B are one key",
     ),
     _v(
         "bom-refused",

@@ -9,7 +9,7 @@ usage mode (:func:`check_answer`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from conformance.jsonutil import short_json
@@ -203,11 +203,12 @@ def check_answer(
     nw = w.copy()
     scope = spec.scope_key
     active = active_records(state, scope)
+    held = as_the_store_holds(w, active)
     if spec.route == "/retrieve":
         assert spec.query is not None
-        problem = retrieval_problem(active, spec.query, spec.limit, now, ids)
+        problem = retrieval_problem(held, spec.query, spec.limit, now, ids)
     else:
-        problem = listing_problem(active, spec.query, spec.limit, ids)
+        problem = listing_problem(held, spec.query, spec.limit, ids)
     if problem is not None:
         raise Reject(problem.clauses, problem.reason)
     fit_answer(nw, spec.route, {r.id: r for r in active}, items, ids, now)
@@ -216,6 +217,28 @@ def check_answer(
     else:
         nw.state = state
     return [nw]
+
+
+def as_the_store_holds(w: World, active: list[MemoryRecord]) -> list[MemoryRecord]:
+    """The scope's records with the keywords the *store* holds where they are its own choice.
+
+    A record written without keywords may hold the text's tokens, none, or a subset
+    (MEM-RECORD.5): what the model derived is only one of those.  The prefilter's freedoms
+    (MEM-STORE.5, MEM-STORE.6) depend on the keywords, so an answer is judged by the keywords
+    the target has shown for the record, and by none while it has shown none (the keywords
+    can only be text tokens, so matching and scores stay the same; only what a prefilter
+    *must* hand on may shrink).  Never the model's own pick of an open point."""
+    out: list[MemoryRecord] = []
+    for r in active:
+        meta = w.meta.get(r.id)
+        if meta is None or meta.kw_given:
+            out.append(r)
+            continue
+        target_id = w.m2t.get(r.id)
+        seen = w.keywords_seen.get(target_id) if target_id is not None else None
+        kws = seen if seen is not None else ()
+        out.append(r if kws == r.keywords else replace(r, keywords=kws))
+    return out
 
 
 def fit_answer(

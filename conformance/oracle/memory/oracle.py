@@ -247,7 +247,7 @@ def after_write(w: World, option: Option, sent: SentRequest, req: WireRequest) -
     active = [r for r in before if r.status == ACTIVE]
     k = 0
     for i, cand in enumerate(parsed.candidates):
-        plan = plan_write(active, cand)
+        plan = plan_write(active, cand, newer_unicode=option.newer_unicode)
         if isinstance(plan, Dedup):
             continue
         rec = new_records[k]

@@ -97,6 +97,8 @@ class Option:
     body: BodySpec
     state: StoreState
     note: str = ""
+    #: a write planned with dedup keys as a newer Unicode may lower-case them (MEM-WRITE.2)
+    newer_unicode: bool = False
 
 
 IdMap = Mapping[str, str]

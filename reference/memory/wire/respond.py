@@ -12,7 +12,7 @@ from functools import lru_cache
 from typing import Final
 
 from reference.jsonvalues import parse_json
-from reference.memory.engine import DEFAULT_SCOPE_CAP
+from reference.memory.engine import DEFAULT_SCOPE_CAP, has_unassigned
 from reference.memory.store import (
     StoreState,
     WriteResult,
@@ -69,7 +69,14 @@ def _only(option: Option, now: int) -> Allowed:
     return Allowed((option,), now)
 
 
-def _process(state: StoreState, route: str, parsed: object, now: int, cap_default: int) -> Option:
+def _process(
+    state: StoreState,
+    route: str,
+    parsed: object,
+    now: int,
+    cap_default: int,
+    newer_unicode: bool = False,
+) -> Option:
     """The 200 option of a valid body: the store model's answer and the state after (MEM-WIRE.11 to
     MEM-WIRE.15)."""
     if isinstance(parsed, RetrieveBody):
@@ -89,8 +96,13 @@ def _process(state: StoreState, route: str, parsed: object, now: int, cap_defaul
         return Option(200, spec, after, "ranked retrieval (any order within a tie)")
     if isinstance(parsed, WriteBody):
         cap = parsed.cap if parsed.cap is not None else cap_default
-        after, res = store_write(state, parsed.scope_key, parsed.candidates, now, cap)
-        return Option(200, ExactBody(write_response(res)), after, "write batch")
+        after, res = store_write(
+            state, parsed.scope_key, parsed.candidates, now, cap, newer_unicode=newer_unicode
+        )
+        note = "write batch, keys lower-cased by a newer Unicode" if newer_unicode else ""
+        return Option(
+            200, ExactBody(write_response(res)), after, note or "write batch", newer_unicode
+        )
     if isinstance(parsed, ListBody):
         spec = RecordsBody(
             "/list",
@@ -166,7 +178,10 @@ def worker_respond(
         options.sort(key=lambda o: 0 if o.status == 400 else 1)
     deduped: list[Option] = []
     for o in options:
-        if not any(d.status == o.status and d.body == o.body for d in deduped):
+        # Same answer, other state (a newer Unicode's dedup bumping another twin): kept apart.
+        if not any(
+            d.status == o.status and d.body == o.body and d.state == o.state for d in deduped
+        ):
             deduped.append(o)
     return deduped[0].state, Allowed(tuple(deduped), now)
 
@@ -264,6 +279,14 @@ def read_body(route: str, text: str) -> tuple[object, object] | None:
     return strict, lenient
 
 
+def _unicode_sensitive(state: StoreState, body: WriteBody) -> bool:
+    """Whether a candidate or an active record of the scope holds a character this Python's
+    ``unicodedata`` does not know (only then may a newer Unicode dedup otherwise)."""
+    return any(has_unassigned(c.text) for c in body.candidates) or any(
+        has_unassigned(r.text) for r in active_records(state, body.scope_key)
+    )
+
+
 def _body_options(
     state: StoreState, route: str, text: str, now: int, cap_default: int
 ) -> list[Option]:
@@ -280,6 +303,12 @@ def _body_options(
         fields = strict.fields if strict.field is not None else ()
         return [_error(state, 400, strict.reason, fields, strict.reference_only)]
     options = [_process(state, route, lenient, now, cap_default)]
+    if isinstance(lenient, WriteBody) and _unicode_sensitive(state, lenient):
+        # A store on a newer Unicode may lower-case a character this Python does not know,
+        # so two dedup keys unequal here may be one there (MEM-WRITE.2): both readings.
+        newer = _process(state, route, lenient, now, cap_default, newer_unicode=True)
+        if newer.state != options[0].state:
+            options.append(newer)
     if isinstance(lenient, WriteBody) and not lenient.candidates:
         # An empty batch may be a pure no-op even when its cap is below the active count
         # (MEM-CAP.1): nothing evicted, nothing changed.
