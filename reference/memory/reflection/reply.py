@@ -124,7 +124,8 @@ def parse_reflection(
     Strict envelope -- ``None`` (nothing is written) when the reply, after removing one
     wrapping ```` ```json ```` fence, is not JSON, not an object, or its ``facts`` is not an
     array -- valid JSON is read whatever its integers' length or its nesting depth
-    (``parse_json_unbounded``).  Lenient inside -- each fact independently needs a non-blank string ``text`` and a
+    (``parse_json_unbounded``).  Lenient inside -- each fact independently needs a non-blank
+    string ``text`` and a
     numeric (never boolean) ``confidence`` in [0.6, 1], else it is dropped; the first five
     valid facts survive, in order.  A non-blank string ``summary`` adds one summary candidate.
     Texts are trimmed and redacted; keywords go through ``normalize_keywords``;
