@@ -45,7 +45,16 @@ def host_command(entry: EngineEntry) -> str:
     return f"{sys.executable} -m conformance.engine_host --{entry.kind} {entry.name}"
 
 
-def run_entry(entry: EngineEntry, profile: str = "ci", examples: int | None = None) -> Row:
+def run_entry(
+    entry: EngineEntry,
+    profile: str = "ci",
+    examples: int | None = None,
+    *,
+    vectors: bool = True,
+    properties: bool = True,
+) -> Row:
+    """One row: the entry's function checked through its host (``vectors``/``properties``
+    choose the checks, for measuring each alone)."""
     fn = BY_NAME[entry.function]
     started = time.monotonic()
     first: list[float] = []
@@ -58,7 +67,9 @@ def run_entry(entry: EngineEntry, profile: str = "ci", examples: int | None = No
         runs = check_engine(
             host,
             [fn],
+            vectors=None if vectors else {fn.name: []},
             examples=examples or PROPERTY_EXAMPLES.get(profile, PROPERTY_EXAMPLES["ci"]),
+            properties=properties,
             on_result=seen,
         )
     run = runs[0]

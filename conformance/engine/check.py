@@ -130,6 +130,10 @@ def _scenario(name: str, fn: Fn, steps: list[Step]) -> Scenario:
 
 def run_vectors(host: EngineHost, fn: Fn, vectors: Sequence[Vector]) -> ScenarioResult:
     steps = [Step(op=fn.name, args=v.args, clauses=list(v.clauses), note=v.id) for v in vectors]
+    if not vectors:
+        result = ScenarioResult(_scenario(f"engine-vectors:{fn.name}", fn, []), "pass")
+        result.kind, result.reason = "engine", "no vectors"
+        return result
     result = ScenarioResult(_scenario(f"engine-vectors:{fn.name}", fn, steps), "pass")
     result.kind = "engine"
     started = time.perf_counter()

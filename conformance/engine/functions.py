@@ -135,7 +135,10 @@ texts = st.builds(
     st.lists(st.sampled_from(SEPARATORS), min_size=6, max_size=6),
 )
 any_text = st.one_of(texts, st.text(max_size=12), st.sampled_from(("", " ", "\t\n", "   ")))
-ages = st.integers(min_value=-2, max_value=30).map(lambda d: NOW - d * DAY)
+ages = st.one_of(
+    st.integers(min_value=-2, max_value=30), st.integers(min_value=0, max_value=3)
+).map(lambda d: NOW - d * DAY)
+long_texts = st.builds(lambda w, n: " ".join([w] * n), words, st.integers(8, 60))
 
 
 @st.composite
@@ -145,7 +148,7 @@ def _memory_record(draw: st.DrawFn, rid: str, scope: str = "org:acme") -> JSON:
         "id": rid,
         "scopeKey": scope,
         "kind": draw(st.sampled_from(("fact", "summary"))),
-        "text": draw(texts),
+        "text": draw(st.one_of(texts, texts, long_texts)),
         "keywords": draw(st.lists(words, max_size=2)),
         "sourceThreadKey": draw(st.sampled_from(("t:1", "slack:C1/1700.1", "t<&>"))),
         "createdAt": created,
@@ -153,7 +156,7 @@ def _memory_record(draw: st.DrawFn, rid: str, scope: str = "org:acme") -> JSON:
         "status": ACTIVE,
     }
     if draw(st.booleans()):
-        rec["lastUsedAt"] = created + draw(st.integers(0, 5)) * DAY
+        rec["lastUsedAt"] = created + draw(st.integers(0, 2)) * DAY
     return rec
 
 
@@ -919,6 +922,7 @@ def _redact(a: Args) -> JSON:
 
 
 SECRETS = (
+    "Bearer " + "tok." * 5,
     "sk-ant-" + "a" * 30,
     "ghp_" + "B" * 36,
     "xoxb-" + "1234567890-abc",
@@ -1228,6 +1232,29 @@ _CANDIDATES = st.fixed_dictionaries(
 )
 
 
+def _restated(text: str, how: int) -> str:
+    """``text`` said again: the same, upper-cased, or with its spaces doubled and padded."""
+    return [text, text.upper(), "  " + text.replace(" ", "  \t") + " "][how]
+
+
+def _plan_write_args() -> st.SearchStrategy[Args]:
+    """Active records and a candidate that is often one of them restated (MEM-WRITE.2)."""
+
+    @st.composite
+    def build(draw: st.DrawFn) -> Args:
+        restate: bool = draw(st.booleans())
+        active: list[JSON] = draw(_memory_list(4))
+        cand: dict[str, JSON] = dict(draw(_CANDIDATES))
+        if active and restate:
+            target = draw(st.sampled_from(active))
+            cand["text"] = _restated(target["text"], draw(st.sampled_from((0, 1, 1, 2, 2))))
+            if draw(st.booleans()):
+                cand["supersedes"] = draw(st.sampled_from(("", target["id"])))
+        return {"active": active, "candidate": cand}
+
+    return build()
+
+
 def _ledger_list() -> st.SearchStrategy[list[JSON]]:
     @st.composite
     def build(draw: st.DrawFn) -> list[JSON]:
@@ -1243,7 +1270,7 @@ def _ledger_list() -> st.SearchStrategy[list[JSON]]:
                 provenance=draw(st.sampled_from(("user_explicit", "model_proposal"))),
                 validFrom=vf,
                 updatedAt=draw(st.integers(1, 3)) * 1000,
-                body=draw(st.sampled_from(("a", "b\nc", "x" * 900, "y" * 2000))),
+                body=draw(st.sampled_from(("a", "b\nc", "x" * 900, "y" * 1900, "z" * 2100))),
             )
             if draw(st.booleans()):
                 rec["validTo"] = vf + draw(st.integers(0, 3)) * 1000
@@ -1347,7 +1374,7 @@ FUNCTIONS: tuple[Fn, ...] = (
         ("MEM-WRITE.1", "MEM-WRITE.2", "MEM-WRITE.3", "MEM-WRITE.4", "MEM-WRITE.5"),
         "dedup, supersede or insert one candidate",
         _plan_write,
-        st.fixed_dictionaries({"active": _memory_list(4), "candidate": _CANDIDATES}),
+        _plan_write_args(),
         _plan_boundaries,
     ),
     _fn(

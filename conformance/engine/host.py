@@ -32,6 +32,9 @@ CALL_TIMEOUT_S = 5.0
 MAX_LINE_BYTES = 4 * 1024 * 1024
 MAX_RESTARTS = 3
 RUN_BUDGET_S = 1800.0
+#: Added to the first call's deadline after a start: the host's own start-up (an interpreter,
+#: its imports) is not an answer that is late.
+STARTUP_GRACE_S = 15.0
 STDERR_KEEP = 4096
 
 
@@ -89,6 +92,7 @@ class EngineHost:
         self.starts = 0
         self.calls = 0
         self.failures: list[str] = []
+        self.fresh = False
 
     # -- process -------------------------------------------------------------------------
 
@@ -108,6 +112,7 @@ class EngineHost:
             ) from exc
         self.buffer = b""
         self.starts += 1
+        self.fresh = True
 
     def _kill(self) -> None:
         proc, self.proc = self.proc, None
@@ -190,7 +195,9 @@ class EngineHost:
         proc = self.proc
         assert proc is not None and proc.stdout is not None
         fd = proc.stdout.fileno()
-        deadline = time.monotonic() + self.timeout_s
+        grace = STARTUP_GRACE_S if self.fresh else 0.0
+        self.fresh = False
+        deadline = time.monotonic() + self.timeout_s + grace
         while True:
             nl = self.buffer.find(b"\n")
             if nl >= 0:

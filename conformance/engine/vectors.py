@@ -12,6 +12,7 @@ every file carries the spec revision ``memspec --version`` prints.
 from __future__ import annotations
 
 import copy
+import functools
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +21,7 @@ from typing import Any
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hypothesis_seed
 
-from conformance.engine.functions import FUNCTIONS, Fn
+from conformance.engine.functions import BY_NAME, FUNCTIONS, Fn
 from conformance.engine.judge import FLOAT_ULPS, Judged
 from conformance.version import spec_revision
 
@@ -89,7 +90,14 @@ def sample_args(fn: Fn, n: int = SAMPLE_SIZE, seed: int = SAMPLE_SEED) -> list[J
 
 
 def function_vectors(fn: Fn, sample: int = SAMPLE_SIZE) -> list[Vector]:
-    """The boundaries, then the sample, numbered ``<function>/<nnnn>``."""
+    """The boundaries, then the sample, numbered ``<function>/<nnnn>`` (a new list; the
+    vectors are built once per function and sample size)."""
+    return list(_function_vectors(fn.name, sample))
+
+
+@functools.cache
+def _function_vectors(name: str, sample: int) -> tuple[Vector, ...]:
+    fn = BY_NAME[name]
     out: list[Vector] = []
     seen: set[str] = set()
     cases = [(c, a, "boundary") for c, a in fn.boundaries()]
@@ -104,7 +112,7 @@ def function_vectors(fn: Fn, sample: int = SAMPLE_SIZE) -> list[Vector]:
             comment = f"{comment} ({'; '.join(judged.notes)})"
         vid = f"{fn.name}/{len(out) + 1:04d}"
         out.append(Vector(vid, fn.name, fn.clauses, comment, origin, args, judged))
-    return out
+    return tuple(out)
 
 
 def selected(spec: str) -> list[Fn]:
