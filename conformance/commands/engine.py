@@ -38,6 +38,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--seed", type=int, default=0, help="property seed (default 0)")
     p.add_argument("--no-properties", action="store_true", help="vectors only")
     p.add_argument("--timeout", type=float, default=5.0, help="seconds per call (default 5)")
+    p.add_argument(
+        "--startup-grace",
+        type=float,
+        default=15.0,
+        metavar="S",
+        help="seconds added to the first call after the host starts (default 15)",
+    )
     p.add_argument("--report", metavar="DIR", default="memspec-report", help="report directory")
     p.add_argument("--no-report", action="store_true", help="write no report files")
     p.add_argument("--expect", metavar="FILE", help="known divergences, each with a reason")
@@ -56,8 +63,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     from conformance.report.model import now_iso
 
     out = out or sys.stdout
-    if args.timeout <= 0:
-        raise UsageError("--timeout must be positive")
+    if args.timeout <= 0 or args.startup_grace < 0:
+        raise UsageError("--timeout must be positive and --startup-grace not negative")
     examples = args.examples if args.examples is not None else PROPERTY_EXAMPLES[args.profile]
     if examples < 1:
         raise UsageError("--examples must be at least 1")
@@ -106,7 +113,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
             progress.write(f"  {name}: {verdict} ({getattr(r, 'elapsed_s', 0.0):.2f}s)\n")
             progress.flush()
 
-    with EngineHost(args.host, timeout_s=args.timeout) as host:
+    with EngineHost(args.host, timeout_s=args.timeout, startup_grace_s=args.startup_grace) as host:
         runs = check_engine(
             host,
             functions,

@@ -75,6 +75,7 @@ class EngineHost:
         max_line: int = MAX_LINE_BYTES,
         max_restarts: int = MAX_RESTARTS,
         budget_s: float = RUN_BUDGET_S,
+        startup_grace_s: float = STARTUP_GRACE_S,
     ) -> None:
         try:
             self.argv = shlex.split(command)
@@ -84,6 +85,7 @@ class EngineHost:
             raise UsageError("--host: empty command")
         self.timeout_s = timeout_s
         self.max_line = max_line
+        self.startup_grace_s = startup_grace_s
         self.max_restarts = max_restarts
         self.restarts_left = max_restarts
         self.give_up_at = time.monotonic() + budget_s
@@ -195,7 +197,7 @@ class EngineHost:
         proc = self.proc
         assert proc is not None and proc.stdout is not None
         fd = proc.stdout.fileno()
-        grace = STARTUP_GRACE_S if self.fresh else 0.0
+        grace = self.startup_grace_s if self.fresh else 0.0
         self.fresh = False
         deadline = time.monotonic() + self.timeout_s + grace
         while True:

@@ -91,7 +91,8 @@ def test_closing_kills_the_host_and_what_it_started(
 ) -> None:
     pidfile = tmp_path / "pid"
     monkeypatch.setenv("ENGINE_TEST_PIDFILE", str(pidfile))
-    with EngineHost(hostile("grandchild"), timeout_s=3.0) as host:
+    with EngineHost(hostile("grandchild"), timeout_s=1.0) as host:
+        assert host.call("normalizeText", {"text": "x"}).kind == "ok"  # started
         assert host.call("tokenize", {"text": "x"}).kind == "hang"
     grandchild = int(pidfile.read_text())
     deadline = time.monotonic() + 10
@@ -131,7 +132,7 @@ def test_a_hanging_host_is_reported_indeterminate_exit_1(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     code = main(
-        ["engine", "--host", hostile("hang"), "--only", "tokenize", "--timeout", "0.5",
+        ["engine", "--host", hostile("hang"), "--only", "tokenize", "--timeout", "0.5", "--startup-grace", "0.5",
          "--no-properties", "--report", str(tmp_path), "-q"]
     )  # fmt: skip
     out = capsys.readouterr().out
@@ -156,7 +157,7 @@ def test_a_garbling_host_diverges_on_the_vectors_clauses(
 
 def test_no_host_process_outlives_a_run(capsys: pytest.CaptureFixture[str]) -> None:
     before = {p.name for p in Path("/proc").iterdir() if p.name.isdigit()}
-    main(["engine", "--host", hostile("hang"), "--only", "tokenize", "--timeout", "0.3",
+    main(["engine", "--host", hostile("hang"), "--only", "tokenize", "--timeout", "0.3", "--startup-grace", "0.3",
           "--no-properties", "--no-report", "-q"])  # fmt: skip
     capsys.readouterr()
     after = {p.name for p in Path("/proc").iterdir() if p.name.isdigit()} - before
