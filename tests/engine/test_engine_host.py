@@ -132,8 +132,8 @@ def test_a_hanging_host_is_reported_indeterminate_exit_1(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     code = main(
-        ["engine", "--host", hostile("hang"), "--only", "tokenize", "--timeout", "0.5", "--startup-grace", "0.5",
-         "--no-properties", "--report", str(tmp_path), "-q"]
+        ["engine", "--host", hostile("hang"), "--only", "tokenize", "--timeout", "0.5",
+         "--startup-grace", "0.5", "--no-properties", "--report", str(tmp_path), "-q"]
     )  # fmt: skip
     out = capsys.readouterr().out
     assert code == 1
@@ -157,8 +157,8 @@ def test_a_garbling_host_diverges_on_the_vectors_clauses(
 
 def test_no_host_process_outlives_a_run(capsys: pytest.CaptureFixture[str]) -> None:
     before = {p.name for p in Path("/proc").iterdir() if p.name.isdigit()}
-    main(["engine", "--host", hostile("hang"), "--only", "tokenize", "--timeout", "0.3", "--startup-grace", "0.3",
-          "--no-properties", "--no-report", "-q"])  # fmt: skip
+    main(["engine", "--host", hostile("hang"), "--only", "tokenize", "--timeout", "0.3",
+          "--startup-grace", "0.3", "--no-properties", "--no-report", "-q"])  # fmt: skip
     capsys.readouterr()
     after = {p.name for p in Path("/proc").iterdir() if p.name.isdigit()} - before
     mine = []
