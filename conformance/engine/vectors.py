@@ -23,6 +23,7 @@ from hypothesis import seed as hypothesis_seed
 
 from conformance.engine.functions import BY_NAME, FUNCTIONS, Fn
 from conformance.engine.judge import FLOAT_ULPS, Judged
+from conformance.machines.constants import pinned_local_constants
 from conformance.version import spec_revision
 
 JSON = Any
@@ -78,7 +79,8 @@ def sample_args(fn: Fn, n: int = SAMPLE_SIZE, seed: int = SAMPLE_SEED) -> list[J
     def collect(args: JSON) -> None:
         drawn.append(copy.deepcopy(args))
 
-    collect()
+    with pinned_local_constants():  # the sample follows the seed alone, whatever is imported
+        collect()
     seen: set[str] = set()
     out = []
     for a in drawn:
