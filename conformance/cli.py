@@ -40,6 +40,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "contract",
     "report",
     "replay_concurrent",
+    "vectors",
+    "engine",
 )
 
 

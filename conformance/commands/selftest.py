@@ -79,7 +79,7 @@ __all__ = ["FAULTS", "Fault", "FaultProxy"]
 
 SCHEMA = "memspec-selftest/1"
 UNALTERED = "unaltered"
-KINDS = ("store", "variant", "combination", "mutant")
+KINDS = ("store", "variant", "combination", "mutant", "engine")
 
 
 # --------------------------------------------------------------------------- the matrix rows
@@ -656,17 +656,28 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     out = out or sys.stdout
-    cells = select_cells(
-        catalogue_cells(all_pairs=args.all_pairs),
-        only=args.only,
-        kinds=args.kind,
-        protocols=args.protocol,
+    from conformance.commands import selftest_engine  # the engine rows (engine catalogue)
+
+    engine = selftest_engine.select(args.only, args.kind, args.protocol)
+    store_only = [n for n in args.only if n not in selftest_engine.names()]
+    store_kinds = [k for k in args.kind if k != selftest_engine.KIND]
+    cells = (
+        select_cells(
+            catalogue_cells(all_pairs=args.all_pairs),
+            only=store_only,
+            kinds=store_kinds,
+            protocols=args.protocol,
+        )
+        if (store_only or not args.only) and (store_kinds or not args.kind)
+        else []
     )
     if args.list:
         for c in cells:
             out.write(f"{c.name:<40} {c.kind:<8} {c.protocol:<7} {','.join(c.clauses)}\n")
+        for e in engine:
+            out.write(f"{e.name:<40} {e.kind:<8} engine  {','.join(e.clauses)}\n")
         return 0
-    if not cells:
+    if not cells and not engine:
         raise UsageError("no row selected")
     if args.examples is not None and args.examples < 1:
         raise UsageError("--examples must be at least 1")
@@ -709,7 +720,10 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         )
         progress.flush()
 
-    rows = run_cells(cells, options, jobs, on_done)
+    rows = run_cells(cells, options, jobs, on_done) if cells else []
+    for e in engine:
+        rows.append(selftest_engine.run_entry(e, args.profile, args.examples))
+        on_done(rows[-1], len(rows), len(cells) + len(engine))
     summary = summarize(rows)
     if args.json:
         doc = {

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from reference.jsonvalues import is_number, js_trim, parse_json
+from reference.jsonvalues import is_number, js_trim, parse_json_unbounded
 from reference.memory.records import MemoryCandidate
 from reference.memory.reflection.contract import (
     AUDIENCES,
@@ -123,7 +123,9 @@ def parse_reflection(
 
     Strict envelope -- ``None`` (nothing is written) when the reply, after removing one
     wrapping ```` ```json ```` fence, is not JSON, not an object, or its ``facts`` is not an
-    array.  Lenient inside -- each fact independently needs a non-blank string ``text`` and a
+    array -- valid JSON is read whatever its integers' length or its nesting depth
+    (``parse_json_unbounded``).  Lenient inside -- each fact independently needs a non-blank
+    string ``text`` and a
     numeric (never boolean) ``confidence`` in [0.6, 1], else it is dropped; the first five
     valid facts survive, in order.  A non-blank string ``summary`` adds one summary candidate.
     Texts are trimmed and redacted; keywords go through ``normalize_keywords``;
@@ -132,8 +134,8 @@ def parse_reflection(
     audience of the surviving facts.  Every candidate carries ``thread_key`` and ``run_id``.
     """
     try:
-        envelope = parse_json(_unfence(raw))
-    except (ValueError, RecursionError):
+        envelope = parse_json_unbounded(_unfence(raw))
+    except ValueError:
         return None
     if not isinstance(envelope, dict) or not isinstance(envelope.get("facts"), list):
         return None

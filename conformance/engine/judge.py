@@ -1,0 +1,164 @@
+"""Judging one answer of an engine: the allowed outcomes of a call and the named checkers.
+
+An *outcome* is ``{"ok": value}`` (the function returned ``value``) or ``{"throws": true}``
+(the function refused its input).  A call's :class:`Judged` lists every allowed outcome and,
+where the set is too large to list, names a checker (``specs/engine-vectors.schema.json``
+documents each): ``unordered``, ``tie_groups``, ``mint_keywords``, ``redacted``.  Numbers are
+equal within :data:`FLOAT_ULPS` units in the last place (engines differ in ``exp`` by an ulp);
+strings are equal when their UTF-16 code units are (a decoded JSON string in Python is its
+sequence of code points, surrogate pairs joined, which is the same test).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import struct
+from dataclasses import dataclass, field
+from typing import Any
+
+from reference.memory.scoring import tokenize
+
+JSON = Any
+FLOAT_ULPS = 4
+
+
+@dataclass(frozen=True)
+class Judged:
+    allowed: list[JSON]
+    checker: dict[str, JSON] | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def ok(value: JSON) -> dict[str, JSON]:
+    return {"ok": value}
+
+
+THROWS: dict[str, JSON] = {"throws": True}
+
+
+def _ordered(x: float) -> int:
+    """The float's position on the number line, as an integer (for ulp distances)."""
+    n: int = struct.unpack("<q", struct.pack("<d", x))[0]
+    return n if n >= 0 else -(n & 0x7FFFFFFFFFFFFFFF)
+
+
+def numbers_close(a: float, b: float, ulps: int = FLOAT_ULPS) -> bool:
+    if a == b:
+        return True
+    if not (math.isfinite(a) and math.isfinite(b)):
+        return False
+    return abs(_ordered(float(a)) - _ordered(float(b))) <= ulps
+
+
+def _is_num(v: JSON) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def json_close(a: JSON, b: JSON) -> bool:
+    """Structural JSON equality with numbers within ``FLOAT_ULPS`` and booleans only booleans."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if _is_num(a) and _is_num(b):
+        return numbers_close(float(a), float(b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(json_close(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(json_close(x, y) for x, y in zip(a, b, strict=True))
+    return type(a) is type(b) and a == b
+
+
+def _canon(v: JSON) -> str:
+    return json.dumps(v, sort_keys=True, ensure_ascii=True)
+
+
+def _tie_groups_ok(got: JSON, params: dict[str, JSON]) -> bool:
+    groups: list[list[str]] = params["groups"]
+    length: int = params["length"]
+    if not isinstance(got, list) or len(got) != length or len(set(map(_canon, got))) != length:
+        return False
+    where = {g: i for i, grp in enumerate(groups) for g in grp}
+    if any(not isinstance(x, str) or x not in where for x in got):
+        return False
+    seq = got if params.get("ordered", True) else sorted(got, key=lambda x: where[x])
+    left = [len(g) for g in groups]
+    current = 0
+    for x in seq:
+        gi = where[x]
+        while current < gi:
+            if left[current] != 0:
+                return False
+            current += 1
+        if gi != current:
+            return False
+        left[gi] -= 1
+    return True
+
+
+def _mint_keywords_ok(got: JSON, allowed: list[JSON]) -> bool:
+    if not isinstance(got, dict):
+        return False
+    kws = got.get("keywords")
+    if not isinstance(kws, list) or not all(isinstance(k, str) for k in kws):
+        return False
+    text = got.get("text")
+    if not isinstance(text, str):
+        return False
+    text_tokens = set(tokenize(text))
+    if any(t not in text_tokens for k in kws for t in tokenize(k)):
+        return False
+    rest = {k: v for k, v in got.items() if k != "keywords"}
+    for a in allowed:
+        if "ok" in a and isinstance(a["ok"], dict):
+            want = {k: v for k, v in a["ok"].items() if k != "keywords"}
+            if json_close(rest, want):
+                return True
+    return False
+
+
+def _redacted_ok(got: JSON, params: dict[str, JSON]) -> bool:
+    if not isinstance(got, str):
+        return False
+    return all(s not in got for s in params.get("secrets", ())) and all(
+        k in got for k in params.get("kept", ())
+    )
+
+
+def outcome_allowed(got: JSON, judged: Judged) -> bool:
+    """True when ``got`` (an outcome) is one the call allows."""
+    if not isinstance(got, dict):
+        return False
+    checker = judged.checker
+    if "throws" in got:
+        return any("throws" in a for a in judged.allowed)
+    if "ok" not in got:
+        return False
+    value = got["ok"]
+    if checker is None:
+        return any("ok" in a and json_close(value, a["ok"]) for a in judged.allowed)
+    name = checker["name"]
+    if name == "unordered":
+        if not isinstance(value, list):
+            return False
+        mine = sorted(map(_canon, value))
+        return any(
+            "ok" in a and isinstance(a["ok"], list) and sorted(map(_canon, a["ok"])) == mine
+            for a in judged.allowed
+        )
+    if name == "tie_groups":
+        return _tie_groups_ok(value, checker)
+    if name == "mint_keywords":
+        return _mint_keywords_ok(value, judged.allowed)
+    if name == "redacted":
+        return _redacted_ok(value, checker)
+    raise ValueError(f"unknown checker {name!r}")
+
+
+def describe(judged: Judged) -> str:
+    """The allowed set in words, for a report."""
+    shown = " | ".join(_canon(a) for a in judged.allowed[:4])
+    if len(judged.allowed) > 4:
+        shown += f" | … ({len(judged.allowed)} in all)"
+    if judged.checker is not None:
+        return f"checker {_canon(judged.checker)}; reference answer {shown}"
+    return shown
