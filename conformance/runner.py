@@ -115,6 +115,7 @@ def run_scenario(
                     outcome,
                     clauses=tuple(dict.fromkeys((*scenario.clauses, *step.clauses))),
                 )
+        outcome = outcome.kept()  # not the whole answer, once judged
         result.outcomes.append(outcome)
         if on_step is not None:
             on_step(result, outcome)
