@@ -82,11 +82,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run one command.  While it runs, stdout and stderr blank every registered token (in
     every escaped form: :mod:`conformance.scrub`), whatever a target put into a message."""
     out, err = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = ScrubbingStream(out), ScrubbingStream(err)
+    sys.stdout, sys.stderr = wrapped_out, _ = ScrubbingStream(out), ScrubbingStream(err)
     try:
         return _main(argv)
     finally:
         sys.stdout, sys.stderr = out, err
+        if wrapped_out.closed_by_reader:
+            _quiet_closed_stdout(out)
+
+
+def _quiet_closed_stdout(out: object) -> None:
+    """The reader of stdout went away (``memspec run | head``): the run kept going to its exit
+    code; point stdout at /dev/null so the interpreter's last flush does not complain."""
+    try:
+        fd = out.fileno()  # type: ignore[attr-defined]
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, fd)
+        os.close(devnull)
+    except (AttributeError, OSError, ValueError):
+        pass
 
 
 def _main(argv: Sequence[str] | None) -> int:
@@ -98,6 +112,8 @@ def _main(argv: Sequence[str] | None) -> int:
         return EXIT_USAGE
     try:
         return int(func(args))
+    except BrokenPipeError:  # a pipe closed under a stream we do not wrap: end quietly
+        return EXIT_USAGE
     except UsageError as exc:
         print(f"memspec {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -5,14 +5,32 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from conformance.scrub import shown, window
+
+
+def head_json(v: Any, n: int, *, sort_keys: bool = False) -> str:
+    """The first characters of ``v`` as one line of JSON (``repr`` if it is not JSON): enough
+    of them for :func:`conformance.scrub.shown` to cut ``n`` characters from safely, without
+    writing out the whole of a large value."""
+    want = window(n)
+    encoder = json.JSONEncoder(ensure_ascii=False, sort_keys=sort_keys)
+    parts: list[str] = []
+    size = 0
+    try:
+        for part in encoder.iterencode(v):
+            parts.append(part)
+            size += len(part)
+            if size > want:
+                break
+    except (TypeError, ValueError, RecursionError):
+        return repr(v)[:want]
+    return "".join(parts)
+
 
 def short_json(v: Any, n: int = 160, *, sort_keys: bool = False) -> str:
-    """``v`` as one line of JSON (``repr`` if it is not JSON), cut to ``n`` characters."""
-    try:
-        s = json.dumps(v, ensure_ascii=False, sort_keys=sort_keys)
-    except (TypeError, ValueError):
-        s = repr(v)
-    return s if len(s) <= n else s[: n - 1] + "…"
+    """``v`` as one line of JSON (``repr`` if it is not JSON) as a message may show it: the
+    token blanked, controls escaped, *then* cut to about ``n`` characters."""
+    return shown(head_json(v, n, sort_keys=sort_keys), n)
 
 
 def json_subset(want: Any, got: Any) -> bool:

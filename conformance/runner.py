@@ -130,6 +130,7 @@ def run_scenario(
             # A deviation from the reference implementation, not from the seed (every clause
             # it touches is a reference clause: conformance.sources).
             outcome = replace(outcome, verdict="deviate")
+        outcome = outcome.kept()  # not the whole answer, once judged
         result.outcomes.append(outcome)
         if on_step is not None:
             on_step(result, outcome)

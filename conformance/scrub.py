@@ -8,8 +8,18 @@ echo it in:
 
 * as is, and the "wrong" probe token (the token with its last character changed), and the
   token without its last character;
-* JSON-escaped, character by character, in any mix: ``\\u0073`` (either hex case), ``\\/``;
-* HTML/XML character references (``&#115;``, ``&#x73;``) and URL percent-encoding (``%73``).
+* JSON-escaped, character by character, in any mix: ``\\u0073`` (either hex case), ``\\/``,
+  ``\\"``, ``\\\\``; ``repr()`` escapes (``\\'``, ``\\\\``);
+* HTML/XML character references with or without the ``;`` (``&#115;``, ``&#x73``), URL
+  percent-encoding once or twice (``%73``, ``%2573``), hex (``73``);
+* in any letter case (the whole match is case-insensitive);
+* base64, standard and url-safe, at each of the three alignments a token can have inside a
+  longer encoded text (``Basic dXNlcjp0b2tlbg==`` included): the characters that depend on
+  the token alone are blanked.
+
+**Scrub first, then cut.** Every piece of target text that is shown goes through
+:func:`shown` — scrub, escape what a terminal or a page would obey (:func:`escape_unsafe`),
+then cut to a bound — so a cut can never land inside a token that the scrub would then miss.
 
 The tokens to blank are registered once per process (:func:`register`): the CLI registers the
 token it loaded or made, and every writer asks the registry.  A token shorter than
@@ -19,6 +29,7 @@ without blanking ordinary words).
 
 from __future__ import annotations
 
+import base64
 import json
 import math
 import re
@@ -28,6 +39,9 @@ from typing import Any
 #: Shorter tokens are refused with a usage error (exit 2): see docs/ci.md.
 MIN_TOKEN_LENGTH = 8
 MASK = "[token]"
+
+#: How much of a target's text one message quotes (a reason, an excerpt, an error).
+SHOWN_LIMIT = 300
 
 _lock = threading.Lock()
 _secrets: list[str] = []
@@ -50,16 +64,33 @@ def _char_forms(c: str) -> str:
             + r"\\u"
             + "".join(f"[{h.lower()}{h.upper()}]" for h in f"{lo:04x}")
         )
-    if c == "/":
-        forms.append(r"\\/")
+    if c == "\\":  # JSON and repr() double it, a repr() of a JSON text twice, ...
+        forms.append(r"\\{1,16}")
+    elif c in "/\"'":  # JSON's \/ \", repr()'s \' -- escaped once or more
+        forms.append(r"\\{1,15}" + re.escape(c))
     named = {"&": "amp", "<": "lt", ">": "gt", '"': "quot", "'": "apos"}.get(c)
     if named:
-        forms.append(f"&{named};")
-    forms.append(f"&#0*{cp};")
-    forms.append(f"&#[xX]0*(?i:{cp:x});")
+        forms.append(f"&{named};?")
+    forms.append(f"&#0{{0,8}}{cp}(?![0-9]);?")
+    forms.append(f"&#x0{{0,8}}{cp:x}(?![0-9a-f]);?")
     if cp < 0x80:
-        forms.append(f"%(?i:{cp:02x})")
+        forms.append(f"%(?:25)?{cp:02x}")  # percent-encoded once or twice
+        forms.append(f"{cp:02x}")  # hex
     return "(?:" + "|".join(forms) + ")"
+
+
+def _b64_cores(secret: str) -> list[str]:
+    """The base64 characters that depend on ``secret`` alone, at each of the three
+    alignments it can have inside a longer encoded text, standard and url-safe."""
+    raw = secret.encode("utf-8")
+    out = []
+    for pad in range(3):
+        enc = base64.b64encode(b"\0" * pad + raw + b"\0\0").decode("ascii")
+        first = -(-8 * pad // 6)
+        last = (8 * (pad + len(raw))) // 6
+        core = enc[first:last]
+        out += [core, core.replace("+", "-").replace("/", "_")]
+    return out
 
 
 def _build() -> re.Pattern[str] | None:
@@ -73,8 +104,10 @@ def _build() -> re.Pattern[str] | None:
     alternatives = [
         "".join(_char_forms(c) for c in v) for v in sorted(variants, key=len, reverse=True)
     ]
-    # The trailing optional character swallows the last character after ``token[:-1]``.
-    return re.compile("(?:" + "|".join(alternatives) + ")")
+    # base64 is case-sensitive: those alternatives opt out of the case-insensitive match.
+    cores = {core for v in variants for core in _b64_cores(v)}
+    alternatives += [f"(?-i:{re.escape(core)})" for core in sorted(cores, key=len, reverse=True)]
+    return re.compile("(?:" + "|".join(alternatives) + ")", re.IGNORECASE)
 
 
 def register(token: str | None) -> None:
@@ -102,6 +135,67 @@ def scrub_text(text: str) -> str:
     if pattern is None:
         return text
     return pattern.sub(MASK, text)
+
+
+#: What a terminal or a browser would obey rather than show: C0 controls, DEL, C1 controls and
+#: the bidi/format controls (marks, embeddings, overrides, isolates).
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+#: The same but tab and line ends: what a stream of memspec's own lines may hold.
+_UNSAFE_IN_STREAM = re.compile(
+    "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]"
+)
+
+
+def _escape_char(m: re.Match[str]) -> str:
+    cp = ord(m.group())
+    return f"\\x{cp:02x}" if cp < 0x100 else f"\\u{cp:04x}"
+
+
+def escape_unsafe(text: str, *, keep_lines: bool = False) -> str:
+    """``text`` with every control and bidi/format character written as an escape
+    (``\\x1b``, ``\\u202e``) — shown, never obeyed.  ``keep_lines`` leaves tab, CR and LF."""
+    pattern = _UNSAFE_IN_STREAM if keep_lines else _UNSAFE
+    if pattern.search(text) is None:
+        return text
+    return pattern.sub(_escape_char, text)
+
+
+def cut(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, saying how much was left out.  Only for text that
+    is already scrubbed (:func:`shown` is the one to call on a target's text)."""
+    if len(text) <= limit:
+        return text
+    keep = max(limit - 1, 0)
+    return f"{text[:keep]}…[{len(text) - keep} more characters cut]"
+
+
+#: The longest text one character of a token can be written as (``&#x0000000073;``, a JSON
+#: surrogate pair); see :func:`window`.
+_LONGEST_FORM = 16
+
+
+def window(limit: int) -> int:
+    """How much of a text :func:`shown` scrubs to show ``limit`` characters of it: the limit
+    and room for a whole token in its longest form past it, so a token that starts before
+    the cut is wholly inside what is scrubbed."""
+    longest = max((len(s) for s in _secrets), default=0)
+    return limit + _LONGEST_FORM * (longest + 2) + 64
+
+
+def shown(text: str, limit: int = SHOWN_LIMIT, *, keep_lines: bool = False) -> str:
+    """The one way a target's text is shown: the token blanked in every form, every control
+    and bidi character escaped, *then* cut to ``limit`` characters (a cut made first could
+    land inside the token and leave all of it but its last characters).
+
+    Only the first :func:`window` characters are scrubbed (a token that starts before the cut
+    ends inside them), so showing 300 characters of a 4 MiB text costs no more than of a
+    short one."""
+    head = text[: window(limit)]
+    out = cut(escape_unsafe(scrub_text(head), keep_lines=keep_lines), limit)
+    if len(text) > len(head):  # say how long the whole text was, not only the window
+        keep = out.rpartition("…[")[0] if "…[" in out else out
+        out = f"{keep}…[{len(text) - len(keep)} more characters cut]"
+    return out
 
 
 def clean(value: Any, _depth: int = 0) -> Any:
@@ -133,23 +227,74 @@ def xml_safe(text: str) -> str:
     return _XML_INVALID.sub("\ufffd", text)
 
 
+#: C1 controls, DEL and the bidi/format controls: JSON writes them raw, so they are written as
+#: ``\\u`` escapes (the same JSON value) to keep an editor or a terminal showing the file safe.
+_UNSAFE_IN_JSON = re.compile("[\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def _json_escape(m: re.Match[str]) -> str:
+    return f"\\u{ord(m.group()):04x}"
+
+
 def dumps(value: Any, **kw: Any) -> str:
-    """Strict JSON of a cleaned value, scrubbed once more as text."""
-    return scrub_text(json.dumps(clean(value), ensure_ascii=False, allow_nan=False, **kw))
+    """Strict JSON of a cleaned value, scrubbed once more as text; C1, DEL and bidi/format
+    controls as ``\\u`` escapes."""
+    text = scrub_text(json.dumps(clean(value), ensure_ascii=False, allow_nan=False, **kw))
+    return _UNSAFE_IN_JSON.sub(_json_escape, text)
+
+
+def page_safe(text: str) -> str:
+    """An HTML or XML page's text with every control but tab and line ends, DEL, C1 and
+    bidi/format controls written as visible ``\\x1b``/``\\u202e`` escapes (a numeric
+    reference would still be obeyed by a browser, a raw one by a terminal showing the file)."""
+    return escape_unsafe(text, keep_lines=True)
+
+
+#: ASCII stand-ins for the marks memspec prints, for a terminal that cannot encode them.
+_ASCII_MARKS = str.maketrans(
+    {"✓": "ok", "✗": "x", "…": "...", "—": "-", "→": "->", "←": "<-", "·": "."}
+)
 
 
 class ScrubbingStream:
-    """A text stream wrapper that blanks registered tokens in everything written to it."""
+    """A text stream wrapper that blanks registered tokens in everything written to it,
+    escapes control and bidi characters (but tab and line ends), falls back to ASCII marks
+    on a terminal that cannot encode ``✓``/``✗``, and ends quietly when the reader goes
+    away."""
 
     def __init__(self, stream: Any) -> None:
         self._stream = stream
+        #: the reader went away (``| head``): later writes are dropped, the run goes on to its
+        #: exit code
+        self.closed_by_reader = False
+        enc = getattr(stream, "encoding", None) or "utf-8"
+        try:
+            "✓✗…—→←·".encode(enc)
+            self._ascii = False
+        except (UnicodeEncodeError, LookupError):
+            self._ascii = True
+        self._encoding = enc
 
     def write(self, text: str) -> int:
-        self._stream.write(scrub_text(text))
+        out = escape_unsafe(scrub_text(text), keep_lines=True)
+        if self._ascii:
+            out = out.translate(_ASCII_MARKS)
+            out = out.encode(self._encoding, "backslashreplace").decode(self._encoding)
+        if self.closed_by_reader:
+            return len(text)
+        try:
+            self._stream.write(out)
+        except (BrokenPipeError, ValueError):  # the reader closed the pipe / the stream
+            self.closed_by_reader = True
         return len(text)
 
     def flush(self) -> None:
-        self._stream.flush()
+        if self.closed_by_reader:
+            return
+        try:
+            self._stream.flush()
+        except (BrokenPipeError, ValueError):
+            self.closed_by_reader = True
 
     def isatty(self) -> bool:
         try:

@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
 from conformance.scenario import Scenario, Step
+from conformance.scrub import shown
 
 #: The verdict on one step: the answer is one the model allows (``pass``), is not (``diverge``),
 #: cannot be judged (``indeterminate``: no answer, a harness error), or the step did not run or
@@ -44,6 +45,17 @@ RUN_ID = re.compile(r"memspec-[a-z0-9]{4,32}")
 #: Real time a driver keeps between two mutating steps on the same data when the target stamps
 #: with its own clock, so that the store's stamps of the two come in the steps' order.
 SPACING_S = 0.003
+
+#: What a step keeps of its answer once it is judged (one memory budget for a run, issue 23):
+#: the parsed answer itself only when it is small -- at most this many bytes and JSON values
+#: for a step that passed, and the larger bound for one that did not (a divergence's answer is
+#: what a reader and a replay need).  A larger answer is kept as an excerpt of
+#: :data:`CUT_EXCERPT_CHARS` characters, its size and its SHA-256.  A parsed JSON value costs
+#: about 100 bytes of memory, so a step costs at most a few hundred KB, whatever the target
+#: answers.
+KEEP_PASSED = (8 * 1024, 200)
+KEEP_FAILED = (64 * 1024, 2000)
+CUT_EXCERPT_CHARS = 1000
 
 
 class StepError(Exception):
@@ -155,6 +167,24 @@ class Exchange:
     reason: str = ""  # the answer's reason phrase, as sent
     timed_out: bool = False  # no complete answer before the request's deadline
     unsendable: bool = False  # the client could not put this request on the wire
+    body_bytes: int = 0  # the answer's body as received (before any content decoding)
+    body_sha256: str = ""  # its SHA-256, hex
+    body_values: int = 0  # JSON values in the decoded body (an upper estimate from its bytes)
+    #: the start of a large answer's text, for an excerpt once the body is let go (:meth:`kept`)
+    body_head: str = field(default="", repr=False)
+    #: the parsed body was not kept (too large): ``body`` is None, this is its start as shown
+    body_excerpt: str = ""
+
+    def kept(self, *, passed: bool) -> Exchange:
+        """What a step keeps of this exchange once it is judged: the parsed body when it is
+        within :data:`KEEP_PASSED` (a step that passed) or :data:`KEEP_FAILED` bytes and
+        values, else an excerpt (scrubbed, escaped, then cut), the size and the digest."""
+        max_bytes, max_values = KEEP_PASSED if passed else KEEP_FAILED
+        if self.body is None or (self.body_bytes <= max_bytes and self.body_values <= max_values):
+            return replace(self, body_head="") if self.body_head else self
+        return replace(
+            self, body=None, body_head="", body_excerpt=shown(self.body_head, CUT_EXCERPT_CHARS)
+        )
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -177,6 +207,14 @@ class Exchange:
             out["content_type"] = self.content_type
         if self.timed_out:
             out["timed_out"] = True
+        if self.body_excerpt:
+            out["body_excerpt"] = self.body_excerpt
+            out["body_cut"] = {
+                "bytes": self.body_bytes,
+                "sha256": self.body_sha256,
+                "why": "the answer is larger than a step keeps: an excerpt, its size and its"
+                " SHA-256 instead",
+            }
         return out
 
 
@@ -198,6 +236,13 @@ class StepOutcome:
     exchange: Exchange | None = None
     reason: str = ""  # why it diverged / is indeterminate / was skipped
     details: dict[str, Any] = field(default_factory=dict)
+
+    def kept(self) -> StepOutcome:
+        """This outcome as a run keeps it once judged (:meth:`Exchange.kept`)."""
+        if self.exchange is None:
+            return self
+        ex = self.exchange.kept(passed=self.verdict == "pass")
+        return self if ex is self.exchange else replace(self, exchange=ex)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {

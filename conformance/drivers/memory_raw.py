@@ -14,6 +14,7 @@ from typing import Any
 
 from conformance.drivers.base import Exchange, StepError
 from conformance.oracle.memory import SentRequest
+from conformance.scrub import shown
 from conformance.targets.base import RAW_HTTP
 
 ROUTES = {"write": "/write", "retrieve": "/retrieve", "list": "/list", "forget": "/forget"}
@@ -149,7 +150,7 @@ def _not_observable(op: str, sent: SentRequest, ex: Exchange) -> str | None:
         return None
     if ex.status is not None and ex.body is None:
         kind = ex.content_type.split(";", 1)[0].strip() or "no Content-Type"
-        said = " ".join(ex.raw_excerpt.split())[:60]
+        said = shown(" ".join(ex.raw_excerpt.split()), 60)
         return (
             f"HTTP {ex.status} ({kind}) {said!r} is not JSON — the HTTP layer in front of the"
             " store answered this framing itself"

@@ -17,6 +17,7 @@ from conformance.machines.profiles import Profile
 from conformance.machines.session import MAX_FINDINGS, Finding, MachineSession
 from conformance.machines.shrink import _replay_scenario
 from conformance.scenario import Scenario
+from conformance.scrub import shown
 
 MACHINES: dict[str, str] = {
     "memory": "conformance.machines.memory:MemoryMachine",
@@ -196,9 +197,9 @@ def run_machine(
             result.reason += f" — and {len(session.findings) - 1} more distinct divergence(s)"
         stopped_by = session.harness_error or error
         if stopped_by is not None:  # what ended exploration early is not hidden by a finding
-            result.details["stopped_by"] = f"{type(stopped_by).__name__}: {stopped_by}"[:300]
+            result.details["stopped_by"] = shown(f"{type(stopped_by).__name__}: {stopped_by}")
         if session.indeterminate is not None:
-            result.details["stopped_by"] = f"indeterminate: {session.indeterminate.reason}"[:300]
+            result.details["stopped_by"] = shown(f"indeterminate: {session.indeterminate.reason}")
         return result
     if session.indeterminate is not None:
         outcome = session.indeterminate

@@ -82,6 +82,8 @@ class DifferentialMachine(RuleBasedStateMachine):
         session.steps += 1
         if session.on_step is not None:
             session.on_step(outcome)
+        if outcome.verdict != "pass":  # kept by the session: not the whole answer
+            outcome = outcome.kept()
         if outcome.verdict == "diverge":
             session.met()
             sig = signature(step, outcome)

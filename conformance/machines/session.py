@@ -12,6 +12,7 @@ from typing import Any
 
 from conformance.drivers.base import Driver, StepOutcome
 from conformance.scenario import Scenario, Step
+from conformance.scrub import shown
 
 #: At most this many distinct divergences are found and shrunk in one exploration.
 MAX_FINDINGS = 8
@@ -33,7 +34,7 @@ def signature(step: Step, outcome: StepOutcome) -> Signature:
     first) is one divergence, not two."""
     own = set(step.clauses)
     named = [c for c in outcome.clauses if c not in own] or list(outcome.clauses)
-    return named[0] if named else f"{outcome.op}: {outcome.reason[:60]}"
+    return named[0] if named else f"{outcome.op}: {shown(outcome.reason, 60)}"
 
 
 def noted(step: Step, outcome: StepOutcome) -> StepOutcome:

@@ -19,8 +19,10 @@ def option_names(message: str, url: str) -> str:
 
 
 def trim(text: str, limit: int = LINE) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    """One line of at most ``limit`` characters: scrubbed, escaped, *then* cut."""
+    from conformance.scrub import shown, window  # noqa: PLC0415 - the plugin loads lazily
+
+    return shown(" ".join(text[: window(limit)].split()), limit)
 
 
 def as_json(value: Any) -> str:

@@ -8,13 +8,22 @@ import re
 from pathlib import Path
 from typing import Any
 
+from conformance.jsonutil import short_json
 from conformance.report.html import report_html
 from conformance.report.junit import junit_xml
 from conformance.report.model import SCHEMA, RunReport
 from conformance.scenario import RecordedAnswer, Scenario
-from conformance.scrub import clean, dumps, scrub_text, xml_safe
+from conformance.scrub import clean, dumps, page_safe, scrub_text, xml_safe
 
 __all__ = ["SCHEMA", "RunReport", "write_report", "replay_file_name", "with_transcript"]
+
+#: The most ``report.json``, ``report.html`` and ``junit.xml`` may hold together.  A step keeps
+#: at most a bounded part of its answer (:data:`conformance.drivers.base.KEEP_PASSED`), so a
+#: report stays far below this; if it would not, every step's answer is shown as an excerpt
+#: and the report's notes say so.
+REPORT_CAP_BYTES = 40 * 1024 * 1024
+#: Characters of an answer shown when the report is over its cap.
+CAPPED_EXCERPT_CHARS = 300
 
 
 def replay_file_name(kind: str, name: str) -> str:
@@ -58,7 +67,34 @@ def write_report(report: RunReport, out_dir: Path, replays: dict[str, Scenario])
         path.write_text(text + "\n", encoding="utf-8")
         report.replays[key] = str(out_dir / rel)
     data: dict[str, Any] = clean(report.to_json())
-    (out_dir / "report.json").write_text(dumps(data, indent=2) + "\n", encoding="utf-8")
-    (out_dir / "junit.xml").write_text(xml_safe(scrub_text(junit_xml(data))), encoding="utf-8")
-    (out_dir / "report.html").write_text(scrub_text(report_html(data)), encoding="utf-8")
+    files = _render(data)
+    if sum(len(t) for t in files.values()) > REPORT_CAP_BYTES:
+        _excerpts_only(data)
+        files = _render(data)
+    for name, text in files.items():
+        (out_dir / name).write_text(text, encoding="utf-8")
     return data
+
+
+def _render(data: dict[str, Any]) -> dict[str, str]:
+    return {
+        "report.json": dumps(data, indent=2) + "\n",
+        "junit.xml": page_safe(xml_safe(scrub_text(junit_xml(data)))),
+        "report.html": page_safe(scrub_text(report_html(data))),
+    }
+
+
+def _excerpts_only(data: dict[str, Any]) -> None:
+    """Over :data:`REPORT_CAP_BYTES`: every answer in the report as an excerpt, and a note."""
+    exchanges = [d.get("exchange") for d in data.get("divergences", [])]
+    for s in data.get("scenarios", []):
+        exchanges += [o.get("exchange") for o in s.get("steps", [])]
+    for ex in exchanges:
+        if isinstance(ex, dict) and ex.get("body") is not None:
+            ex["body_excerpt"] = short_json(ex.pop("body"), CAPPED_EXCERPT_CHARS)
+            ex["body"] = None
+            ex.setdefault("body_cut", {"why": "the report is over its cap"})
+    data.setdefault("notes", []).append(
+        f"the report would be larger than its cap of {REPORT_CAP_BYTES // (1024 * 1024)} MiB:"
+        f" every answer is shown as an excerpt of {CAPPED_EXCERPT_CHARS} characters"
+    )

@@ -2,23 +2,27 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any, TextIO
 
-from conformance.scrub import clean
+from conformance.jsonutil import head_json
+from conformance.scrub import clean, window
+from conformance.scrub import shown as shown_text
 
 
 def _trim(s: str, n: int) -> str:
-    s = " ".join(s.split())
-    return s if len(s) <= n else s[: n - 1] + "…"
+    """What a line shows of ``s`` (it may quote a target): scrubbed, control characters
+    escaped, then cut (:func:`conformance.scrub.shown`); runs of whitespace as one space."""
+    w = window(n)  # enough of s that a cut at n never lands inside an unscrubbed token
+    head = " ".join(s[:w].split())
+    return shown_text(head + "…" if len(s) > w else head, n)
 
 
 def sent_line(ex: dict[str, Any]) -> str:
     """``POST /write Content-Length: 0x8, Authorization: Bearer [token] {"scopeKey": …}`` —
     the request line, the headers that matter (the token elided) and the body."""
-    hdrs = ", ".join(f"{k}: {v}" for k, v in ex.get("request_headers") or ())
+    hdrs = _trim(", ".join(f"{k}: {v}" for k, v in ex.get("request_headers") or ()), 300)
     body = ex.get("request")
-    shown = "" if body is None else " " + _trim(json.dumps(body, ensure_ascii=False), 200)
+    shown = "" if body is None else " " + _trim(head_json(body, 200), 200)
     return f"{ex.get('method')} {ex.get('path')}" + (f" [{hdrs}]" if hdrs else "") + shown
 
 
@@ -26,15 +30,17 @@ def said_line(ex: dict[str, Any]) -> str:
     """The target's answer as it came: its status, and its body — JSON as JSON, anything else
     as the bytes it sent (never a parser's message in place of the body)."""
     if ex.get("transport_error"):
-        return f"no answer: {ex['transport_error']}"
+        return f"no answer: {_trim(ex['transport_error'], 300)}"
     status = ex.get("status")
-    ctype = ex.get("content_type") or ""
+    ctype = _trim(ex.get("content_type") or "", 100)
     if ex.get("body") is not None or not ex.get("body_error"):
-        return f"{status} " + _trim(json.dumps(ex.get("body"), ensure_ascii=False), 200)
+        if ex.get("body") is None and ex.get("body_excerpt"):
+            return f"{status} {_trim(ex['body_excerpt'], 200)}"
+        return f"{status} " + _trim(head_json(ex.get("body"), 200), 200)
     raw = ex.get("raw_excerpt") or ""
     kind = f" ({ctype})" if ctype else ""
     text = repr(raw) if raw else "(empty body)"
-    note = ex["body_error"]
+    note = _trim(ex["body_error"], 200)
     return f"{status}{kind} {_trim(text, 200)} — {note}"
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from conformance.report.console import said_line
 from conformance.report.timeline import timeline_html
+from conformance.scrub import shown
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,sans-serif;margin:2em;color:#1d1d1f;
@@ -39,20 +40,21 @@ details{margin:.5em 0}code{font:12px ui-monospace,Menlo,Consolas,monospace}
 
 
 def _j(v: Any, limit: int = 4000) -> str:
+    """``v`` as indented JSON, scrubbed, escaped, then cut (:func:`conformance.scrub.shown`)."""
     try:
         s = json.dumps(v, indent=1, ensure_ascii=False, sort_keys=True)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
         s = repr(v)
-    return s if len(s) <= limit else s[:limit] + "\n…"
+    return shown(s, limit, keep_lines=True)
 
 
 def _said(ex: dict[str, Any] | None) -> str:
     if ex is None:
         return "(no request sent)"
     if ex.get("transport_error"):
-        return f"no answer: {ex['transport_error']}"
+        return f"no answer: {shown(ex['transport_error'])}"
     body = ex.get("body")
-    if body is None and ex.get("body_error"):
+    if body is None and (ex.get("body_error") or ex.get("body_excerpt")):
         return said_line(ex)
     return f"{ex.get('status')} {_j(body)}"
 

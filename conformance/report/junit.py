@@ -14,6 +14,7 @@ import xml.etree.ElementTree as ET
 from typing import Any
 
 from conformance.report.console import said_line, sent_line
+from conformance.scrub import shown
 
 
 def _failure_text(step: dict[str, Any] | None, reason: str) -> str:
@@ -86,20 +87,24 @@ def junit_xml(data: dict[str, Any]) -> str:
                 ).text = _failure_text(step, item["reason"])
             elif verdict == "fail":
                 failures += 1
-                el = ET.SubElement(case, "failure", message=item["reason"][:500], type="divergence")
+                el = ET.SubElement(
+                    case, "failure", message=shown(item["reason"], 500), type="divergence"
+                )
                 el.text = _failure_text(step, item["reason"])
             elif verdict == "indeterminate":
                 errors += 1
                 el = ET.SubElement(
-                    case, "error", message=item["reason"][:500], type="indeterminate"
+                    case, "error", message=shown(item["reason"], 500), type="indeterminate"
                 )
                 el.text = _failure_text(step, item["reason"])
             elif verdict == "skip":
                 skipped += 1
-                ET.SubElement(case, "skipped", message=item["reason"][:500])
+                ET.SubElement(case, "skipped", message=shown(item["reason"], 500))
             elif verdict == "deviate" and data.get("level") == "reference":
                 failures += 1
-                el = ET.SubElement(case, "failure", message=item["reason"][:500], type="deviation")
+                el = ET.SubElement(
+                    case, "failure", message=shown(item["reason"], 500), type="deviation"
+                )
                 el.text = _failure_text(deviations[0] if deviations else None, item["reason"])
         suite.set("tests", str(n))
         suite.set("failures", str(failures))

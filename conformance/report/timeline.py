@@ -11,9 +11,10 @@ request and the answer.
 from __future__ import annotations
 
 import html
-import json
 from collections.abc import Iterable, Mapping
 from typing import Any
+
+from conformance.jsonutil import short_json
 
 _COLORS = {
     "/ledger/memory/save_memory_record": "#4c78a8",
@@ -29,8 +30,7 @@ _COLORS = {
 
 
 def _short(value: Any, limit: int = 600) -> str:
-    text = json.dumps(value, ensure_ascii=False, sort_keys=True)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return short_json(value, limit, sort_keys=True)
 
 
 def _label(ev: Mapping[str, Any]) -> str:

@@ -39,13 +39,14 @@ read; what is left over goes back in :attr:`HttpTarget._inflight`).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
-import re
 import select
 import socket
 import ssl
+import stat
 import struct
 import threading
 import time
@@ -57,8 +58,15 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from conformance import scrub
-from conformance.drivers.base import Exchange, Secret, TargetConfig
-from conformance.scrub import MIN_TOKEN_LENGTH
+from conformance.drivers.base import (
+    CUT_EXCERPT_CHARS,
+    KEEP_PASSED,
+    Exchange,
+    Secret,
+    TargetConfig,
+)
+from conformance.scrub import MIN_TOKEN_LENGTH, shown
+from conformance.targets import budget
 from conformance.targets.wire import (
     Answer,
     DeadlinePassed,
@@ -73,6 +81,10 @@ RAW_HTTP = "raw_http"
 AUTH = "auth"
 
 Auth = bool | Literal["wrong", "scheme", "empty"]
+
+#: The longest ``--timeout``: one day.  Longer is a mistake (``1e308`` overflows every clock
+#: and wait) and a usage error.
+MAX_TIMEOUT_S = 86400.0
 
 _NO_BODY = object()
 
@@ -108,16 +120,70 @@ def load_token(token_env: str | None = None, token_file: str | Path | None = Non
         return _checked_token(value.strip(), f"the token in ${token_env}")
     if token_file:
         path = Path(token_file)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            why = exc.strerror if isinstance(exc, OSError) else "not UTF-8"
-            raise TargetError(f"cannot read token file {path}: {why or exc}") from exc
+        text = _read_token_file(path)
         lines = text.strip().splitlines()
         if not lines or not lines[0].strip():
             raise TargetError(f"token file {path} is empty")
         return _checked_token(lines[0].strip(), f"the token in {path}")
     return None
+
+
+#: A token file is read only up to this size (a token is a line; a larger file is refused).
+MAX_TOKEN_FILE = 64 * 1024
+#: ... and within this time (a file on a hung network mount must not hang the run).
+TOKEN_FILE_DEADLINE_S = 5.0
+
+
+def _read_token_file(path: Path) -> str:
+    """The text of a token file, read with a bound and a deadline: only a regular file (a
+    directory, a FIFO nobody writes to, ``/dev/zero`` or another device is refused before
+    anything is read), at most :data:`MAX_TOKEN_FILE` bytes, within
+    :data:`TOKEN_FILE_DEADLINE_S`."""
+    where = f"token file {scrub.shown(str(path))}"
+    try:
+        # O_NONBLOCK: opening a FIFO does not wait for a writer; O_NOCTTY: a terminal device
+        # does not become ours.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    except OSError as exc:
+        raise TargetError(f"cannot read {where}: {exc.strerror or exc}") from exc
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            kind = (
+                "a directory"
+                if stat.S_ISDIR(st.st_mode)
+                else "a FIFO"
+                if stat.S_ISFIFO(st.st_mode)
+                else "a device"
+                if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode)
+                else "not a regular file"
+            )
+            raise TargetError(f"{where} is {kind}: give a regular file holding the token")
+        if st.st_size > MAX_TOKEN_FILE:
+            raise TargetError(f"{where} is larger than {MAX_TOKEN_FILE // 1024} KiB")
+        data = bytearray()
+        deadline = time.monotonic() + TOKEN_FILE_DEADLINE_S
+        while len(data) <= MAX_TOKEN_FILE:
+            if time.monotonic() > deadline:
+                raise TargetError(f"{where} could not be read within {TOKEN_FILE_DEADLINE_S:g}s")
+            try:
+                piece = os.read(fd, MAX_TOKEN_FILE + 1 - len(data))
+            except BlockingIOError:
+                time.sleep(0.01)
+                continue
+            if not piece:
+                break
+            data += piece
+        if len(data) > MAX_TOKEN_FILE:
+            raise TargetError(f"{where} is larger than {MAX_TOKEN_FILE // 1024} KiB")
+    except OSError as exc:
+        raise TargetError(f"cannot read {where}: {exc.strerror or exc}") from exc
+    finally:
+        os.close(fd)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise TargetError(f"cannot read {where}: not UTF-8") from exc
 
 
 def _checked_token(value: str, where: str) -> Secret:
@@ -183,9 +249,14 @@ def load_target_profile(path: str | Path) -> TargetProfile:
             raise TargetError(f"target profile {p}: capability {key!r} must be true or false")
     timeout = target.get("timeout_s")
     if timeout is not None and (
-        not isinstance(timeout, int | float) or not math.isfinite(timeout) or timeout <= 0
+        not isinstance(timeout, int | float)
+        or not math.isfinite(timeout)
+        or not 0 < timeout <= MAX_TIMEOUT_S
     ):
-        raise TargetError(f"target profile {p}: timeout_s must be a positive number")
+        raise TargetError(
+            f"target profile {p}: timeout_s must be a number of seconds above 0 and at most"
+            f" {MAX_TIMEOUT_S:g}"
+        )
     for key in ("url", "token_env", "token_file"):
         if key in target and not isinstance(target[key], str):
             raise TargetError(f"target profile {p}: {key} must be a string")
@@ -200,13 +271,38 @@ def load_target_profile(path: str | Path) -> TargetProfile:
 
 
 def check_url(url: str) -> str:
-    """A target URL: ``http://`` or ``https://`` with a host; the trailing ``/`` dropped."""
-    parts = urlsplit(url)
+    """A target URL: ``http://`` or ``https://`` with a host and a valid port; the trailing
+    ``/`` dropped.  A ``user:password@`` in it is dropped too: memspec authenticates with the
+    bearer token only, so the userinfo is never sent, and it never appears in a report or a
+    message (messages quote the URL redacted, :func:`redact_url`)."""
+    shown = redact_url(url)
+    try:
+        parts = urlsplit(url)
+        port = parts.port  # a port that is not a number from 0 to 65535 raises
+    except ValueError as exc:
+        raise TargetError(f"not a valid URL: {shown!r} ({exc})") from exc
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise TargetError(f"not an http(s) URL: {url!r}")
+        raise TargetError(f"not an http(s) URL: {shown!r}")
+    if port == 0:
+        raise TargetError(f"not a valid URL: {shown!r} (port 0)")
     if parts.query or parts.fragment:
-        raise TargetError(f"a target URL has no query or fragment: {url!r}")
-    return url.rstrip("/")
+        raise TargetError(f"a target URL has no query or fragment: {shown!r}")
+    if any(ord(c) <= 0x20 or ord(c) == 0x7F for c in url):
+        raise TargetError(f"a target URL holds whitespace or control characters: {shown!r}")
+    netloc = parts.netloc.rpartition("@")[2]
+    return parts._replace(netloc=netloc).geturl().rstrip("/")
+
+
+def redact_url(url: str) -> str:
+    """``url`` as a message may show it: a ``user:password@`` replaced by ``[userinfo]@``,
+    control characters escaped, at most 300 characters."""
+    scheme, sep, rest = url.partition("://")
+    if sep:
+        authority, slash, path = rest.partition("/")
+        if "@" in authority:
+            authority = "[userinfo]@" + authority.rpartition("@")[2]
+        url = scheme + sep + authority + slash + path
+    return scrub.shown(url)
 
 
 class _Watchdog:
@@ -437,20 +533,31 @@ class HttpTarget:
     def _decode(self, answer: Answer) -> tuple[Any, str, str | None]:
         """(parsed JSON or None, excerpt, body_error) — exactly what the target sent: nothing
         is blanked here (the token is blanked where an answer is written or printed)."""
+        parsed, excerpt, body_error, _, hold = self._decode_all(answer)
+        if hold is not None:
+            hold.release_one()
+        return parsed, excerpt, body_error
+
+    def _decode_all(self, answer: Answer) -> tuple[Any, str, str | None, bytes, budget.Hold | None]:
+        """:meth:`_decode`, the decoded body, and the run's answer gate when the answer is
+        large (:mod:`conformance.targets.budget`: taken before it is parsed)."""
         data = answer.data
         if answer.encoding:
             data, problem = _content_decode(data, answer.encoding, self.config.max_response_bytes)
             if problem is not None:
-                return None, _excerpt(data), problem
+                return None, _excerpt(data), shown(problem), data, None
         if answer.truncated:
             return (
                 None,
                 _excerpt(data),
                 f"answer larger than {self.config.max_response_bytes} bytes",
+                data,
+                None,
             )
         if not data:
-            return None, "", "empty body"
-        return parse_answer(data)
+            return None, "", "empty body", data, None
+        hold = budget.take(budget.estimated_cost(data))
+        return (*parse_answer(data), data, hold)
 
     def request(
         self,
@@ -708,8 +815,15 @@ class HttpTarget:
             self._watchdog.disarm()
             if honest:  # a request declaring more than it sends may be held: not counted
                 self._silent = 0 if answer_ok else self._silent + 1
-        parsed, excerpt, body_error = self._decode(answer)
-        return Exchange(
+        parsed, excerpt, body_error, decoded, hold = self._decode_all(answer)
+        size = len(answer.data)
+        values = 0
+        head = ""
+        if parsed is not None:
+            values = 1 + decoded.count(b",") + decoded.count(b"[") + decoded.count(b"{")
+            if size > KEEP_PASSED[0] or values > KEEP_PASSED[1]:
+                head = decoded[: 4 * scrub.window(CUT_EXCERPT_CHARS)].decode("utf-8", "replace")
+        exchange = Exchange(
             method=method,
             path=path,
             request_body=described,
@@ -721,7 +835,13 @@ class HttpTarget:
             request_headers=shown,
             content_type=answer.content_type,
             reason=answer.reason,
+            body_bytes=size,
+            body_sha256=hashlib.sha256(answer.data).hexdigest(),
+            body_values=values,
+            body_head=head,
         )
+        budget.tie(hold, exchange)  # the run's answer gate, held while the whole answer lives
+        return exchange
 
     @property
     def gone(self) -> bool:
@@ -909,27 +1029,45 @@ def _json_problem(exc: ValueError) -> str:
 
 #: Every byte but the quote and the brackets (deleted to see a JSON text's structure).
 _NOT_STRUCTURE = bytes(b for b in range(256) if b not in b'"[]{}')
-#: An empty array or object: one pass of removing them takes one level off every branch.
-_EMPTY_PAIR = re.compile(rb"\[\]|\{\}")
+#: Both kinds of bracket as one: a valid JSON text's pairs nest properly whatever their kind.
+_ONE_KIND = bytes.maketrans(b"[]{}", b"()()")
+#: The shape is built from pieces of this many bytes (a bound on what one step allocates).
+_PIECE = 65536
 
 
 def _too_deep(data: bytes) -> bool:
     """A valid JSON text with an array or object more than :data:`MAX_DEPTH` levels deep,
     seen on its bytes: strings taken out (escaped backslashes and quotes first), only the
-    brackets kept, then the innermost empty pairs removed level by level."""
+    brackets kept, then the innermost empty pairs removed level by level.  Done piece by
+    piece and with ``bytes.replace`` (no list of a million pieces, no regular expression), so
+    it costs about the size of the text however many values it holds."""
     if data.count(b"[") + data.count(b"{") <= MAX_DEPTH:
         return False  # not enough brackets to nest that deep
-    shape = data.replace(b"\\\\", b"").replace(b'\\"', b"").translate(None, _NOT_STRUCTURE)
-    shape = b"".join(shape.split(b'"')[::2])  # what was inside the strings dropped
+    marks = data.replace(b"\\\\", b"").replace(b'\\"', b"").translate(None, _NOT_STRUCTURE)
+    kept = bytearray()
+    inside = False  # inside a string at the start of the piece
+    for start in range(0, len(marks), _PIECE):
+        parts = marks[start : start + _PIECE].split(b'"')
+        kept += b"".join(parts[1 if inside else 0 :: 2])  # what was inside strings dropped
+        inside = inside != (len(parts) % 2 == 0)
+        del parts
+    shape = bytes(kept).translate(_ONE_KIND)
+    del kept, marks
     for _ in range(MAX_DEPTH):
         if not shape:
             return False
-        shape = _EMPTY_PAIR.sub(b"", shape)
+        shape = shape.replace(b"()", b"")
     return bool(shape)
 
 
+#: Characters of a non-JSON answer a report quotes.
+EXCERPT_CHARS = 200
+
+
 def _excerpt(data: bytes) -> str:
-    return data[:200].decode("utf-8", "replace")
+    """The start of an answer as shown: scrubbed, escaped, *then* cut (:func:`scrub.shown`)."""
+    text = data[: scrub.window(EXCERPT_CHARS)].decode("utf-8", "replace")
+    return scrub.shown(text, EXCERPT_CHARS)
 
 
 def _content_decode(data: bytes, encoding: str, limit: int) -> tuple[bytes, str | None]:
@@ -974,6 +1112,8 @@ def _describe_bytes(data: bytes) -> Any:
 
 
 def _short(exc: BaseException) -> str:
+    """An error's message as shown (it may quote a target's bytes): its first line, scrubbed
+    and escaped, then cut."""
     text = str(exc) or type(exc).__name__
     lines = text.splitlines()
-    return (lines[0] if lines else text)[:200]
+    return scrub.shown(lines[0] if lines else text, 200)

@@ -18,6 +18,8 @@ from __future__ import annotations
 from typing import Any
 
 from conformance.drivers.base import Exchange, TargetConfig
+from conformance.jsonutil import short_json
+from conformance.scrub import shown
 from conformance.targets.base import AUTH, Auth, HttpTarget, TargetError, token_refused
 
 DATA_ROUTES = ("/retrieve", "/write", "/list", "/forget")
@@ -54,10 +56,9 @@ class MemoryTarget(HttpTarget):
         if hz.status is None:
             raise TargetError(f"{self.url}: {hz.transport_error}")
         if hz.status != 200 or not isinstance(hz.body, dict) or hz.body.get("ok") is not True:
+            said = short_json(hz.body) if hz.body is not None else repr(hz.raw_excerpt)
             raise TargetError(
-                f"{self.url}/healthz answered {hz.status}"
-                f" {hz.body if hz.body is not None else hz.raw_excerpt!r}"
-                " — not a Memory Worker"
+                f"{self.url}/healthz answered {hz.status} {shown(said)} — not a Memory Worker"
             )
         caps = set(self.base_capabilities())
         if AUTH in caps:

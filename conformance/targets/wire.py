@@ -17,9 +17,11 @@ arrives in one ``recv``) and only the fields the client uses are looked at:
 * the body, framed as RFC 9112 section 6.3 says: none for HEAD, 1xx, 204 and 304; chunked when
   ``chunked`` is the last transfer coding (a chunk's data must be followed by a line end, the
   trailer lines are bounded like header lines); else ``Content-Length`` (one value, or a list of
-  equal values, digits only); else up to the close of the connection.  The body is read up to
-  ``limit`` bytes: one byte more and the answer is cut (``truncated``) and the connection
-  given up;
+  equal values, digits only); else up to the close of the connection.  Two different
+  ``Content-Length`` values, or ``Content-Length`` beside ``Transfer-Encoding``, are framing
+  a client must reject (RFC 9112 6.3): a :class:`FramingConflict`, never a body to judge.
+  The body is read up to ``limit`` bytes: one byte more and the answer is cut
+  (``truncated``) and the connection given up;
 * keep-alive: an ``HTTP/1.1`` answer keeps the connection unless ``Connection`` mentions
   ``close``; an ``HTTP/1.0`` one only with ``keep-alive`` (``Connection``, ``Keep-Alive`` or
   ``Proxy-Connection``).  An answer without a length, with ``Transfer-Encoding`` beside
@@ -108,6 +110,11 @@ class IncompleteRead(WireError):
 
 class BadChunk(WireError):
     pass
+
+
+class FramingConflict(WireError):
+    """Two different ``Content-Length`` values, or ``Content-Length`` with
+    ``Transfer-Encoding``: the answer's end cannot be known (RFC 9112 6.3)."""
 
 
 class DeadlinePassed(Exception):
@@ -309,10 +316,15 @@ def _text(values: list[bytes] | None) -> str:
 
 
 def _length(values: list[bytes]) -> int | None:
-    """The one ``Content-Length`` the values agree on (None: not a valid length)."""
+    """The one ``Content-Length`` the values agree on (None: not a valid length); two
+    different lengths are a :class:`FramingConflict`."""
     found: set[bytes] = set()
     for v in values:
         found.update(p.strip(b" \t") for p in v.split(b","))
+    if len(found) > 1 and all(f.isdigit() for f in found):
+        if len({int(f) for f in found}) > 1:
+            raise FramingConflict("conflicting Content-Length values")
+        found = {b"%d" % int(next(iter(found)))}
     if len(found) != 1:
         return None
     (one,) = found
@@ -344,6 +356,8 @@ def _body(
         )
     encoding = _text(fields.get(b"content-encoding"))
     te = fields.get(b"transfer-encoding")
+    if te is not None and b"content-length" in fields:
+        raise FramingConflict("Content-Length together with Transfer-Encoding")
     chunked = False
     keep_ok = status != 101
     if te is not None:
@@ -411,7 +425,7 @@ def _chunked(src: _Source, limit: int, make: _Make) -> Answer:
             raise IncompleteRead(len(body))
         size_text = line.split(b";", 1)[0].strip(b" \t")
         if not size_text or not _HEX.issuperset(size_text):
-            raise BadChunk(f"invalid chunk size {size_text[:40]!r}")
+            raise BadChunk(f"invalid chunk size {size_text!r}")  # cut where shown
         size = int(size_text, 16)
         if size == 0:
             break

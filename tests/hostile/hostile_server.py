@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import base64
 import gzip
+import html
 import http.client
 import json
+import re
 import socketserver
 import threading
 import time
@@ -42,7 +44,26 @@ MODES: dict[str, str] = {
     "ids-reused-after-forget": "hands a forgotten record's id to the next record listed",
     "time-backwards": "the store's answers with createdAt running backwards",
     "dies-after-probe": "answers the probe, then closes its listening socket",
+    # -- round two (issue 23) ------------------------------------------------------------
+    "million-records": "answers every data route 200 with 1 000 000 tiny records (3 MB)",
+    "huge-texts": "answers every data route 200 with one record holding 4 MiB of text",
+    "token-cuts": "puts the token (as is, in another case, base64 plain/url-safe/Basic at"
+    " every alignment, hex, %-encoded once and twice, HTML refs without ';', repr-escaped)"
+    " at every offset a cut of 40-200 characters can land on, in bodies, reason phrases,"
+    " broken status lines and Content-Type",
+    "terminal-escapes": "ESC sequences, C1 controls, DEL and bidi overrides in Content-Type,"
+    " Content-Encoding, reason phrases, broken status lines and JSON bodies",
+    "huge-health": 'answers /healthz 200 with 2.9 MB that is not {"ok": true}',
+    "conflicting-length": "the store's answers with two different Content-Length values, or"
+    " Content-Length beside chunked Transfer-Encoding",
+    "userinfo": "an honest store; the run's URL carries user:password@ (never sent, never shown)",
 }
+
+#: The modes of the first round (issue 10's list).
+ROUND_ONE = tuple(list(MODES)[:18])
+
+#: Modes that bloat every answer: benchmarked against both protocols.
+BLOAT_MODES = ("million-records", "huge-texts")
 
 _DRIP_S = 0.2
 
@@ -76,6 +97,37 @@ def make_bomb() -> bytes:
         raw += inner.compress(chunk)
     raw += inner.flush()
     return gzip.compress(gzip.compress(raw, 9), 9)
+
+
+def _b64_forms(secret: str) -> list[str]:
+    """base64 of ``secret`` at each of the three alignments, standard and url-safe, and the
+    ``Basic`` form of ``user:secret``."""
+    out = []
+    for pad in ("", "a", "ab"):
+        raw = (pad + secret + "!").encode()
+        out.append(base64.b64encode(raw).decode())
+        out.append(base64.urlsafe_b64encode(raw).decode())
+    out.append("Basic " + base64.b64encode(f"ci-user:{secret}".encode()).decode())
+    return out
+
+
+def token_forms(secret: str) -> list[str]:
+    """Every encoding of ``secret`` the token-cuts mode echoes."""
+    pct = "".join(f"%{ord(c):02X}" for c in secret)
+    return [
+        secret,
+        secret.swapcase(),
+        secret.upper(),
+        *_b64_forms(secret),
+        secret.encode().hex(),
+        secret.encode().hex().upper(),
+        pct,
+        pct.replace("%", "%25"),  # percent-encoded twice
+        "".join(f"&#{ord(c)}" for c in secret),  # HTML numeric refs without ';'
+        "".join(f"&#x{ord(c):x}" for c in secret),
+        repr(secret + "'\\")[1:-1],
+        json.dumps(secret)[1:-1],
+    ]
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -113,6 +165,12 @@ class _Handler(BaseHTTPRequestHandler):
         head = [f"HTTP/1.1 {status} {reason or http.client.responses.get(status, 'X')}"]
         head.append(f"Content-Type: {ctype}")
         head.append(f"Content-Length: {len(body)}")
+        if getattr(self, "_broken", False):
+            if self._n % 2:  # a second, different length
+                head.append(f"Content-Length: {len(body) + 7}")
+            else:  # the length beside chunked framing
+                head.append("Transfer-Encoding: chunked")
+                body = f"{len(body):x}\r\n".encode() + body + b"\r\n0\r\n\r\n"
         for k, v in extra or []:
             head.append(f"{k}: {v}")
         self._raw(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body)
@@ -159,6 +217,11 @@ class _Handler(BaseHTTPRequestHandler):
         with srv.lock:
             srv.requests += 1
             n = srv.requests
+        # conflicting-length: every answer after the probe (the proxy's own 411s included)
+        self._broken = (
+            mode == "conflicting-length" and n > srv.probe_requests and path != "/healthz"
+        )
+        self._n = n
         body = self._body() if self.command != "GET" else b""
         if body is None:
             self._answer(411, b'{"error":"length required"}')
@@ -167,13 +230,33 @@ class _Handler(BaseHTTPRequestHandler):
         if mode == "token-echo" and n > srv.probe_requests:
             self._echo(n, path, token)
             return
-        if path == "/healthz" or n <= srv.probe_requests:
+        if mode == "huge-health" and path == "/healthz":
+            self._answer(200, b'{"ok":false,"pad":"' + b"x" * 2_900_000 + b'"}')
+            return
+        if mode == "userinfo":
+            srv.seen.append(
+                self.headers.get("Host", "") + " " + self.headers.get("Authorization", "")
+            )
+        honest = path == "/healthz" or n <= srv.probe_requests or path.startswith("/ledger/_test/")
+        if honest:
             status, data, ctype = self._forward(body)
             if n == srv.probe_requests and mode == "dies-after-probe":
                 self._answer(status, data, ctype)
                 srv.die()
                 return
             self._answer(status, data, ctype)
+            return
+        if mode == "million-records":
+            self._answer(200, srv.million)
+            return
+        if mode == "huge-texts":
+            self._answer(200, srv.huge_text)
+            return
+        if mode == "token-cuts":
+            self._token_cut(n, token)
+            return
+        if mode == "terminal-escapes":
+            self._escapes(n)
             return
         if mode == "drips":
             self._raw(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n")
@@ -292,6 +375,45 @@ class _Handler(BaseHTTPRequestHandler):
             else:
                 self._answer(401 if which == 3 else 200, body)
 
+    def _token_cut(self, n: int, token: str) -> None:
+        """The token in one of its encodings, after a filler of n % 211 characters, so that
+        the cuts memspec makes (40 to 200 characters) land inside it."""
+        forms = token_forms(token)
+        form = forms[n % len(forms)]
+        filler = "q" * (n % 211)
+        which = (n // len(forms)) % 4
+        if which == 0:  # a JSON body: echoed into a reason as an excerpt
+            body = json.dumps({"error": filler + form, "records": [{"id": filler + form}]})
+            self._answer(400 if n % 3 else 200, body.encode())
+        elif which == 1:  # not JSON: a raw excerpt
+            self._answer(502, (filler + form + " " + form).encode(), "text/plain")
+        elif which == 2:  # a broken status line: a transport error
+            self._raw(f"HTTP/1.1 2x0 {filler}{form}\r\nContent-Length: 0\r\n\r\n".encode())
+            self.close_connection = True
+        else:  # the Content-Type and the reason phrase
+            self._answer(
+                200,
+                b"<p>not json</p>",
+                ctype=f"text/{filler[:150]}{form}",
+                reason=(filler[:60] + form),
+            )
+
+    def _escapes(self, n: int) -> None:
+        esc = "\x1b]0;pwned\x07\x1b[2J\x1b[31mRED\x9b1m\x7f\u202eevil\u2066x\u200f"
+        which = n % 5
+        if which == 0:
+            self._answer(200, b"<p>no</p>", ctype="text/html\x1b[2J\x1b]0;pwned\x07")
+        elif which == 1:
+            self._answer(200, b"{}", extra=[("Content-Encoding", "br\x1b[31m")])
+        elif which == 2:
+            self._raw(b"HTTP/1.1 2x0 \x1b[2J\x1b[31mFAKE OK\r\nContent-Length: 0\r\n\r\n")
+            self.close_connection = True
+        elif which == 3:
+            body = json.dumps({"error": esc, "records": [{"id": esc, "text": esc}]})
+            self._answer(400, body.encode())
+        else:
+            self._answer(400, b"bad " + esc.encode("utf-8"), "text/plain", reason="Bad\x1b[5m")
+
     def _rewrite(self, mode: str, path: str, req: bytes, status: int, data: bytes) -> bytes:
         srv = self.server
         try:
@@ -338,7 +460,14 @@ class HostileServer(socketserver.ThreadingTCPServer):
     allow_reuse_address = True
     request_queue_size = 64
 
-    def __init__(self, mode: str, upstream_port: int, token: str, probe_requests: int = 5):
+    def __init__(
+        self,
+        mode: str,
+        upstream_port: int,
+        token: str,
+        probe_requests: int | None = None,
+        protocol: str = "memory",
+    ):
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}")
         handler: Any = _NeverAnswers if mode == "never-answers" else _Handler
@@ -346,7 +475,12 @@ class HostileServer(socketserver.ThreadingTCPServer):
         self.mode = mode
         self.upstream_port = upstream_port
         self.token = token
-        self.probe_requests = probe_requests  # healthz, retrieve, list, forget, write-cap
+        # memory: healthz, retrieve, list, forget, write-cap; ledger: list, packet, two
+        # set_clock, two lists (the fresh-ledger check)
+        if probe_requests is None:
+            probe_requests = 5 if protocol == "memory" else 6
+        self.probe_requests = probe_requests
+        self.seen: list[str] = []  # userinfo: the Host and Authorization of every request
         self.requests = 0
         self.lock = threading.Lock()
         self.stopping = False
@@ -354,6 +488,14 @@ class HostileServer(socketserver.ThreadingTCPServer):
         self.forgotten: list[str] = []
         self.tick = 0
         self.bomb = BOMB
+        if mode == "million-records":
+            self.million = b'{"records":[' + b",".join([b"{}"] * 1_000_000) + b"]}"
+        if mode == "huge-texts":
+            self.huge_text = (
+                b'{"records":[{"id":"mem:x:1","kind":"fact","text":"'
+                + b"lorem ipsum " * ((4 * 1024 * 1024 - 200) // 12)
+                + b'"}]}'
+            )
         self.thread = threading.Thread(target=self.serve_forever, daemon=True)
         self.thread.start()
 
@@ -382,6 +524,54 @@ class HostileServer(socketserver.ThreadingTCPServer):
             self.socket.close()
         except OSError:  # pragma: no cover
             pass
+
+
+#: Characters a target may put into text that must never reach a terminal or a page raw:
+#: C0 controls but tab and line ends, DEL, C1 controls, and the bidi/format controls.
+UNSAFE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def _b64_cores(window: bytes) -> list[str]:
+    """The base64 characters that depend on ``window`` alone, at each of the 3 alignments,
+    standard and url-safe."""
+    out = []
+    for pad in range(3):
+        enc = base64.b64encode(b"\0" * pad + window + b"\0\0").decode()
+        first = -(-8 * pad // 6)  # the first character whose 6 bits are all the window's
+        last = (8 * (pad + len(window))) // 6  # one past the last such character
+        core = enc[first:last]
+        out += [core, core.replace("+", "-").replace("/", "_")]
+    return out
+
+
+def token_fragments(token: str, n: int = 6) -> list[tuple[str, bool]]:
+    """(text, case-insensitive) for every run of ``n`` consecutive characters of ``token`` in
+    every encoding a target or a writer may put it in: as is, JSON ``\\u`` escapes and
+    ``json.dumps``, ``repr()``, HTML escapes and numeric references (with and without ``;``),
+    hex, percent-encoding once and twice, base64 (standard and url-safe, every alignment)."""
+    frags: set[tuple[str, bool]] = set()
+    for i in range(len(token) - n + 1):
+        w = token[i : i + n]
+        frags.add((w, True))
+        frags.add(("".join(f"\\u{ord(c):04x}" for c in w), True))
+        frags.add((json.dumps(w)[1:-1], True))
+        frags.add((w.replace("\\", "\\\\").replace("'", "\\'"), True))
+        frags.add((html.escape(w), True))
+        frags.add((w.encode().hex(), True))
+        frags.add(("".join(f"%{ord(c):02x}" for c in w), True))
+        frags.add(("".join(f"%25{ord(c):02x}" for c in w), True))
+        frags.add(("".join(f"&#{ord(c)}" for c in w), True))
+        frags.add(("".join(f"&#{ord(c)};" for c in w), True))
+        frags.add(("".join(f"&#x{ord(c):x}" for c in w), True))
+        frags.add(("".join(f"&#x{ord(c):x};" for c in w), True))
+        frags.update((core, False) for core in _b64_cores(w.encode()))
+    return sorted(frags)
+
+
+def fragments_in(frags: list[tuple[str, bool]], text: str) -> list[str]:
+    """The fragments found in ``text``."""
+    low = text.lower()
+    return [f for f, ci in frags if (f.lower() in low if ci else f in text)]
 
 
 def token_leaks(token: str, text: str) -> list[str]:

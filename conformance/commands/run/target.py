@@ -18,6 +18,7 @@ from typing import Any
 from conformance.drivers.base import Secret, TargetConfig
 from conformance.errors import TargetUnreachable, UsageError
 from conformance.targets.base import (
+    MAX_TIMEOUT_S,
     HttpTarget,
     TargetError,
     check_url,
@@ -69,8 +70,11 @@ def open_target(args: argparse.Namespace) -> Iterator[TargetSession]:
         timeout = args.timeout if args.timeout is not None else None
         if timeout is None:
             timeout = (profile.timeout_s if profile else None) or 10.0
-        if not math.isfinite(timeout) or timeout <= 0:
-            raise TargetError(f"--timeout must be a positive number of seconds, not {timeout}")
+        if not math.isfinite(timeout) or not 0 < timeout <= MAX_TIMEOUT_S:
+            raise TargetError(
+                f"--timeout must be a number of seconds above 0 and at most {MAX_TIMEOUT_S:g},"
+                f" not {timeout:g}"
+            )
         ca_file = getattr(args, "ca_cert", None)
         if ca_file is not None and not Path(ca_file).is_file():
             raise TargetError(f"--ca-cert {ca_file}: no such file")

@@ -28,6 +28,7 @@ from conformance.oracle.memory.worlds import (
     set_statuses,
     status_of,
 )
+from conformance.scrub import shown
 from reference.memory.engine import DEFAULT_SCOPE_CAP, Dedup, plan_write
 from reference.memory.judge import eviction_picks
 from reference.memory.records import ACTIVE, EVICTED, MemoryRecord
@@ -124,7 +125,7 @@ class MemoryOracle:
                 status_clauses(first_allowed.options, ex.status, route, fences),
                 expected,
                 f"HTTP {ex.status} with {ex.body_error or 'no JSON body'}"
-                + (f": {ex.raw_excerpt[:120]!r}" if ex.raw_excerpt else ""),
+                + (f": {shown(repr(ex.raw_excerpt), 120)}" if ex.raw_excerpt else ""),
             )
         survivors, failures = self._try_options(allowed, sent, ex, now)
         if len(survivors) > MAX_WORLDS:
