@@ -23,6 +23,17 @@ class Divergence(AssertionError):
     """Raised by a rule when the target's answer is not one the model allows."""
 
 
+class Mispredicted(BaseException):  # noqa: N818 -- not an error: a batch to run again
+    """A step sent ahead (``--window``) was judged otherwise than the model predicted: the
+    steps chosen after it were chosen from a state the one-at-a-time run would not have had.
+    The batch is abandoned and run again with this step (``key``: example, step index) run in
+    turn.  A ``BaseException``, so that Hypothesis neither catches nor shrinks it."""
+
+    def __init__(self, key: Any) -> None:
+        super().__init__(key)
+        self.key = key
+
+
 def signature(step: Step, outcome: StepOutcome) -> Signature:
     """What tells one divergence from another: the first clause the oracle named for it.
 
@@ -92,6 +103,24 @@ class MachineSession:
     harness_error: BaseException | None = None
     indeterminate: StepOutcome | None = None
     skipped: dict[str, int] = field(default_factory=dict)
+    #: steps in flight at once on one connection (``--window``; 1: one at a time)
+    window: int = 1
+    #: steps of this batch run in turn, not ahead: (example, step index) once mispredicted
+    in_turn: set[Any] = field(default_factory=set)
+    #: batches run again because a step sent ahead was mispredicted
+    reruns: int = 0
+
+    def settled(self, key: Any, step: Step | None, outcome: StepOutcome | None, ok: bool) -> None:
+        """A step sent ahead has been judged (in order): counted as the one-at-a-time run
+        counts it, or, judged otherwise than predicted, the batch is run again
+        (:class:`Mispredicted`)."""
+        if not ok:
+            raise Mispredicted(key)
+        if step is None or outcome is None:
+            return  # an example's start (reset and clock pin), as predicted
+        self.steps += 1
+        if self.on_step is not None:
+            self.on_step(noted(step, outcome))
 
     def met(self) -> None:
         """Note when the first divergence of the exploration was met (before any shrinking)."""
