@@ -639,7 +639,10 @@ class LedgerDriver:
         first = allowed(self.model, call.method, call.parsed, self.now)
         call.predicted = (self.model, self.now, first)
         new_state, outcome = first[0]
-        pairs, problem = _bound_ids(step.bind, outcome) if step.bind else ([], None)
+        # (a call the model refuses binds nothing, and is no problem: _judge binds only on Ok)
+        pairs, problem = (
+            _bound_ids(step.bind, outcome) if step.bind and isinstance(outcome, Ok) else ([], None)
+        )
         requests: list[tuple[str, str, Any]] = []
         if call.pin is not None:
             requests.append(("POST", "/ledger/_test/set_clock", {"now": format_rfc3339(call.pin)}))

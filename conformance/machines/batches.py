@@ -19,11 +19,11 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis.errors import Flaky, HypothesisException
 from hypothesis.stateful import run_state_machine_as_test
 
-from conformance.drivers.base import Driver
+from conformance.drivers.base import Driver, Mispredicted
 from conformance.machines.constants import pinned_local_constants
 from conformance.machines.machine import DifferentialMachine
 from conformance.machines.profiles import Profile
-from conformance.machines.session import Divergence, MachineSession, Mispredicted
+from conformance.machines.session import Divergence, MachineSession
 from conformance.machines.shrink import _close_hunt
 
 BATCH = 10
@@ -160,7 +160,7 @@ def _run_window(
         return None, exc.key
     finally:
         if previous is not None:
-            setattr(driver, "window", 1)  # noqa: B010
+            setattr(driver, "window", previous)  # noqa: B010
             setattr(driver, "on_settled", None)  # noqa: B010
 
 

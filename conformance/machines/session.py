@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from conformance.drivers.base import Driver, StepOutcome
+from conformance.drivers.base import Driver, Mispredicted, StepOutcome
 from conformance.scenario import Scenario, Step
 
 #: At most this many distinct divergences are found and shrunk in one exploration.
@@ -21,17 +21,6 @@ Signature = str
 
 class Divergence(AssertionError):
     """Raised by a rule when the target's answer is not one the model allows."""
-
-
-class Mispredicted(BaseException):  # noqa: N818 -- not an error: a batch to run again
-    """A step sent ahead (``--window``) was judged otherwise than the model predicted: the
-    steps chosen after it were chosen from a state the one-at-a-time run would not have had.
-    The batch is abandoned and run again with this step (``key``: example, step index) run in
-    turn.  A ``BaseException``, so that Hypothesis neither catches nor shrinks it."""
-
-    def __init__(self, key: Any) -> None:
-        super().__init__(key)
-        self.key = key
 
 
 def signature(step: Step, outcome: StepOutcome) -> Signature:

@@ -28,7 +28,6 @@ def _run(url: str, window: int, out: Path) -> dict[str, Any]:
         spec="ledger",
         profile_name="ci",
         max_examples=20,
-        corpus=False,
         allow_dirty=True,  # one store for every run: each example starts from a reset
         report_dir=out,
         quiet=True,
@@ -54,6 +53,13 @@ def _machines(data: dict[str, Any]) -> list[tuple[Any, ...]]:
     ]
 
 
+def _scenarios(data: dict[str, Any]) -> list[tuple[Any, ...]]:
+    return [
+        (s["name"], s["verdict"], [o["verdict"] for o in s["steps"]], tuple(s["failed_clauses"]))
+        for s in data["scenarios"]
+    ]
+
+
 def _divergences(data: dict[str, Any]) -> list[tuple[Any, ...]]:
     return [(d["name"], d["step"], d["op"], tuple(d["clauses"])) for d in data["divergences"]]
 
@@ -72,8 +78,10 @@ def test_verdicts_divergences_and_replays_do_not_depend_on_the_window(
         handle.stop()
     one = runs[1]
     assert _divergences(one), "the mutant must be caught"
+    assert any(s[1] == "fail" for s in _scenarios(one)), "and fail a corpus scenario"
     assert one["exit_code"] == 1
     for w in (4, 32):
+        assert _scenarios(runs[w]) == _scenarios(one), w
         assert _machines(runs[w]) == _machines(one), w
         assert _divergences(runs[w]) == _divergences(one), w
         assert runs[w]["clauses"] == one["clauses"], w

@@ -297,6 +297,9 @@ def run_pipeline(
         if "ledger" in drivers and ledger_targets:
             lanes["ledger"] += ledger_lanes(ctx, ledger_targets, notes)
         extra = [d for ds in lanes.values() for d in ds[1:]]
+        for d in [d for ds in lanes.values() for d in ds]:
+            if hasattr(d, "ahead"):  # a driver that can send steps ahead (the ledger's)
+                d.window = window  # type: ignore[attr-defined]
         if scenarios:
             progress.set_phase("corpus")
             report.scenarios = run_scenarios(
