@@ -587,10 +587,18 @@ class HttpTarget:
 
     def read_ahead(self) -> Exchange:
         """The answer to the oldest request :meth:`write_ahead` wrote (HTTP/1.1: answers come
-        in the order of the requests).  A lost connection, or an answer that closes it with
-        requests behind, turns pipelining off for the rest of the run (:attr:`pipelining_off`
-        says why); the requests behind get transport errors."""
+        in the order of the requests).  A lost answer, or an answer that closes the connection
+        with requests behind, turns pipelining off for the rest of the run
+        (:attr:`pipelining_off` says why); the requests behind get transport errors."""
         method, path, body = self._ahead.pop(0)
+        if self._inflight is None:
+            # Gone with its connection before its answer: not a request the target ignored
+            # (not counted towards SILENT_LIMIT), and never sent again.
+            return self._failure(
+                method, path, body, time.perf_counter(),
+                "not answered: the connection was lost with this request pipelined behind"
+                " another (not sent again: it may have been carried out)",
+            )  # fmt: skip
         data = _to_json(body).encode("utf-8")
         headers = [("Content-Type", "application/json"), ("Content-Length", str(len(data)))]
         more = bool(self._ahead)
@@ -598,11 +606,12 @@ class HttpTarget:
             method, path, headers, data, True, body,
             chunked=False, keep=True, then=b"+" if more else b"", sent=True,
         )  # fmt: skip
-        if more and self._inflight is None and self.pipelining:
+        lost = ex.status is None or (more and self._inflight is None)
+        if lost and self.pipelining:
             self.pipelining = False
             self.pipelining_off = (
-                f"the target closed the connection with {len(self._ahead)} pipelined"
-                f" request(s) unanswered ({ex.transport_error or 'Connection: close'})"
+                f"the target closed the connection with {len(self._ahead) + (ex.status is None)}"
+                f" pipelined request(s) unanswered ({ex.transport_error or 'Connection: close'})"
             )
         return ex
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +16,13 @@ import pytest
 
 from conformance.commands.run import run_pipeline, start_bundled_store
 from conformance.drivers.base import Secret, TargetConfig
-from conformance.machines.profiles import PROFILES
+from conformance.machines import run_machine
+from conformance.machines.profiles import PROFILES, Profile
+from tests.common.ledger_harness import bundled_store, make_driver
+from tests.common.loopback import serve_connections
 from tests.common.memory_harness import TOKEN
+
+SMALL = Profile("window-test", max_examples=6, step_count=20, budget_s=60.0, fixed_seed=7)
 
 MUTANTS = frozenset({"led-supersede-leaves-gap"})
 
@@ -90,3 +96,83 @@ def test_verdicts_divergences_and_replays_do_not_depend_on_the_window(
     window = runs[32]["machines"][0]["details"]["window"]
     assert window["size"] == 32
     assert window["reruns"] >= 1, "a divergence met ahead must make its batch run again"
+
+
+class OneAnswerProxy:
+    """In front of a store: on each connection, forwards one request and its answer (which
+    still says the connection stays open), then closes it without reading further -- a target
+    that does not take pipelined requests (a keep-alive close between requests, as a busy
+    server or an edge does).  What was written behind the first request is never carried out."""
+
+    def __init__(self, upstream: str) -> None:
+        host, _, port = upstream.removeprefix("http://").partition(":")
+        self.upstream = (host, int(port))
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        self._listener = serve_connections(self.sock, self._serve)
+
+    @staticmethod
+    def _one_message(conn: socket.socket, buf: bytes) -> bytes:
+        """One HTTP message with a Content-Length body read off ``conn`` (after ``buf``)."""
+        while b"\r\n\r\n" not in buf:
+            chunk = conn.recv(65536)
+            if not chunk:
+                return buf
+            buf += chunk
+        head, _, rest = buf.partition(b"\r\n\r\n")
+        length = 0
+        for line in head.split(b"\r\n")[1:]:
+            name, _, value = line.partition(b":")
+            if name.strip().lower() == b"content-length":
+                length = int(value)
+        while len(rest) < length:
+            chunk = conn.recv(65536)
+            if not chunk:
+                break
+            rest += chunk
+        return head + b"\r\n\r\n" + rest[:length]
+
+    def _serve(self, conn: socket.socket, _number: int) -> None:
+        with conn, socket.create_connection(self.upstream, timeout=10) as up:
+            conn.settimeout(10)
+            request = self._one_message(conn, b"")
+            if not request.strip():
+                return
+            up.sendall(request)
+            conn.sendall(self._one_message(up, b""))
+
+    def stop(self) -> None:
+        self.sock.close()
+
+
+def _explore(url: str, window: int) -> tuple[Any, list[tuple[str, str]]]:
+    seen: list[tuple[str, str]] = []
+    driver = make_driver(url, allow_dirty=True)
+    try:
+        result = run_machine(
+            "ledger", driver, SMALL, window=window, on_step=lambda o: seen.append((o.op, o.verdict))
+        )
+    finally:
+        driver.close()
+    return result, seen
+
+
+@pytest.mark.clause("LED-WIRE.1")
+def test_a_target_that_closes_pipelined_connections_gets_one_step_at_a_time() -> None:
+    """Requests written behind one the target answers and then closes on are lost (never
+    carried out): the steps sent ahead are mispredicted, pipelining is turned off, the batch
+    runs again one step at a time, the report says why, and the result is the window-1 one."""
+    with bundled_store() as url:
+        proxy = OneAnswerProxy(url)
+        try:
+            alone, alone_steps = _explore(url, 1)
+            closing, closing_steps = _explore(proxy.url, 32)
+        finally:
+            proxy.stop()
+    assert alone.verdict == closing.verdict == "pass"
+    assert (alone.examples, alone.steps) == (closing.examples, closing.steps)
+    # (the progress callback also heard the steps of the try that was abandoned)
+    assert closing_steps[-len(alone_steps) :] == alone_steps and len(alone_steps) > 50
+    window = closing.details["window"]
+    assert window["reruns"] >= 1
+    assert "closed the connection" in window["pipelining_off"][0]
