@@ -51,6 +51,15 @@ clock, mutating steps are kept ≥ 3 ms apart in real time, and times are compar
 monotone correspondence (see :mod:`conformance.oracle.ledger`); steps that place an instant of
 their own (``set_clock``, ``sweep``, ``set_expiry``) then need ``ledger.clock`` and are skipped.
 
+Window (``--window N``, :meth:`LedgerDriver.ahead`): with ``ledger.clock`` and
+``ledger.test_control``, a step may go out before the answers to earlier ones are back -- it is
+prepared from the state the model predicts (its own answer passing), written behind the others
+on the one connection, and judged later, in order, from the state it was prepared from
+(:meth:`LedgerDriver.settle`; what is kept per step: :mod:`conformance.drivers.ledger_ahead`).
+A step that needs a store id still in flight reads answers up to it first; the caller is told
+of each judged step (``on_settled``) and runs again whatever followed a step judged otherwise
+than predicted (``conformance.machines.batches``, ``conformance.runner``).
+
 The op table (:data:`OPS`), the clock's start and the pure parts of a step are in
 :mod:`conformance.drivers.ledger_steps`, the isolation checks in
 :mod:`conformance.drivers.ledger_setup`; the names importers use stay importable from here.

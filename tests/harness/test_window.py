@@ -18,9 +18,12 @@ from conformance.commands.run import run_pipeline, start_bundled_store
 from conformance.drivers.base import Secret, TargetConfig
 from conformance.machines import run_machine
 from conformance.machines.profiles import PROFILES, Profile
+from conformance.targets.base import HttpTarget
 from tests.common.ledger_harness import bundled_store, make_driver
 from tests.common.loopback import serve_connections
 from tests.common.memory_harness import TOKEN
+from tests.harness.test_pipelining import TOKEN as PAIR_TOKEN
+from tests.harness.test_pipelining import PairServer
 
 SMALL = Profile("window-test", max_examples=6, step_count=20, budget_s=60.0, fixed_seed=7)
 
@@ -176,3 +179,28 @@ def test_a_target_that_closes_pipelined_connections_gets_one_step_at_a_time() ->
     window = closing.details["window"]
     assert window["reruns"] >= 1
     assert "closed the connection" in window["pipelining_off"][0]
+
+
+@pytest.mark.clause()
+def test_requests_written_ahead_are_answered_in_order_on_one_connection() -> None:
+    """``write_ahead`` writes behind what is in flight, ``read_ahead`` reads the oldest answer:
+    the ``"wait"`` server answers the first request only once the second is in, so a client
+    that waited for the first answer before writing the second would be seen."""
+    server = PairServer("wait")
+    target = HttpTarget(TargetConfig(server.url, Secret(PAIR_TOKEN), timeout_s=8))
+    try:
+        assert target.write_ahead([("POST", "/a", {}), ("POST", "/b", {})])
+        assert target.write_ahead([("POST", "/c", {"x": 1})])
+        assert target.ahead == 3
+        first = target.read_ahead()
+        assert target.write_ahead([("POST", "/d", {})])  # behind answers still unread
+        rest = [target.read_ahead() for _ in range(3)]
+        assert [(e.status, e.body) for e in [first, *rest]] == [
+            (200, {"n": n, "path": p}) for n, p in enumerate("/a /b /c /d".split(), start=1)
+        ]
+        assert target.ahead == 0 and server.pipelined == [True] and server.connections == 1
+        assert target.request("POST", "/e", {}).body == {"n": 5, "path": "/e"}  # and goes on
+        assert target.pipelining and not target.pipelining_off
+    finally:
+        target.close()
+        server.stop()
