@@ -23,7 +23,10 @@ would make a reconnect look cheaper than it is).  Pipelining is on for https as 
 The https rows have their own 0 ms base; an https run skips the ``raw_http`` probes.
 
 Run: ``.venv/bin/python -m benchmarks.bench_latency [--profile ci] [--jobs N] [--delays 0,10]
-[--ledger-instances N] [--tls]`` (ledger instances default to ``--jobs``: one lane each).
+[--ledger-instances N] [--one-store] [--window N] [--tls]`` (ledger instances default to
+``--jobs``: one lane each).  ``--one-store``: one store instance, as a user with one deployed
+store has -- the memory lanes share it and the ledger machine runs on its one instance, so
+only ``--window`` (steps in flight on one connection) hides the distance (issue 26).
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from typing import Any
 
 from benchmarks.delay_proxy import DelayProxy, TlsTerminator
 from conformance.commands.run import DEFAULT_JOBS
+from conformance.commands.run.options import DEFAULT_WINDOW
 from conformance.embedded.server import start_server
 
 GOALS = {10: 2.0, 25: 3.0}
@@ -181,13 +185,22 @@ def main(argv: list[str] | None = None) -> int:
         "--ledger-instances", type=int, default=None, help="ledger store instances (default: jobs)"
     )
     ap.add_argument("--tls", action="store_true", help="over https (TLS before the delay)")
+    ap.add_argument(
+        "--one-store",
+        action="store_true",
+        help="ONE store instance: the memory lanes share it and the ledger has no other"
+        " instance (what a user with one deployed store has; same as --ledger-instances 1)",
+    )
+    ap.add_argument(
+        "--window", type=int, default=None, help="memspec run --window (default: its own)"
+    )
     args = ap.parse_args(argv if argv is not None else [])
     delays = [int(d) for d in args.delays.split(",")]
     if 0 not in delays:
         delays.insert(0, 0)
-    extra: list[str] = []
+    extra: list[str] = [] if args.window is None else ["--window", str(args.window)]
     jobs = args.jobs if args.jobs is not None else DEFAULT_JOBS
-    instances = max(1, args.ledger_instances or jobs)
+    instances = 1 if args.one_store else max(1, args.ledger_instances or jobs)
     rows = []
     for d in delays:
         row = run_once(d, args.profile, jobs, args.spec, extra, instances, tls=args.tls)
@@ -201,8 +214,9 @@ def main(argv: list[str] | None = None) -> int:
     base = rows[0]["wall_s"]
     failed = 0
     print(
-        f"   profile {args.profile}, spec {args.spec}, jobs {jobs}, {instances} ledger"
-        f" instance(s), {os.cpu_count()} cores; ratio to 0 ms:"
+        f"   profile {args.profile}, spec {args.spec}, jobs {jobs}, window"
+        f" {args.window or DEFAULT_WINDOW}, {instances} ledger instance(s),"
+        f" {os.cpu_count()} cores; ratio to 0 ms:"
     )
     for row in rows[1:]:
         ratio = row["wall_s"] / base

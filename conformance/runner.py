@@ -16,8 +16,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from conformance.drivers.base import Driver, ResultVerdict, StepOutcome
-from conformance.scenario import Scenario, ScenarioError, load_scenario
+from conformance.drivers.base import Driver, Mispredicted, ResultVerdict, StepOutcome
+from conformance.scenario import Scenario, ScenarioError, Step, load_scenario
 from conformance.sources import only_reference
 
 ScenarioVerdict = ResultVerdict
@@ -103,21 +103,15 @@ def run_scenario(
         return result
     started = time.perf_counter()
     deviated = False
-    if tag is None:
-        driver.begin(scenario.name)
+    if getattr(driver, "window", 1) > 1 and hasattr(driver, "ahead"):
+        outcomes: Iterable[StepOutcome] = _steps_ahead(driver, scenario)
     else:
-        driver.begin(scenario.name, tag=tag)
-    for index, step in enumerate(scenario.steps):
-        try:
-            outcome = driver.execute(index, step)
-        except Exception as exc:  # a driver bug must not end the run; report it as such
-            outcome = StepOutcome(
-                index=index,
-                op=step.op,
-                verdict="indeterminate",
-                clauses=tuple(step.clauses),
-                reason=f"harness error: {type(exc).__name__}: {exc}",
-            )
+        if tag is None:
+            driver.begin(scenario.name)
+        else:
+            driver.begin(scenario.name, tag=tag)
+        outcomes = (_step(driver, index, step) for index, step in enumerate(scenario.steps))
+    for index, (step, outcome) in enumerate(zip(scenario.steps, outcomes, strict=False)):
         if outcome.verdict == "indeterminate" and outcome.exchange is not None:
             if outcome.exchange.status is None:
                 # No answer (a timeout, a reset): blame the scenario and the step that asked,
@@ -185,6 +179,82 @@ def run_scenario(
         result.reason = f"step 0 ({result.outcomes[0].op}): {result.outcomes[0].reason}"
     result.elapsed_s = time.perf_counter() - started
     return result
+
+
+def _step(driver: Driver, index: int, step: Step) -> StepOutcome:
+    try:
+        return driver.execute(index, step)
+    except Exception as exc:  # a driver bug must not end the run; report it as such
+        return _harness_error(index, step, exc)
+
+
+def _harness_error(index: int, step: Step, exc: Exception) -> StepOutcome:
+    return StepOutcome(
+        index=index,
+        op=step.op,
+        verdict="indeterminate",
+        clauses=tuple(step.clauses),
+        reason=f"harness error: {type(exc).__name__}: {exc}",
+    )
+
+
+def _stops(outcome: StepOutcome) -> bool:
+    """Whether the scenario ends at this outcome (see :func:`run_scenario`)."""
+    if outcome.verdict == "skip" and outcome.details.get("unobservable"):
+        return False
+    if (
+        outcome.verdict in ("diverge", "deviate")
+        and only_reference(outcome.clauses)
+        and outcome.details.get("state_kept")
+    ):
+        return False  # a deviation where both sides kept their state: the scenario goes on
+    return outcome.verdict != "pass"
+
+
+def _steps_ahead(driver: Any, scenario: Scenario) -> list[StepOutcome]:
+    """The outcomes of ``scenario``'s steps, up to the first that ends it, with the steps sent
+    ahead of the answers (``--window``, a driver with ``ahead``): the same outcomes as one step
+    at a time.  A step judged otherwise than the model predicted (``Mispredicted``) makes the
+    scenario run again, from its start, with that step run in turn: the ones after it were
+    sent from a state the one-at-a-time run would not have had."""
+    in_turn: set[int] = set()
+    judged: dict[int, StepOutcome] = {}
+
+    def settled(key: Any, _step: Any, outcome: StepOutcome | None, ok: bool) -> None:
+        if not ok:
+            raise Mispredicted(key)
+        if outcome is not None:
+            judged[key] = outcome
+
+    while True:
+        judged.clear()
+        driver.on_settled = settled
+        try:
+            if -1 in in_turn:
+                driver.settle()
+                driver.begin(scenario.name)
+            else:
+                driver.begin_ahead(scenario.name, -1)
+            outcomes: list[StepOutcome | None] = []
+            for index, step in enumerate(scenario.steps):
+                try:
+                    if index in in_turn:
+                        driver.settle()
+                        outcome, provisional = driver.execute(index, step), False
+                    else:
+                        outcome, provisional = driver.ahead(index, step, index)
+                except Exception as exc:
+                    outcome, provisional = _harness_error(index, step, exc), False
+                outcomes.append(None if provisional else outcome)
+                if not provisional and _stops(outcome):
+                    break
+            driver.settle()
+            return [judged[i] if o is None else o for i, o in enumerate(outcomes)]
+        except Mispredicted as exc:
+            driver.abandon()
+            in_turn.add(exc.key)
+        finally:
+            driver.on_settled = None
 
 
 Lanes = Mapping[str, "Driver | Sequence[Driver]"]

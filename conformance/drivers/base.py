@@ -63,6 +63,18 @@ class StepError(Exception):
     unsafe scope, clock backwards): the step is skipped with this message as the reason."""
 
 
+class Mispredicted(BaseException):  # noqa: N818 -- not an error: a batch to run again
+    """A step sent ahead (``--window``) was judged otherwise than the model predicted: the
+    steps after it were chosen or judged from a state the one-at-a-time run would not have
+    had.  What ran is abandoned and run again with this step (``key``) run in turn: a machine's
+    batch (``key``: example, step index), a corpus scenario (``key``: step index).  A
+    ``BaseException``, so that Hypothesis neither catches nor shrinks it."""
+
+    def __init__(self, key: Any) -> None:
+        super().__init__(key)
+        self.key = key
+
+
 class Secret:
     """A bearer token that never prints: ``str``/``repr``/f-strings show ``***``.
 

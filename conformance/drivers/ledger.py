@@ -51,6 +51,15 @@ clock, mutating steps are kept ≥ 3 ms apart in real time, and times are compar
 monotone correspondence (see :mod:`conformance.oracle.ledger`); steps that place an instant of
 their own (``set_clock``, ``sweep``, ``set_expiry``) then need ``ledger.clock`` and are skipped.
 
+Window (``--window N``, :meth:`LedgerDriver.ahead`): with ``ledger.clock`` and
+``ledger.test_control``, a step may go out before the answers to earlier ones are back -- it is
+prepared from the state the model predicts (its own answer passing), written behind the others
+on the one connection, and judged later, in order, from the state it was prepared from
+(:meth:`LedgerDriver.settle`; what is kept per step: :mod:`conformance.drivers.ledger_ahead`).
+A step that needs a store id still in flight reads answers up to it first; the caller is told
+of each judged step (``on_settled``) and runs again whatever followed a step judged otherwise
+than predicted (``conformance.machines.batches``, ``conformance.runner``).
+
 The op table (:data:`OPS`), the clock's start and the pure parts of a step are in
 :mod:`conformance.drivers.ledger_steps`, the isolation checks in
 :mod:`conformance.drivers.ledger_setup`; the names importers use stay importable from here.
@@ -70,6 +79,7 @@ from conformance.drivers.base import (
     StepOutcome,
 )
 from conformance.drivers.common import check_expect, expand_macro, is_macro
+from conformance.drivers.ledger_ahead import PREDICTED, STATE, Ahead, Call, NeedAnswers, Settled
 from conformance.drivers.ledger_setup import check_clean, forget_previous, model_with_settings
 from conformance.drivers.ledger_steps import (
     _NOT_JSON,
@@ -153,6 +163,16 @@ class LedgerDriver:
         self._target_clock: int | None = None
         self._last_real = 0.0
         self._setup_error: str | None = None
+        # Pipelined exploration (``--window``, :meth:`ahead`): calls in flight, oldest first,
+        # and the correspondences and other worlds as of the last one judged.
+        self.window = 1
+        self.on_settled: Settled | None = None
+        self._window: list[Ahead] = []
+        self._epoch = 0
+        self._judged: tuple[oracle.Context, list[tuple[LedgerState, oracle.Context]]] = (
+            self.octx,
+            [],
+        )
 
     # -- Driver protocol ------------------------------------------------------------------
 
@@ -170,6 +190,7 @@ class LedgerDriver:
             return
         self._closed = True
         try:
+            self.abandon()
             if self._clock_pinned:
                 self.target.test("set_clock", {"now": None})
             if not self.control and self._wrote:
@@ -315,11 +336,15 @@ class LedgerDriver:
         if side == "model":
             return mid
         tid = self.octx.ids.m2t.get(mid)
+        if tid is None and self._window:
+            raise NeedAnswers(name)
         if tid is None:
             raise StepError(f"symbol ${name} names a record the target has not shown yet")
         return tid
 
     def _check_literal_id(self, value: str) -> None:
+        if self._window:
+            raise NeedAnswers(value)  # checked against every id the store has shown
         if value in self.octx.ids.m2t or value in self.octx.ids.t2m:
             raise StepError(
                 f"record id {value!r} is written literally: ids are the store's own, bind it"
@@ -346,9 +371,14 @@ class LedgerDriver:
     def _set_clock(self, index: int, step: Step, base: tuple[str, ...]) -> StepOutcome:
         new = clock_target(step.args, self.now)
         self.now = new
+        ex = self.target.test("set_clock", {"now": format_rfc3339(new)})
+        return self._judge_clock(index, step, base, new, ex)
+
+    def _judge_clock(
+        self, index: int, step: Step, base: tuple[str, ...], new: int, ex: Exchange
+    ) -> StepOutcome:
         text = format_rfc3339(new)
         _state, outcome = handle(self.model, "_test/set_clock", {"now": text}, new)
-        ex = self.target.test("set_clock", {"now": text})
         self._clock_pinned = True
         j = oracle.judge(
             "_test/set_clock",
@@ -364,6 +394,25 @@ class LedgerDriver:
         return self._outcome(index, step, base, j, ex)
 
     def _call(self, index: int, step: Step, op: Op, base: tuple[str, ...]) -> StepOutcome:
+        call = self._prepare(index, step, op, base)
+        if isinstance(call, StepOutcome):
+            return call
+        # The target's.
+        pinned: Exchange | None = None
+        if call.raw_text is not None:
+            ex = self.target.post_bytes(call.method, call.raw_text.encode("utf-8"))
+        elif call.pin is not None:
+            pinned, ex = self.target.test_then_call(
+                "set_clock", {"now": format_rfc3339(call.pin)}, call.method, call.params_t
+            )
+        else:
+            ex = self.target.call(call.method, call.params_t)
+        self._sent(call)
+        return self._judge(call, ex, pinned)
+
+    def _prepare(self, index: int, step: Step, op: Op, base: tuple[str, ...]) -> Call | StepOutcome:
+        """Everything about a call that is known before it is sent: the params on both sides,
+        the expectation, the clock pin to send with it (an outcome: the call cannot go)."""
         args = dict(step.args)
         raw_text: str | None = None
         if step.op == "raw":
@@ -393,14 +442,28 @@ class LedgerDriver:
             pin, problem = (self.now, None) if problem == _DEFERRED else (None, problem)
             if problem is not None:
                 return _unpinned(index, step.op, base, problem)
-        # Every answer the model allows, in every ledger the answers so far leave possible.
         parsed: Any = params_m
         if raw_text is not None:
             parsed = _parse_body(raw_text)
-        worlds = [(self.model, self.octx), *self._others]
+        return Call(
+            index, step, op, base, method, params_m, params_t, parsed, raw_text, expect, pin
+        )
+
+    def _sent(self, call: Call) -> None:
+        if call.op.mutating:
+            self._wrote = True
+            # Space from the answer (the store stamped before answering), not from the send: a
+            # request delayed on a loaded machine must not bring two stamps within one tick.
+            self._last_real = time.monotonic()
+
+    def _options(self, call: Call) -> list[list[tuple[LedgerState, Outcome]]]:
+        """Every answer the model allows, in every ledger the answers so far leave possible."""
         options: list[list[tuple[LedgerState, Outcome]]] = []
-        for state, _ctx in worlds:
-            if parsed is _NOT_JSON:
+        for state, _ctx in [(self.model, self.octx), *self._others]:
+            known = call.predicted
+            if known is not None and known[0] is state and known[1] == self.now:
+                options.append(known[2])
+            elif call.parsed is _NOT_JSON:
                 not_json = Refused(
                     INVALID_PARAMS,
                     "the body is not JSON",
@@ -408,23 +471,17 @@ class LedgerDriver:
                 )
                 options.append([(state, not_json)])
             else:
-                options.append(allowed(state, method, parsed, self.now))
-        # The target's.
-        if raw_text is not None:
-            ex = self.target.post_bytes(method, raw_text.encode("utf-8"))
-        elif pin is not None:
-            pinned, ex = self.target.test_then_call(
-                "set_clock", {"now": format_rfc3339(pin)}, method, params_t
-            )
-        else:
-            ex = self.target.call(method, params_t)
-        if op.mutating:
-            self._wrote = True
-            # Space from the answer (the store stamped before answering), not from the send: a
-            # request delayed on a loaded machine must not bring two stamps within one tick.
-            self._last_real = time.monotonic()
-        if pin is not None:
-            problem = self._pinned(pin, pinned)
+                options.append(allowed(state, call.method, call.parsed, self.now))
+        return options
+
+    def _judge(self, call: Call, ex: Exchange, pinned: Exchange | None) -> StepOutcome:
+        index, step, base = call.index, call.step, call.base
+        method, params_m = call.method, call.params_m
+        worlds = [(self.model, self.octx), *self._others]
+        options = self._options(call)
+        if call.pin is not None:
+            assert pinned is not None
+            problem = self._pinned(call.pin, pinned)
             if problem is not None:
                 return _unpinned(index, step.op, base, problem)
         passes: list[tuple[LedgerState, Outcome, oracle.Judgement]] = []
@@ -492,8 +549,8 @@ class LedgerDriver:
                 problem = self._bind(step.bind, outcome)
                 if problem:
                     j = replace(j, verdict="indeterminate", reason=problem)
-            if expect is not None and j.verdict == "pass":
-                problem = check_expect(expect, ex, _bodies(ex, self._foreign), "bodies")
+            if call.expect is not None and j.verdict == "pass":
+                problem = check_expect(call.expect, ex, _bodies(ex, self._foreign), "bodies")
                 if problem:
                     j = replace(j, verdict="diverge", reason=f"hand-written expectation: {problem}")
         return self._outcome(index, step, base, j, ex, state_kept=state_kept)
@@ -515,33 +572,12 @@ class LedgerDriver:
         return None
 
     def _bind(self, bind: dict[str, Any], outcome: Outcome) -> str | None:
-        if not isinstance(outcome, Ok):
-            return "bind: the model refused this call, there is nothing to bind"
-        result = outcome.result
-        for name, sel in bind.items():
-            if not _SYMBOL.fullmatch("$" + name):
-                return f"bind: {name!r} is not a symbol name"
-            if sel in ("id", "result.id"):
-                if not isinstance(result, dict) or "id" not in result:
-                    return f"bind {name}: the answer is not a record"
-                mid = str(result["id"])
-            elif isinstance(sel, dict) and sel:
-                listed = result.get("records") if isinstance(result, dict) else None
-                pool: list[Any] = listed if isinstance(listed, list) else [result]
-                hits = [
-                    r
-                    for r in pool
-                    if isinstance(r, dict) and all(r.get(k) == v for k, v in sel.items())
-                ]
-                if len(hits) != 1:
-                    return f"bind {name}: {len(hits)} records of the answer match {sel}"
-                mid = str(hits[0]["id"])
-            else:
-                return f'bind {name}: the selector is "id" or an object of field values'
+        pairs, problem = _bound_ids(bind, outcome)
+        for name, mid in pairs:
             if mid not in self.octx.ids.m2t:
                 return f"bind {name}: the target's answer did not show this record"
             self.symbols[name] = mid
-        return None
+        return problem
 
     def _outcome(
         self,
@@ -578,8 +614,262 @@ class LedgerDriver:
             details=details,
         )
 
+    # -- a window of calls in flight (pipelined exploration) -------------------------------
+
+    def can_go_ahead(self) -> bool:
+        """Calls may go out before the answers to earlier ones are judged: a window of more
+        than one, a store whose clock the run pins and resets (without a pinned clock, mutating
+        calls are spaced in real time), and a connection that has not refused pipelining."""
+        return (
+            self.window > 1
+            and self.clock
+            and self.control
+            and self.target.pipelining
+            and not self.target.gone
+        )
+
+    def ahead(self, index: int, step: Step, key: Any) -> tuple[StepOutcome, bool]:
+        """Run ``step`` ahead of the answers in flight: send it and return at once, ``True``
+        and a *provisional* pass -- the model's own answer, which the driver's state now
+        follows -- to be judged in order later (:meth:`settle`, which tells
+        :attr:`on_settled`).  A step that needs a store id still in flight reads answers up to
+        it first; one that cannot go ahead (a raw body, a step the model does not let pass, a
+        full window...) is run in turn after every answer in flight is judged: ``False`` and
+        its real outcome."""
+        op = OPS.get(step.op)
+        if (
+            not self.can_go_ahead()
+            or op is None
+            or step.op == "raw"
+            or step.expect
+            or self._setup_error is not None
+            or step_requires(step) - self._caps
+        ):
+            return self._in_turn(index, step), False
+        base = tuple(step.clauses) or (
+            oracle.method_clauses(op.method) if op.method else ("LED-WIRE.1",)
+        )
+        while True:
+            self._make_room()
+            snapshot = self._state()
+            try:
+                if step.op == "set_clock":
+                    return self._clock_ahead(index, step, base, key), True
+                call = self._prepare(index, step, op, base)
+                break
+            except NeedAnswers:
+                self._settle_one()
+            except StepError:
+                self._load(snapshot)
+                return self._in_turn(index, step), False
+        if isinstance(call, StepOutcome):
+            self._load(snapshot)
+            return self._in_turn(index, step), False
+        first = allowed(self.model, call.method, call.parsed, self.now)
+        call.predicted = (self.model, self.now, first)
+        new_state, outcome = first[0]
+        # (a call the model refuses binds nothing, and is no problem: _judge binds only on Ok)
+        pairs, problem = (
+            _bound_ids(step.bind, outcome) if step.bind and isinstance(outcome, Ok) else ([], None)
+        )
+        requests: list[tuple[str, str, Any]] = []
+        if call.pin is not None:
+            requests.append(("POST", "/ledger/_test/set_clock", {"now": format_rfc3339(call.pin)}))
+        requests.append(("POST", f"/ledger/{call.method}", call.params_t))
+        if problem is not None or not self.target.write_ahead(requests):
+            self._load(snapshot)
+            return self._in_turn(index, step), False
+        self._sent(call)
+        before = self._state()
+        self.model = new_state
+        if call.pin is not None:
+            self._clock_pinned = True
+            self._target_clock = call.pin
+        if call.method in ("_test/set_clock", "_test/reset"):
+            self._target_clock = None
+        if call.method == "_test/reset":
+            self._new_epoch()
+        self.symbols.update(pairs)
+        self._push(Ahead(key, "call", step, call, len(requests), before, {}, self._epoch))
+        return self._provisional(index, step, base), True
+
+    def begin_ahead(self, scenario_name: str, key: Any) -> None:
+        """:meth:`begin` with its reset and clock pin sent ahead (judged in turn, as a step)."""
+        if not self.can_go_ahead():
+            self.settle()
+            self.begin(scenario_name)
+            return
+        self._make_room()
+        requests: list[tuple[str, str, Any]] = [
+            ("POST", "/ledger/_test/reset", {}),
+            ("POST", "/ledger/_test/set_clock", {"now": format_rfc3339(START_MS)}),
+        ]
+        if not self.target.write_ahead(requests):
+            self.settle()
+            self.begin(scenario_name)
+            return
+        before = self._state()
+        self._setup_error = None
+        self.model = empty_state()
+        self._new_epoch()
+        self.now = START_MS
+        self.last_mutation = None
+        self._clock_pinned = True
+        self._target_clock = START_MS
+        self._push(Ahead(key, "begin", None, None, 2, before, {}, self._epoch))
+
+    def settle(self) -> None:
+        """Judge every answer in flight, in order."""
+        while self._window:
+            self._settle_one()
+
+    def abandon(self) -> None:
+        """Forget what is in flight (a mispredicted window): its answers are read off the
+        connection, unjudged, so the store has carried out every request sent before the next
+        goes out."""
+        self._window.clear()
+        while self.target.ahead:
+            self.target.read_ahead()
+
+    def _in_turn(self, index: int, step: Step) -> StepOutcome:
+        self.settle()
+        return self.execute(index, step)
+
+    def _clock_ahead(self, index: int, step: Step, base: tuple[str, ...], key: Any) -> StepOutcome:
+        new = clock_target(step.args, self.now)
+        self._make_room()
+        if not self.target.write_ahead(
+            [("POST", "/ledger/_test/set_clock", {"now": format_rfc3339(new)})]
+        ):
+            self.settle()
+            return self.execute(index, step)
+        self.now = new
+        before = self._state()
+        self._clock_pinned = True
+        self._target_clock = new
+        entry = Ahead(
+            key, "clock", step, None, 1, before, {}, self._epoch, new, index=index, base=base
+        )
+        self._push(entry)
+        return self._provisional(index, step, base)
+
+    def _provisional(self, index: int, step: Step, base: tuple[str, ...]) -> StepOutcome:
+        return StepOutcome(
+            index=index,
+            op=step.op,
+            verdict="pass",
+            clauses=base,
+            reason="sent ahead; judged when its answer arrives",
+        )
+
+    def _new_epoch(self) -> None:
+        """A new ledger (a reset): the ids shown so far name nothing in it."""
+        self._epoch += 1
+        self.octx = self._fresh_context()
+        self._others = []
+        self.symbols = {}
+
+    def _push(self, entry: Ahead) -> None:
+        entry.predicted = self._state()
+        if not self._window:
+            self._judged = (entry.before["octx"], entry.before["_others"])
+        self._window.append(entry)
+
+    def _make_room(self) -> None:
+        while len(self._window) >= self.window:
+            self._settle_one()
+
+    def _state(self) -> dict[str, Any]:
+        state = {name: getattr(self, name) for name in STATE}
+        state["symbols"] = dict(self.symbols)
+        state["_others"] = list(self._others)
+        return state
+
+    def _load(self, state: dict[str, Any]) -> None:
+        for name, value in state.items():
+            setattr(self, name, dict(value) if name == "symbols" else value)
+
+    def _settle_one(self) -> None:
+        """Judge the oldest entry in flight as the one-at-a-time run would have: from the state
+        it was prepared from, with the correspondences every earlier answer left."""
+        entry = self._window.pop(0)
+        answers = [self.target.read_ahead() for _ in range(entry.answers)]
+        ahead = self._state()
+        octx, others = self._judged
+        self._load({**entry.before, "octx": octx, "_others": others})
+        try:
+            outcome: StepOutcome | None = None
+            if entry.kind == "begin":
+                reset, pin = answers
+                self.model = empty_state()
+                self.octx = self._fresh_context()
+                self._others = []
+                self.symbols = {}
+                self.now = START_MS
+                self.last_mutation = None
+                self._target_clock = None
+                if reset.status != 200 or reset.body != {"ok": True}:
+                    answer = short_json(reset.body or reset.transport_error)
+                    self._setup_error = f"_test/reset answered {reset.status} {answer}"
+                else:
+                    self._setup_error = self._pinned(self.now, pin)
+            elif entry.kind == "clock":
+                assert entry.step is not None and entry.clock_to is not None
+                outcome = self._judge_clock(
+                    entry.index, entry.step, entry.base, entry.clock_to, answers[0]
+                )
+            else:
+                assert entry.call is not None
+                pinned = answers[0] if len(answers) == 2 else None
+                outcome = self._judge(entry.call, answers[-1], pinned)
+            after = self._state()
+        finally:
+            self._load(ahead)
+        self._judged = (after["octx"], after["_others"])
+        if entry.epoch == self._epoch:
+            self.octx = after["octx"]
+            if not self._window:
+                self._others = after["_others"]
+        as_predicted = (outcome is None or outcome.verdict == "pass") and all(
+            after[name] == entry.predicted[name] for name in PREDICTED
+        )
+        if self.on_settled is not None:
+            self.on_settled(entry.key, entry.step, outcome, as_predicted)
+
     # -- for machines ---------------------------------------------------------------------
 
     def target_id(self, symbol: str) -> str | None:
         mid = self.symbols.get(symbol)
         return self.octx.ids.m2t.get(mid) if mid is not None else None
+
+
+def _bound_ids(bind: dict[str, Any], outcome: Outcome) -> tuple[list[tuple[str, str]], str | None]:
+    """The model ids ``bind`` names in the model's answer, in order, up to the first name it
+    cannot bind (and why: None when every name binds).  Whether the target showed each id is
+    for the caller (:meth:`LedgerDriver._bind`)."""
+    if not isinstance(outcome, Ok):
+        return [], "bind: the model refused this call, there is nothing to bind"
+    result = outcome.result
+    pairs: list[tuple[str, str]] = []
+    for name, sel in bind.items():
+        if not _SYMBOL.fullmatch("$" + name):
+            return pairs, f"bind: {name!r} is not a symbol name"
+        if sel in ("id", "result.id"):
+            if not isinstance(result, dict) or "id" not in result:
+                return pairs, f"bind {name}: the answer is not a record"
+            mid = str(result["id"])
+        elif isinstance(sel, dict) and sel:
+            listed = result.get("records") if isinstance(result, dict) else None
+            pool: list[Any] = listed if isinstance(listed, list) else [result]
+            hits = [
+                r
+                for r in pool
+                if isinstance(r, dict) and all(r.get(k) == v for k, v in sel.items())
+            ]
+            if len(hits) != 1:
+                return pairs, f"bind {name}: {len(hits)} records of the answer match {sel}"
+            mid = str(hits[0]["id"])
+        else:
+            return pairs, f'bind {name}: the selector is "id" or an object of field values'
+        pairs.append((name, mid))
+    return pairs, None

@@ -19,7 +19,7 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis.errors import Flaky, HypothesisException
 from hypothesis.stateful import run_state_machine_as_test
 
-from conformance.drivers.base import Driver
+from conformance.drivers.base import Driver, Mispredicted
 from conformance.machines.constants import pinned_local_constants
 from conformance.machines.machine import DifferentialMachine
 from conformance.machines.profiles import Profile
@@ -93,6 +93,7 @@ def batch_session(main: MachineSession, driver: Driver) -> MachineSession:
         main.on_step,
         is_expected=main.is_expected,
         set_aside=dict.fromkeys(main.set_aside, 0),
+        window=main.window,
     )
 
 
@@ -108,13 +109,59 @@ def _explore_batch(
 ) -> _BatchRun:
     """One batch in a session of its own, setting aside what ``main`` has found so far; a new
     divergence it meets is shrunk and minimized on its own ``driver``."""
-    session = batch_session(main, driver)
-    error = _run_batch(lambda: cls(session), batch_seed(seed, batch_no), size, run_settings)
+    in_turn: set[Any] = set()
+    while True:
+        session = batch_session(main, driver)
+        session.in_turn = in_turn
+        session.reruns = len(in_turn)
+        if len(in_turn) >= MAX_RERUNS:
+            session.window = 1  # a target this far from the model: one step at a time
+        error, mispredicted = _run_window(session, driver, cls, seed, batch_no, size, run_settings)
+        if mispredicted is None:
+            break
+        # A step sent ahead was judged otherwise than predicted: everything after it was chosen
+        # from a state the one-at-a-time run would not have had.  The batch runs again (its
+        # examples follow its seed), that step in turn; so the result is the one-at-a-time one.
+        in_turn.add(mispredicted)
     if session.failure is not None:
         _close_hunt(session, driver, main.protocol, profile, seed, error)
         if isinstance(error, Flaky):
             error = None
     return _BatchRun(batch_no, session, error)
+
+
+#: A batch mispredicted this many times runs once more with one step at a time.
+MAX_RERUNS = 12
+
+
+def _run_window(
+    session: MachineSession,
+    driver: Driver,
+    cls: type[DifferentialMachine],
+    seed: int,
+    batch_no: int,
+    size: int,
+    run_settings: settings,
+) -> tuple[BaseException | None, Any]:
+    """One try of a batch with ``session.window`` steps in flight: (the exception the batch
+    ended with, None) -- or (None, the key of the step judged otherwise than predicted)."""
+    previous = getattr(driver, "window", None)
+    if previous is not None:
+        setattr(driver, "window", session.window)  # noqa: B010 (only drivers that have one)
+        setattr(driver, "on_settled", session.settled)  # noqa: B010
+    try:
+        error = _run_batch(lambda: cls(session), batch_seed(seed, batch_no), size, run_settings)
+        settle = getattr(driver, "settle", None)
+        if settle is not None:
+            settle()
+        return error, None
+    except Mispredicted as exc:
+        driver.abandon()  # type: ignore[attr-defined]
+        return None, exc.key
+    finally:
+        if previous is not None:
+            setattr(driver, "window", previous)  # noqa: B010
+            setattr(driver, "on_settled", None)  # noqa: B010
 
 
 def _merge_batch(main: MachineSession, run: _BatchRun) -> None:
@@ -143,6 +190,7 @@ def _merge_batch(main: MachineSession, run: _BatchRun) -> None:
     main.examples += s.examples
     main.explored += s.explored
     main.steps += s.steps
+    main.reruns += s.reruns
     for reason, n in s.skipped.items():
         main.skipped[reason] = main.skipped.get(reason, 0) + n
     if main.indeterminate is None and s.indeterminate is not None:

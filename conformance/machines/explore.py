@@ -77,6 +77,7 @@ def run_machine(
     is_expected: Callable[[tuple[str, ...]], bool] | None = None,
     max_findings: int = MAX_FINDINGS,
     lanes: Sequence[Driver] = (),
+    window: int = 1,
 ) -> MachineResult:
     """Explore ``protocol`` against ``driver``'s target under ``profile``; shrink every
     distinct divergence (up to ``max_findings``).
@@ -85,7 +86,9 @@ def run_machine(
     is set aside, never shrunk).  ``shard`` (K, N): run only the batches ``b`` with
     ``b % N == K - 1`` (:mod:`conformance.shard`).  ``lanes``: more drivers of the same
     protocol (each with its own scopes or its own instance) that explore the next batches side
-    by side with ``driver``; the result is the same with or without them.
+    by side with ``driver``; the result is the same with or without them.  ``window``: steps
+    each driver may have in flight on its connection (pipelined; 1: one at a time), with the
+    same result whatever its size.
     """
     cls = machine or machine_class(protocol)
     seed = pick_seed(profile, seed)
@@ -101,7 +104,7 @@ def run_machine(
             0.0,
             reason=f"the target lacks {', '.join(missing)}",
         )
-    session = MachineSession(driver, protocol, profile.shrink_budget_s, on_step)
+    session = MachineSession(driver, protocol, profile.shrink_budget_s, on_step, window=window)
     if is_expected is not None:
         session.is_expected = is_expected
     run_settings = machine_settings(profile)
@@ -134,8 +137,8 @@ def run_machine(
         # far.  They are taken in batch order; once one finds something new, the later ones
         # ran with too little set aside, so they are dropped and run again -- the result is
         # exactly that of one batch after the other, whatever the number of lanes.
-        window = plan[i : i + len(drivers)]
-        runs = _run_round(window, drivers, session, cls, seed, run_settings, profile)
+        batches = plan[i : i + len(drivers)]
+        runs = _run_round(batches, drivers, session, cls, seed, run_settings, profile)
         before = session.examples
         stop = False
         for run in runs:
@@ -178,6 +181,8 @@ def run_machine(
         }
         explored["set_aside"] = dict(session.set_aside)
     result.details["explored"] = explored
+    if window > 1:
+        result.details["window"] = _window_details(window, session, drivers)
     for n, finding in enumerate(session.findings):
         finding.replay = _replay_scenario(
             protocol, profile, seed, n, finding.steps, finding.failure
@@ -227,3 +232,16 @@ def run_machine(
             else f"no batch of examples falls in shard {shard[0]}/{shard[1]}"
         )
     return result
+
+
+def _window_details(window: int, session: MachineSession, drivers: list[Driver]) -> dict[str, Any]:
+    """What the report says of ``--window``: its size, how many batches were run again after
+    a step sent ahead was mispredicted, and why a target's pipelining was turned off (then its
+    steps went one at a time)."""
+    details: dict[str, Any] = {"size": window, "reruns": session.reruns}
+    offs = {
+        off for d in drivers if (off := getattr(getattr(d, "target", None), "pipelining_off", ""))
+    }
+    if offs:
+        details["pipelining_off"] = sorted(offs)
+    return details

@@ -4,7 +4,7 @@ every rule (:func:`live`): one run, its recorded steps, and what a divergence do
 from __future__ import annotations
 
 import time
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from hypothesis import assume
 from hypothesis.stateful import RuleBasedStateMachine, precondition, rule
@@ -50,7 +50,30 @@ class DifferentialMachine(RuleBasedStateMachine):
         self.recorded: list[Step] = []
         #: the outcome that stopped this run (nothing more is sent), or None
         self.stopped: StepOutcome | None = None
-        self.driver.begin(f"{self.protocol}-machine example {self.example_no}")
+        name = f"{self.protocol}-machine example {self.example_no}"
+        begin_ahead = getattr(self.driver, "begin_ahead", None)
+        if begin_ahead is not None and self._goes_ahead((self.example_no, -1)):
+            begin_ahead(name, (self.example_no, -1))
+        else:
+            self._settle()
+            self.driver.begin(name)
+
+    def _goes_ahead(self, key: tuple[int, int]) -> bool:
+        """Whether this step may be sent ahead of the answers in flight (``--window``): never
+        while shrinking, nor where an earlier try of this batch mispredicted."""
+        session = self.session
+        return (
+            session.window > 1
+            and session.hunting is None
+            and key not in session.in_turn
+            and hasattr(self.driver, "ahead")
+        )
+
+    def _settle(self) -> None:
+        """Judge every step still in flight (a driver that sends steps ahead)."""
+        settle = getattr(self.driver, "settle", None)
+        if settle is not None:
+            settle()
 
     @precondition(lambda self: self.stopped is not None)
     @rule()
@@ -72,8 +95,19 @@ class DifferentialMachine(RuleBasedStateMachine):
             return self.stopped
         if session.indeterminate is not None and session.hunting is None:
             return self._stop(session.indeterminate)  # the target stopped answering
+        key = (self.example_no, len(self.recorded))
         try:
-            outcome = self.driver.execute(len(self.recorded), step)
+            if self._goes_ahead(key):
+                ahead: Any = self.driver
+                outcome, provisional = ahead.ahead(len(self.recorded), step, key)
+                if provisional:
+                    # A pass predicted by the model; the session counts it once judged
+                    # (MachineSession.settled), or runs the batch again.
+                    self.recorded.append(step)
+                    return outcome  # type: ignore[no-any-return]
+            else:
+                self._settle()
+                outcome = self.driver.execute(len(self.recorded), step)
         except Exception as exc:
             session.harness_error = exc
             raise

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from conformance.drivers.base import Driver, StepOutcome
+from conformance.drivers.base import Driver, Mispredicted, StepOutcome
 from conformance.scenario import Scenario, Step
 from conformance.scrub import shown
 
@@ -93,6 +93,24 @@ class MachineSession:
     harness_error: BaseException | None = None
     indeterminate: StepOutcome | None = None
     skipped: dict[str, int] = field(default_factory=dict)
+    #: steps in flight at once on one connection (``--window``; 1: one at a time)
+    window: int = 1
+    #: steps of this batch run in turn, not ahead: (example, step index) once mispredicted
+    in_turn: set[Any] = field(default_factory=set)
+    #: batches run again because a step sent ahead was mispredicted
+    reruns: int = 0
+
+    def settled(self, key: Any, step: Step | None, outcome: StepOutcome | None, ok: bool) -> None:
+        """A step sent ahead has been judged (in order): counted as the one-at-a-time run
+        counts it, or, judged otherwise than predicted, the batch is run again
+        (:class:`Mispredicted`)."""
+        if not ok:
+            raise Mispredicted(key)
+        if step is None or outcome is None:
+            return  # an example's start (reset and clock pin), as predicted
+        self.steps += 1
+        if self.on_step is not None:
+            self.on_step(noted(step, outcome))
 
     def met(self) -> None:
         """Note when the first divergence of the exploration was met (before any shrinking)."""

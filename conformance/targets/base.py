@@ -494,6 +494,10 @@ class HttpTarget:
         #: On over TLS too: the answers "lost over TLS" (issue 11) were lost by the test's
         #: TLS-terminating proxy, which used one OpenSSL connection from two threads at once.
         self.pipelining = True
+        #: why pipelining was turned off during the run ("" while it is on)
+        self.pipelining_off = ""
+        #: requests written by :meth:`write_ahead`, answers unread, oldest first
+        self._ahead: list[tuple[str, str, Any]] = []
 
     # -- capabilities -----------------------------------------------------------------
 
@@ -645,6 +649,78 @@ class HttpTarget:
                 )
                 b = replace(b, transport_error=why)
         return a, b
+
+    # -- a window of requests in flight (pipelined exploration) ---------------------
+
+    def write_ahead(self, requests: list[tuple[str, str, Any]]) -> bool:
+        """Write JSON requests ``(method, path, body)`` on the kept connection behind every one
+        already written, their answers left unread (:meth:`read_ahead` reads them, in order).
+
+        False: nothing was written (pipelining is off, the target has stopped answering, a
+        request is not sendable, or a connection lost with answers still unread): read what is
+        in flight, then send one request at a time.  A connection lost while writing keeps the
+        requests queued: their answers come back as transport errors (never sent again: the
+        target may have carried them out)."""
+        if not self.pipelining or self._silent or (self._ahead and self._inflight is None):
+            return False
+        wires = [self._prepared(*r) for r in requests]
+        if any(w is None for w in wires):
+            return False
+        if not self._ahead:
+            if self._inflight is not None:
+                return False  # a request_pair's second answer is unread (never the case)
+            if self._conn is not None and not _still_open(self._conn):
+                self._drop()  # closed by the target while idle: nothing was sent on it
+            if self._conn is None:
+                try:
+                    self._conn = self._connect(time.monotonic() + self.config.timeout_s)
+                except (OSError, _Deadline):
+                    self._drop()
+                    return False
+                finally:
+                    self._watchdog.disarm()
+            self._inflight = (self._conn, b"")
+        self._ahead.extend(requests)
+        try:
+            self._conn.sendall(b"".join(w for w in wires if w is not None))  # type: ignore[union-attr]
+        except OSError:
+            self._drop()  # the queued answers come back as "went with its connection"
+        return True
+
+    @property
+    def ahead(self) -> int:
+        """Requests written by :meth:`write_ahead` whose answers are still unread."""
+        return len(self._ahead)
+
+    def read_ahead(self) -> Exchange:
+        """The answer to the oldest request :meth:`write_ahead` wrote (HTTP/1.1: answers come
+        in the order of the requests).  A lost answer, or an answer that closes the connection
+        with requests behind, turns pipelining off for the rest of the run
+        (:attr:`pipelining_off` says why); the requests behind get transport errors."""
+        method, path, body = self._ahead.pop(0)
+        if self._inflight is None:
+            # Gone with its connection before its answer: not a request the target ignored
+            # (not counted towards SILENT_LIMIT), and never sent again.
+            return self._failure(
+                method, path, body, time.perf_counter(),
+                "not answered: the connection was lost with this request pipelined behind"
+                " another (not sent again: it may have been carried out)",
+            )  # fmt: skip
+        data = _to_json(body).encode("utf-8")
+        headers = [("Content-Type", "application/json"), ("Content-Length", str(len(data)))]
+        more = bool(self._ahead)
+        ex = self._send(
+            method, path, headers, data, True, body,
+            chunked=False, keep=True, then=b"+" if more else b"", sent=True,
+        )  # fmt: skip
+        lost = ex.status is None or (more and self._inflight is None)
+        if lost and self.pipelining:
+            self.pipelining = False
+            self.pipelining_off = (
+                f"the target closed the connection with {len(self._ahead) + (ex.status is None)}"
+                f" pipelined request(s) unanswered ({ex.transport_error or 'Connection: close'})"
+            )
+        return ex
 
     def _prepared(self, method: str, path: str, body: Any) -> bytes | None:
         """The bytes :meth:`request` would write for a JSON ``body`` (None: not sendable)."""
@@ -858,6 +934,9 @@ class HttpTarget:
             raise _Deadline()
         sock = socket.create_connection((self._host, self._port), timeout=remaining)
         try:
+            # Requests written one behind another (write_ahead) go out at once, not held back
+            # until the previous one is acknowledged (Nagle).
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             self._watchdog.arm(sock, deadline)
             if self._ssl is not None:
                 sock = self._ssl.wrap_socket(sock, server_hostname=self._host)
@@ -927,7 +1006,7 @@ class HttpTarget:
                     sock.close()
 
     def _drop(self) -> None:
-        self._inflight = None
+        self._inflight = None  # (write_ahead's queued answers then fail, in order)
         if self._conn is not None:
             try:
                 self._conn.close()

@@ -178,6 +178,7 @@ def execute(
             shard=shard,
             run_id=run_id,
             jobs=int(getattr(args, "jobs", 1) or 1),
+            window=int(getattr(args, "window", 1) or 1),
             procs=getattr(args, "procs", None),
             ledger_targets=session.ledger_extra,
             contract=getattr(args, "contract", None),
@@ -212,6 +213,7 @@ def run_pipeline(
     shard: Shard = WHOLE,
     run_id: str | None = None,
     jobs: int = 1,
+    window: int = 1,
     procs: int | None = None,
     ledger_targets: list[TargetConfig] | None = None,
     contract: str | None = None,
@@ -279,6 +281,7 @@ def run_pipeline(
             "machines": machines,
             **shard_report_options(shard, base, profile.max_examples),
             "jobs": jobs,
+            "window": window,
             "procs": procs if pool is not None else 0,
         },
         expectations=list(expectations or []),
@@ -298,6 +301,9 @@ def run_pipeline(
         if "ledger" in drivers and ledger_targets:
             lanes["ledger"] += ledger_lanes(ctx, ledger_targets, notes)
         extra = [d for ds in lanes.values() for d in ds[1:]]
+        for d in [d for ds in lanes.values() for d in ds]:
+            if hasattr(d, "ahead"):  # a driver that can send steps ahead (the ledger's)
+                d.window = window  # type: ignore[attr-defined]
         if scenarios:
             progress.set_phase("corpus")
             report.scenarios = run_scenarios(
@@ -316,6 +322,7 @@ def run_pipeline(
                 drivers,
                 lanes,
                 jobs=jobs,
+                window=window,
                 profile=profile,
                 seed=seed,
                 shard=shard,

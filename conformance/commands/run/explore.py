@@ -44,6 +44,7 @@ def explore(
     lanes: Sequence[Driver],
     expected: list[Expectation],
     progress: Progress,
+    window: int = 1,
 ) -> Explored:
     """The transport probes (one step each, reported apart from the machine),
     then the machine on the protocol's lanes, then each finding confirmed."""
@@ -82,6 +83,7 @@ def explore(
         is_expected=is_expected,
         shard=(shard.index, shard.count),
         lanes=lanes[1:],
+        window=window,
     )
     done.result = result
     for n, finding in enumerate(result.findings):
@@ -106,6 +108,7 @@ def explore_all(
     *,
     jobs: int,
     profile: Profile,
+    window: int = 1,
     seed: int | None,
     shard: Shard,
     expected: list[Expectation],
@@ -123,6 +126,7 @@ def explore_all(
             lanes=lanes.get(protocol, [driver]),
             expected=expected,
             progress=progress,
+            window=window,
         )
 
     if jobs > 1 and len(drivers) > 1:

@@ -133,6 +133,16 @@ def add_run_options(p: argparse.ArgumentParser, *, machines: bool = True) -> Non
         "replays do not depend on N",
     )
     p.add_argument(
+        "--window",
+        type=_window,
+        default=DEFAULT_WINDOW,
+        metavar="N",
+        help=f"steps a machine may have in flight on one connection, sent before the answers "
+        f"to earlier ones are back (default {DEFAULT_WINDOW}; 1 = one at a time). A step that "
+        "needs a store id still in flight waits for it; the verdict, divergences and replays "
+        "do not depend on N",
+    )
+    p.add_argument(
         "--procs",
         type=_procs,
         default=None,
@@ -186,6 +196,24 @@ def add_level_option(p: argparse.ArgumentParser) -> None:
 #: but a thread each (they share one process and its GIL).
 DEFAULT_JOBS = 10
 MAX_JOBS = 64
+
+
+#: Steps a machine may have in flight on one connection (``--window``).  Deep enough that a
+#: store 25 ms away answers a window while the harness prepares the next one; the ledger's
+#: answers are small (a listing holds at most 50 records), so a window's answers fit the
+#: socket buffers and the store never blocks on them.
+DEFAULT_WINDOW = 32
+MAX_WINDOW = 256
+
+
+def _window(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--window takes a whole number, not {text!r}") from None
+    if not 1 <= n <= MAX_WINDOW:
+        raise argparse.ArgumentTypeError(f"--window must be from 1 to {MAX_WINDOW}, not {n}")
+    return n
 
 
 #: At most this many worker processes (``--procs``).
