@@ -297,10 +297,14 @@ def judge(
     scenario_named: set[str] = set()  # what the failed scenarios were written to check
     machine_named: set[str] = set()
     deviated: set[str] = set()  # reference clauses a deviation touched (any level)
+    declared: set[str] = set()  # the clauses of the corpus scenarios that deviated
     replay: int | None = None
     reference_level = data.get("level") == "reference"
     for s in data.get("scenarios", []):
         deviated.update(s.get("deviation_clauses") or ())
+        if s.get("verdict") == "deviate" and s.get("kind") != "probe":
+            # as for a failure: a corpus scenario names the rule it was written to check
+            declared.update(s.get("clauses") or ())
         if reference_level and s.get("verdict") == "deviate":
             # at --level reference a deviation fails the run: it kills like a failure
             target = machine_named if s.get("kind") == "probe" else corpus_named
@@ -363,13 +367,16 @@ def judge(
     )
     # Not killed at the seed level, but a deviation named one of its clauses: its mistake is a
     # choice the seed leaves open (reference clauses only) — caught, at --level reference.
-    deviates = not killed and bool(deviated & wanted)
+    deviates = not killed and bool((deviated | declared) & wanted)
+    deviates_on = sorted(deviated & wanted) or sorted(declared & wanted)
     detail = ""
     if deviates:
         detail = (
-            "differs from the reference implementation only (reference clauses "
-            f"{', '.join(sorted(deviated))}): killed only at --level reference"
+            "differs from the reference implementation (reference clauses "
+            f"{', '.join(deviates_on)}): killed only at --level reference"
         )
+        if named:
+            detail += f"; the run also failed naming only {', '.join(named)}"
     elif not killed:
         detail = (
             f"divergences named only {', '.join(named)}"
@@ -393,7 +400,7 @@ def judge(
         duration=duration,
         detail=detail,
         blame=("step" if by_step else "scenario") if killed else "",
-        deviates_on=sorted(deviated & wanted) if deviates else [],
+        deviates_on=deviates_on if deviates else [],
     )
 
 

@@ -259,7 +259,7 @@ BROKEN: dict[str, tuple[Callable[[Handle], Handle], str]] = {
     "null_for_unset_fields": (null_for_unset_fields, "LED-WIRE.4"),
     "ids_reused_after_tombstone": (ids_reused_after_tombstone, "LED-REC.3"),
     "sweep_closes_at_sweep": (sweep_closes_at_sweep, "LED-EXP.2"),
-    "credential_message_varies": (credential_message_varies, "LED-CRED.2"),
+    "credential_message_varies": (credential_message_varies, "LED-CRED.5"),
     "lifecycle_refusal_is_invalid_params": (lifecycle_refusal_is_invalid_params, "LED-STATUS.3"),
     "as_of_misses_the_last_millisecond": (as_of_misses_the_last_millisecond, "LED-ASOF.1"),
 }

@@ -124,6 +124,7 @@ def test_action_yml_passes_every_input_to_the_script_and_the_token_by_environmen
         "token",
         "spec",
         "profile",
+        "level",
         "expect",
         "shard",
         "seed",
