@@ -19,7 +19,6 @@ import socket
 import ssl
 import threading
 import time
-from collections.abc import Callable
 from urllib.parse import urlsplit
 
 
@@ -336,13 +335,3 @@ class TlsTerminator:
                 s.close()
             except OSError:
                 pass
-
-
-def measure_rtt(url: str, get: Callable[[str], object], n: int = 5) -> float:
-    """Median seconds of ``n`` calls of ``get(url + "/healthz")`` (a sanity check of the delay)."""
-    times = []
-    for _ in range(n):
-        t0 = time.perf_counter()
-        get(url + "/healthz")
-        times.append(time.perf_counter() - t0)
-    return sorted(times)[len(times) // 2]

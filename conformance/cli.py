@@ -24,8 +24,6 @@ from conformance.errors import TokenRefused as TokenRefused
 from conformance.errors import UsageError as UsageError
 from conformance.scrub import ScrubbingStream
 
-EXIT_OK = 0
-EXIT_DIVERGENCE = 1
 EXIT_USAGE = 2
 
 # One entry per subcommand module under conformance/commands/. Add a line to register a command.

@@ -318,9 +318,7 @@ class Worker:
 
     def __init__(self, number: int, token: Secret | None) -> None:
         self.number = number
-        self.started = time.perf_counter()
         self.lanes: list[RemoteLane] = []
-        self.ready_s: float | None = None
         self.cpu_s: float | None = None
         self.collected: Any = None
         self._send_lock = threading.Lock()
@@ -374,7 +372,6 @@ class Worker:
             raise WorkerError(f"worker {self.number} did not start within {timeout:g}s") from None
         if kind != "ready":
             raise WorkerError(f"worker {self.number} did not start: {value}")
-        self.ready_s = time.perf_counter() - self.started
 
     def _receive(self) -> None:
         reason = "the worker process ended"

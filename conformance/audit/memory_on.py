@@ -20,10 +20,12 @@ own system text must follow the block byte for byte, in the same encoding (MEM-I
 inserted key, message or content part must be removable so that what remains *is* the baseline
 bytes.  The block itself is checked against the spec: the exact prefix line (U+2014),
 the fences, ``n + 3`` lines (MEM-CONTAIN.4), each bullet ``- <text> (source: <thread>)`` whose
-fields are sanitized fields — something ``sanitize_memory_field`` can output (MEM-CONTAIN.1-3)
+fields are sanitized fields — something ``sanitize_memory_field`` can output (MEM-CONTAIN.1,
+MEM-CONTAIN.2, MEM-CONTAIN.3)
 — the scope list of the prefix (MEM-READ.3, MEM-SCOPE.1/3/4), and the budget: at most
 ``limit`` bullets, and the bullets' estimated tokens within ``max_tokens`` unless there is
-exactly one (MEM-BUDGET.1-3).  A request with memory on that equals its baseline byte for byte
+exactly one (MEM-BUDGET.1, MEM-BUDGET.2, MEM-BUDGET.3).  A request with memory on that equals its
+baseline byte for byte
 carries no block, which the spec allows (nothing matched, MEM-INJECT.2).
 
 The parts: ``memory_on`` (one pair, two whole captures, the verdicts), ``memory_on_slot``

@@ -165,7 +165,8 @@ def memory_on_report(baseline: Capture, memory: Capture, result: MemoryOnResult)
         "baseline's own bytes (MEM-INJECT.1); an added key, message or text part removes "
         "cleanly to the baseline bytes",
         "the block: exact prefix line with U+2014, fences, n+3 lines (MEM-CONTAIN.4); bullets "
-        "'- <text> (source: <thread>)' with sanitized fields (MEM-CONTAIN.1-3)",
+        "'- <text> (source: <thread>)' with sanitized fields (MEM-CONTAIN.1, MEM-CONTAIN.2, "
+        "MEM-CONTAIN.3)",
         "the prefix's scopes: namespaced keys, org present, each kind once, in org, repo, "
         "channel, user order (MEM-READ.3, MEM-SCOPE.1, MEM-SCOPE.3, MEM-SCOPE.4)",
         "the budget: bullets <= limit, estimated tokens <= max_tokens unless exactly one bullet "

@@ -207,7 +207,8 @@ def seeded_store() -> StoreState:
 
 
 def memory_block(state: StoreState, query: str, now: int) -> tuple[StoreState, str | None]:
-    """Read every scope, pool, budget and render — the memory-on read path (MEM-READ.1-3)."""
+    """Read every scope, pool, budget and render — the memory-on read path (MEM-READ.1, MEM-READ.2,
+    MEM-READ.3)."""
     keys = [ORG, USER]  # scope order: org first, the user's own last (MEM-SCOPE.4)
     pooled = []
     for key in keys:

@@ -1,4 +1,4 @@
-"""Concurrent clients and a linearizability checker (issue 12).
+"""Concurrent clients and a linearizability checker.
 
 ``workload``      a deterministic plan of operations per client, from a seed
 ``driver``        N client threads run a plan against a target and record a history

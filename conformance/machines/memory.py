@@ -14,7 +14,8 @@ The alphabet is chosen so that the interesting rules fire often in short runs:
 * ``supersedes`` and ``forget`` take ids from a bundle filled by ``/list`` and ``/retrieve``
   answers (the machine never guesses an id), plus empty and unresolvable ids
   (MEM-WRITE.3/4/7, MEM-STORE.8);
-* small caps (1–5) so eviction and its ties happen (MEM-CAP.1–3), and a run may start with
+* small caps (1–5) so eviction and its ties happen (MEM-CAP.1, MEM-CAP.2, MEM-CAP.3), and a run may
+start with
   scope ``a`` already holding a few records (:meth:`MemoryMachine.prefill`) so the cap bites
   at once;
 * invalid bodies mixed in (MEM-WIRE.*), among them each bound one past its limit (cap 10001,
@@ -237,7 +238,8 @@ AT_THE_BOUNDS: list[tuple[str, dict[str, Any]]] = [
 
 
 #: Clauses the memory machine exercises (for ``memspec clauses`` via the harness tests).  The
-#: routing, auth and fence clauses (MEM-WIRE.1–7) are the transport probes' (probes.py).
+# : routing, auth and fence clauses (MEM-WIRE.1, MEM-WIRE.2, MEM-WIRE.3, MEM-WIRE.4, MEM-WIRE.5,
+# MEM-WIRE.6, MEM-WIRE.7) are the transport probes' (probes.py).
 MACHINE_CLAUSES: tuple[str, ...] = (
     "MEM-SEAM.2",
     "MEM-RECORD.1",

@@ -29,10 +29,8 @@ store.  The client is deliberately defensive, because the stores it talks to may
 
 Why one module of ~1000 lines: it is one class whose connection state (the kept socket, the
 request written behind the last one by :meth:`HttpTarget.request_pair`, the watchdog, the
-counters that turn pipelining off) every method reads and changes.  A split into a connection
-base class and decoding/config modules (issue 13) was backed out after a TLS run lost an
-answer; that loss was the TLS test's proxy (issue 11: one OpenSSL connection used from two
-threads), not the split.  Reading one answer off the socket is no connection state and lives
+counters that turn pipelining off) every method reads and changes.  Reading one answer off
+the socket is no connection state and lives
 beside it, in :mod:`conformance.targets.wire` (a function of the socket and the bytes already
 read; what is left over goes back in :attr:`HttpTarget._inflight`).
 """
@@ -491,8 +489,8 @@ class HttpTarget:
         self._closing = False  # the last answer announced ``Connection: close``
         self._then_lost = False  # the request behind the last one went with a lost connection
         #: off once a target failed to answer a pipelined request (see :meth:`request_pair`).
-        #: On over TLS too: the answers "lost over TLS" (issue 11) were lost by the test's
-        #: TLS-terminating proxy, which used one OpenSSL connection from two threads at once.
+        #: On over TLS too (a TLS-terminating proxy must not use one OpenSSL connection from
+        #: two threads at once, or it loses answers that the target sent).
         self.pipelining = True
         #: why pipelining was turned off during the run ("" while it is on)
         self.pipelining_off = ""

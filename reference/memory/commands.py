@@ -469,7 +469,7 @@ def answer_forget(
     caller_user_id: str | None,
     is_admin: bool,
 ) -> tuple[StoreState, str]:
-    """The state after ``memory forget`` and its reply (MEM-CMD.7-9).
+    """The state after ``memory forget`` and its reply (MEM-CMD.7, MEM-CMD.8, MEM-CMD.9).
 
     Memory off: the state unchanged and ``MEMORY_OFF_REPLY``.  A refused id: the state
     unchanged and the refusal's reason.  An allowed id: ``store_forget`` on the scope parsed

@@ -143,7 +143,8 @@ WritePlan = Dedup | Insert
 def plan_write(
     active: Sequence[MemoryRecord], candidate: MemoryCandidate, *, newer_unicode: bool = False
 ) -> WritePlan:
-    """Decide one candidate against the scope's active records (MEM-WRITE.1-5).
+    """Decide one candidate against the scope's active records (MEM-WRITE.1, MEM-WRITE.2,
+    MEM-WRITE.3, MEM-WRITE.4, MEM-WRITE.5).
 
     ``active`` is the scope's active set in insertion order (anything not active in it is
     ignored).
@@ -227,7 +228,8 @@ def eviction_key(record: MemoryRecord) -> tuple[int, int]:
 
 
 def plan_eviction(active: Sequence[MemoryRecord], cap: int) -> list[str]:
-    """Ids to evict so that at most ``cap`` active records remain, eviction order (MEM-CAP.1-2).
+    """Ids to evict so that at most ``cap`` active records remain, eviction order (MEM-CAP.1,
+    MEM-CAP.2).
 
     Only active records count and only they are candidates.  Nothing at or under the cap;
     otherwise exactly ``len(active) - cap`` ids, least recently used first (``eviction_key``),

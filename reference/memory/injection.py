@@ -27,7 +27,8 @@ def fold_memory_block(system: str | None, block: str | None) -> str | None:
 
 
 def inject(request: dict[str, Any], block: str | None, provider: Provider) -> dict[str, Any]:
-    """Put the block in front of a provider request's system prompt (MEM-INJECT.1-4).
+    """Put the block in front of a provider request's system prompt (MEM-INJECT.1, MEM-INJECT.2,
+    MEM-INJECT.3, MEM-INJECT.4).
 
     * No block (``None`` or ``""``): the very same ``request`` object is returned, untouched.
     * ``anthropic``: the top-level ``system``.  A string (or an absent key) is folded with

@@ -38,7 +38,8 @@ def memory_context_block(
     limit: int = DEFAULT_LIMIT,
     max_tokens: int = DEFAULT_MAX_TOKENS,
 ) -> str | None:
-    """The advisory block for a request, or ``None`` when nothing survives (MEM-READ.1-4).
+    """The advisory block for a request, or ``None`` when nothing survives (MEM-READ.1, MEM-READ.2,
+    MEM-READ.3, MEM-READ.4).
 
     The prefix names every scope read (every key of ``retrieved``, even one that returned
     nothing) in ``list_scope_keys`` order joined with ``" + "``; a scope that was not read

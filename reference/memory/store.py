@@ -121,7 +121,8 @@ def store_write(
     *,
     newer_unicode: bool = False,
 ) -> tuple[StoreState, WriteResult]:
-    """Apply one write batch (MEM-WRITE.1-7, MEM-CAP.1-4).
+    """Apply one write batch (MEM-WRITE.1, MEM-WRITE.2, MEM-WRITE.3, MEM-WRITE.4, MEM-WRITE.5,
+    MEM-WRITE.6, MEM-WRITE.7, MEM-CAP.1, MEM-CAP.2, MEM-CAP.3, MEM-CAP.4).
 
     ``newer_unicode``: dedup keys compared as a store on a newer Unicode may see them
     (``engine.may_fold_equal``, MEM-WRITE.2).

@@ -74,6 +74,7 @@ def describe_records(spec: RecordsBody, state: StoreState, w: World) -> str:
     want_n = min(spec.limit, sum(len(g) for g in groups))
     return (
         f"records: the first {want_n} of these tie groups (a group cut by the limit keeps any of"
-        " its members; usage shown before or after this retrieval's bump; see MEM-STORE.5-6 for"
+        " its members; usage shown before or after this retrieval's bump; see MEM-STORE.5 and"
+        " MEM-STORE.6 for"
         " what a prefilter may leave out):" + ("\n" + "\n".join(lines) if lines else " none")
     )

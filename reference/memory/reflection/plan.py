@@ -1,8 +1,10 @@
 """The whole reflection pass: which call to make (or why none), and what its outcome writes.
 
 The provider call and the store writes are I/O and stay outside: ``plan_reflection`` says which
-call to make (MEM-REFLECT.1-5), ``finish_reflection`` turns the call's outcome into per-scope
-writes and warnings (MEM-REFLECT.2, MEM-ROUTE.1-7), ``records_to_show`` picks the existing
+call to make (MEM-REFLECT.1, MEM-REFLECT.2, MEM-REFLECT.3, MEM-REFLECT.4, MEM-REFLECT.5),
+``finish_reflection`` turns the call's outcome into per-scope
+writes and warnings (MEM-REFLECT.2, MEM-ROUTE.1, MEM-ROUTE.2, MEM-ROUTE.3, MEM-ROUTE.4, MEM-ROUTE.5,
+MEM-ROUTE.6, MEM-ROUTE.7), ``records_to_show`` picks the existing
 records the extractor sees (MEM-REFLECT.11).
 """
 
@@ -60,7 +62,8 @@ def plan_reflection(
     existing_records: Sequence[MemoryRecord],
     transcript: Sequence[TranscriptTurn],
 ) -> ReflectionCall | SkipReflection:
-    """Decide the reflection call of a finished run (MEM-REFLECT.1-5).
+    """Decide the reflection call of a finished run (MEM-REFLECT.1, MEM-REFLECT.2, MEM-REFLECT.3,
+    MEM-REFLECT.4, MEM-REFLECT.5).
 
     Memory off: no call and nothing else (not even a warning).  A run ``should_reflect``
     rejects: no call.  An unparseable ``memory.model``: no call and one ``[memory]`` warning
@@ -108,7 +111,8 @@ def finish_reflection(
     scopes: RunScopes,
     origin_visibility: str | None,
 ) -> ReflectOutcome:
-    """Turn the extractor's reply into per-scope writes (MEM-REFLECT.2, MEM-ROUTE.1-7).
+    """Turn the extractor's reply into per-scope writes (MEM-REFLECT.2, MEM-ROUTE.1, MEM-ROUTE.2,
+    MEM-ROUTE.3, MEM-ROUTE.4, MEM-ROUTE.5, MEM-ROUTE.6, MEM-ROUTE.7).
 
     A failed call or a rejected envelope writes nothing and yields one warning (no retry; the
     user's reply is never touched).  Otherwise the reply is parsed against the ids of

@@ -1,4 +1,5 @@
-"""The extractor's reply: a strict envelope, lenient inside (MEM-REFLECT.7-10, MEM-ROUTE.2)."""
+"""The extractor's reply: a strict envelope, lenient inside (MEM-REFLECT.7, MEM-REFLECT.8,
+MEM-REFLECT.9, MEM-REFLECT.10, MEM-ROUTE.2)."""
 
 from __future__ import annotations
 
@@ -30,7 +31,8 @@ class ReflectionCandidate:
 
 @dataclass(frozen=True)
 class ReflectionResult:
-    """What survived validation: up to five facts and at most one summary (MEM-REFLECT.7-10)."""
+    """What survived validation: up to five facts and at most one summary (MEM-REFLECT.7,
+    MEM-REFLECT.8, MEM-REFLECT.9, MEM-REFLECT.10)."""
 
     facts: tuple[ReflectionCandidate, ...]
     summary: ReflectionCandidate | None
@@ -119,7 +121,8 @@ def _parse_fact(
 def parse_reflection(
     raw: str, shown_ids: Sequence[str], thread_key: str, run_id: str | None
 ) -> ReflectionResult | None:
-    """Validate the extractor's reply (MEM-REFLECT.7-10, MEM-ROUTE.2).
+    """Validate the extractor's reply (MEM-REFLECT.7, MEM-REFLECT.8, MEM-REFLECT.9, MEM-REFLECT.10,
+    MEM-ROUTE.2).
 
     Strict envelope -- ``None`` (nothing is written) when the reply, after removing one
     wrapping ```` ```json ```` fence, is not JSON, not an object, or its ``facts`` is not an

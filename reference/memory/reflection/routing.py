@@ -1,7 +1,8 @@
 """Where each surviving candidate is written, and the write gate's one line (MEM-ROUTE).
 
 Its audience's scope when the run has it, a correction to its target's scope, and the write gate
-that narrows org writes from non-public origins (MEM-ROUTE.1-7).
+that narrows org writes from non-public origins (MEM-ROUTE.1, MEM-ROUTE.2, MEM-ROUTE.3, MEM-ROUTE.4,
+MEM-ROUTE.5, MEM-ROUTE.6, MEM-ROUTE.7).
 """
 
 from __future__ import annotations
@@ -62,7 +63,7 @@ RouteReason = Literal[
 
 @dataclass(frozen=True)
 class RouteDecision:
-    """Where one candidate went and why (MEM-ROUTE.3-5)."""
+    """Where one candidate went and why (MEM-ROUTE.3, MEM-ROUTE.4, MEM-ROUTE.5)."""
 
     index: int
     audience: str
@@ -81,7 +82,8 @@ class ScopeWrite:
 
 @dataclass(frozen=True)
 class RoutingPlan:
-    """Every write of one reflection plus the gate's report line (MEM-ROUTE.1-7)."""
+    """Every write of one reflection plus the gate's report line (MEM-ROUTE.1, MEM-ROUTE.2,
+    MEM-ROUTE.3, MEM-ROUTE.4, MEM-ROUTE.5, MEM-ROUTE.6, MEM-ROUTE.7)."""
 
     writes: tuple[ScopeWrite, ...]
     decisions: tuple[RouteDecision, ...]
@@ -104,7 +106,8 @@ def route_candidates(
     shown_record_scopes: Mapping[str, str],
     origin_visibility: str | None,
 ) -> RoutingPlan:
-    """Route every surviving candidate to the scope it is written to (MEM-ROUTE.1-7).
+    """Route every surviving candidate to the scope it is written to (MEM-ROUTE.1, MEM-ROUTE.2,
+    MEM-ROUTE.3, MEM-ROUTE.4, MEM-ROUTE.5, MEM-ROUTE.6, MEM-ROUTE.7).
 
     1. A candidate whose ``supersedes`` names a shown record of one of the run's scopes goes
        to that record's scope, whatever its audience (the pointer is kept).  A pointer to a

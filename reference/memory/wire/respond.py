@@ -1,4 +1,6 @@
-"""``worker_respond``: what a conforming Worker may answer to one HTTP request (MEM-WIRE.1-16).
+"""``worker_respond``: what a conforming Worker may answer to one HTTP request (MEM-WIRE.1,
+MEM-WIRE.2, MEM-WIRE.3, MEM-WIRE.4, MEM-WIRE.5, MEM-WIRE.6, MEM-WIRE.7, MEM-WIRE.8, MEM-WIRE.9,
+MEM-WIRE.10, MEM-WIRE.11, MEM-WIRE.12, MEM-WIRE.13, MEM-WIRE.14, MEM-WIRE.15, MEM-WIRE.16).
 
 The checks in their fixed order (MEM-WIRE.4): route, method, bearer, ``Content-Length``, then
 the body -- every implementation-defined reading of its bytes and its values gives an option of
@@ -156,7 +158,9 @@ def worker_respond(
     token: str | None,
     cap_default: int = DEFAULT_SCOPE_CAP,
 ) -> tuple[StoreState, Allowed]:
-    """What a conforming Memory Worker may answer, and the state after (MEM-WIRE.1-16).
+    """What a conforming Memory Worker may answer, and the state after (MEM-WIRE.1, MEM-WIRE.2,
+    MEM-WIRE.3, MEM-WIRE.4, MEM-WIRE.5, MEM-WIRE.6, MEM-WIRE.7, MEM-WIRE.8, MEM-WIRE.9, MEM-WIRE.10,
+    MEM-WIRE.11, MEM-WIRE.12, MEM-WIRE.13, MEM-WIRE.14, MEM-WIRE.15, MEM-WIRE.16).
 
     Checks in order: unknown path 404; wrong method 405 (``GET /healthz``, ``POST`` data
     routes); missing or wrong bearer, or no server token, 401; Content-Length 411/413 before
