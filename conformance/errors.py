@@ -15,5 +15,12 @@ class TargetUnreachable(Exception):
     """The target could not be reached at all: printed as one line, exit code 2."""
 
 
-class TokenRefused(Exception):
-    """The target refused the run's token (401): printed as one line, exit code 2."""
+class TargetError(Exception):
+    """The target cannot be used at all (unreachable, token refused, bad profile).
+
+    The CLI prints the message as one line and exits 2.
+    """
+
+
+class TokenRefused(TargetError):
+    """The target answered 401 to the run's own token: printed as one line, exit code 2."""

@@ -130,8 +130,8 @@ def _read_expectations(run: MemspecRun, opt: Any, *, quiet: bool) -> None:
 
 def _name_run(run: MemspecRun, base: Any) -> None:
     """The run id: the controller's base id (or a new one) plus this worker's id."""
-    from conformance.commands.run import new_run_id
     from conformance.drivers.base import RUN_ID
+    from conformance.session import new_run_id
 
     run.run_base = str(base or new_run_id())
     run.run_id = run.run_base + re.sub(r"[^a-z0-9]", "", run.worker_id.lower())

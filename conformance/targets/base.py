@@ -63,6 +63,8 @@ from conformance.drivers.base import (
     Secret,
     TargetConfig,
 )
+from conformance.errors import TargetError as TargetError
+from conformance.errors import TokenRefused as TokenRefused
 from conformance.scrub import MIN_TOKEN_LENGTH, shown
 from conformance.targets import budget
 from conformance.targets.wire import (
@@ -85,17 +87,6 @@ Auth = bool | Literal["wrong", "scheme", "empty"]
 MAX_TIMEOUT_S = 86400.0
 
 _NO_BODY = object()
-
-
-class TargetError(Exception):
-    """The target cannot be used at all (unreachable, token refused, bad profile).
-
-    The CLI prints the message as one line and exits 2.
-    """
-
-
-class TokenRefused(TargetError):
-    """The target answered 401 to the run's own token."""
 
 
 def token_refused(config: TargetConfig, where: str) -> TokenRefused:

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from conformance.cli import main
+from conformance.commands.replay_concurrent import concurrent_checks
 from conformance.commands.run import start_bundled_store
-from conformance.concurrent.command import concurrent_checks
 from conformance.concurrent.run import load_replay, replay_once
 from conformance.drivers.base import Secret, TargetConfig
 from conformance.report.html import report_html

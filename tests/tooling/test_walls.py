@@ -158,3 +158,19 @@ def test_the_bundled_store_never_uses_the_oracle_or_machines() -> None:
         if any(name.startswith(forbidden) for name in imports(p))
     ]
     assert bad == []
+
+
+@pytest.mark.clause()
+def test_only_the_command_line_imports_the_command_line() -> None:
+    """The front end sits on top: no module of the harness imports ``conformance.commands`` or
+    ``conformance.cli`` (the circle ``concurrent`` ↔ ``commands`` and the plugin reaching into
+    ``commands.run`` were such arrows).  The bundled store's ``__main__`` calls the CLI, as an
+    entry point does, and is outside the harness."""
+    checked = harness_files()
+    assert len(checked) > 40
+    bad = [
+        str(p.relative_to(ROOT))
+        for p in checked
+        if any(n == "conformance.cli" or n.startswith("conformance.commands") for n in imports(p))
+    ]
+    assert bad == []

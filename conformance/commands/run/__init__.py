@@ -157,7 +157,7 @@ def execute(
     if run_id is not None and not re.fullmatch(r"memspec-[a-z0-9]{4,20}", run_id):
         raise UsageError(f"--run-id {run_id!r}: expected memspec-[a-z0-9]{{4,20}}")
     if getattr(args, "clients", None) is not None:
-        from conformance.concurrent.command import check_clients
+        from conformance.commands.replay_concurrent import check_clients
 
         check_clients(args.clients)
     with open_target(args) as session:
@@ -185,7 +185,7 @@ def execute(
             level=getattr(args, "level", DEFAULT_LEVEL),
         )
         if getattr(args, "clients", None):
-            from conformance.concurrent.command import attach_concurrent
+            from conformance.commands.replay_concurrent import attach_concurrent
 
             attach_concurrent(outcome, session.config, args, out)
     if expect_file and (update or prune):

@@ -6,24 +6,18 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import secrets
 from concurrent.futures import ThreadPoolExecutor
 
 from conformance.commands.run.options import MAX_JOBS
 from conformance.drivers import DRIVERS, driver_factory
 from conformance.drivers.base import Driver, RunContext, TargetConfig
-from conformance.errors import TargetUnreachable
-from conformance.errors import TokenRefused as CliTokenRefused
-from conformance.targets.base import TargetError, TokenRefused
+from conformance.errors import TargetError, TargetUnreachable, TokenRefused
+from conformance.session import new_run_id as new_run_id
 from conformance.workers import WORKER_PROTOCOLS, WorkerError, WorkerPool
 
 
 def protocols_for(spec: str) -> list[str]:
     return list(DRIVERS) if spec == "all" else [spec]
-
-
-def new_run_id() -> str:
-    return "memspec-" + secrets.token_hex(4)
 
 
 def build_drivers(
@@ -43,10 +37,10 @@ def build_drivers(
             continue
         try:
             drivers[protocol] = factory(ctx)
-        except TokenRefused as exc:
+        except TokenRefused:
             for d in drivers.values():
                 d.close()
-            raise CliTokenRefused(str(exc)) from exc
+            raise
         except TargetError as exc:
             errors.append(f"{protocol}: {exc}")
             if strict:
