@@ -122,10 +122,6 @@ def register(token: str | None) -> None:
         _pattern = _build()
 
 
-def registered() -> bool:
-    return _pattern is not None
-
-
 def scrub_text(text: str) -> str:
     """``text`` with every registered token (in any escaped form) replaced by ``[token]``,
     lone surrogates replaced by U+FFFD (so the text can always be written as UTF-8)."""
