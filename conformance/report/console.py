@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, TextIO
 
 from conformance.jsonutil import head_json
-from conformance.scrub import clean, window
+from conformance.scrub import clean, escape_unsafe, window
 from conformance.scrub import shown as shown_text
 
 
@@ -15,6 +15,12 @@ def _trim(s: str, n: int) -> str:
     w = window(n)  # enough of s that a cut at n never lands inside an unscrubbed token
     head = " ".join(s[:w].split())
     return shown_text(head + "…" if len(s) > w else head, n)
+
+
+def _title(s: str, n: int) -> str:
+    """A clause title (our own text, from ``specs/``) cut to a column of ``n`` characters."""
+    s = escape_unsafe(" ".join(s.split()))
+    return s if len(s) <= n else s[: n - 1] + "…"
 
 
 def sent_line(ex: dict[str, Any]) -> str:
@@ -74,7 +80,7 @@ def print_summary(
             skip = f"{r['skipped']}" if r["skipped"] else "0"
             out.write(
                 f"{r['id']:<16} {r['passed']:>6} {failed:>6} {r.get('deviates', 0):>8} {skip:>7}"
-                f"  {_trim(r['title'], 60)}{mark}\n"
+                f"  {_title(r['title'], 60)}{mark}\n"
             )
             if r["skipped"] and not failed:
                 for reason in r["skip_reasons"][:2]:
