@@ -380,7 +380,10 @@ class MemoryStore:
                         "SELECT COALESCE(MAX(seq), 0) FROM records WHERE scope_key = ?",
                         (scope_key,),
                     ).fetchone()
-                plan = plan_write(pool, cand, newer_unicode=self.quirks("unicode-newer-lowercase"))
+                if self.quirks("unicode-newer-lowercase"):
+                    plan = plan_write(pool, cand, newer_unicode=True)
+                else:
+                    plan = plan_write(pool, cand)
                 if cand.supersedes and self.quirks("mem-collision-guard-missing"):
                     # mutant: a correction restating another record dedups against it
                     loose = plan_write(pool, replace(cand, supersedes=None))

@@ -31,7 +31,8 @@ CLAUSES_test_memory_machine = (
     "MEM-SEAM.2", "MEM-RECORD.1", "MEM-RECORD.2", "MEM-RECORD.3", "MEM-RECORD.4", "MEM-RECORD.5",
     "MEM-SCOPE.5", "MEM-SCORE.1", "MEM-SCORE.2", "MEM-SCORE.4", "MEM-SCORE.5", "MEM-WRITE.1",
     "MEM-WRITE.2", "MEM-WRITE.3", "MEM-WRITE.4", "MEM-WRITE.5", "MEM-WRITE.6", "MEM-WRITE.7",
-    "MEM-WRITE.8", "MEM-STORE.2", "MEM-STORE.3", "MEM-STORE.4", "MEM-STORE.5", "MEM-STORE.7",
+    "MEM-WRITE.8", "MEM-STORE.2", "MEM-STORE.3", "MEM-STORE.4", "MEM-STORE.5", "MEM-STORE.6",
+    "MEM-STORE.7",
     "MEM-STORE.8", "MEM-STORE.9", "MEM-STORE.11", "MEM-CAP.1", "MEM-CAP.2", "MEM-CAP.3",
     "MEM-WIRE.8", "MEM-WIRE.9", "MEM-WIRE.10", "MEM-WIRE.11", "MEM-WIRE.12", "MEM-WIRE.13",
     "MEM-WIRE.14", "MEM-WIRE.15", "MEM-WIRE.16",
@@ -201,7 +202,7 @@ def test_the_machine_makes_twins_and_finds_the_newest_one_bumped() -> None:
 def test_the_machine_finds_a_query_length_counted_in_code_points() -> None:
     """Bounds at max + 1: a query of 4001 UTF-16 units that is only 4000 code points (its last
     character astral) is refused (rule ``invalid_request``; cap 10001 is its sibling)."""
-    result = _hunt("mem-query-length-in-code-points", seed=2)
+    result = _hunt("mem-query-length-in-code-points", seed=3)  # a seed whose run draws it
     assert result.verdict == "fail", result.reason
     assert result.clauses == ("MEM-WIRE.11",)
     assert result.replay is not None and len(result.replay.steps) == 1
