@@ -372,13 +372,19 @@ class MemoryMachine(DifferentialMachine):
 
     def _mutate_and_read(self, op: str, args: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
         """A step that may change ``args["scopeKey"]``, then one ``/list`` of that scope under
-        the step's clauses, so a wrong state is blamed on the step that made it."""
+        the step's clauses, so a wrong state is blamed on the step that made it.  With a
+        ``--window`` the ``/list`` goes out in the same write as the step
+        (:meth:`MemoryDriver.follow_with`): one round trip for the two."""
+        look = {"scopeKey": args["scopeKey"], "limit": 50}
+        listed = LIST in self.driver.capabilities()
+        if listed and self.session.window > 1 and isinstance(self.driver, MemoryDriver):
+            self.driver.follow_with("/list", look)
         outcome = self._step(op, args)
-        if outcome.verdict != "pass" or LIST not in self.driver.capabilities():
+        if outcome.verdict != "pass" or not listed:
             return []
         check = Step(
             op="list",
-            args={"scopeKey": args["scopeKey"], "limit": 50},
+            args=look,
             clauses=list(DEFAULT_CLAUSES[op]),
             note=f"what the scope holds right after step {outcome.index} ({op})",
         )
@@ -491,7 +497,10 @@ class MemoryMachine(DifferentialMachine):
         above the (then long) relevant record, and evicts them with the crowd's write (cap
         51): a dead row must never take a candidate slot (seed §15's red-verified row)."""
         self._crowded = True
-        key = f"{{scope:{scope}}}"
+        # A scope of its own, which no other rule writes to: a later small-cap write into 50
+        # equally old records would leave more equally legal evictions (MEM-CAP.2) than the
+        # oracle follows.
+        key = f"{{scope:crowd-{scope}}}"
         base = {"kind": "fact", "sourceThreadKey": "thread:1"}
         dead = dead and CAP in self.driver.capabilities()
         pad = " and a long tail of words to pad it out" if dead else ""

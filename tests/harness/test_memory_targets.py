@@ -13,7 +13,7 @@ import pytest
 from conformance.cli import main
 from conformance.drivers.base import Secret, TargetConfig
 from conformance.runner import CORPUS_DIR, run_scenario
-from conformance.scenario import load_scenario
+from conformance.scenario import Scenario, load_scenario
 from conformance.scrub import clean
 from conformance.targets.base import HttpTarget, TargetError, load_target_profile, load_token
 from tests.common.memory_harness import TOKEN, bundled_store, make_driver
@@ -167,3 +167,39 @@ def test_probing_finds_the_capabilities_and_refuses_a_wrong_token(
     _, err = capsys.readouterr()
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert "the token in $WRONG_TOKEN was refused (401" in err and "unreachable" not in err
+
+
+@pytest.mark.clause("MEM-CAP.2")
+def test_more_equally_legal_evictions_than_the_oracle_follows_is_indeterminate_not_a_failure() -> (
+    None
+):
+    """50 records written in one batch are equally old; a write with ``cap: 4`` then evicts 47
+    of them, and which 47 is the store's choice (MEM-CAP.2): C(50, 3) = 19600 legal states,
+    past what the oracle follows.  The conforming store is not judged broken: the step is
+    indeterminate, its reason says why."""
+    records = [
+        {"kind": "fact", "text": f"crowd {i}", "sourceThreadKey": "thread:1"} for i in range(50)
+    ]
+    one = [{"kind": "fact", "text": "newest", "sourceThreadKey": "thread:1"}]
+    scenario = Scenario.model_validate(
+        {
+            "format": "memspec-scenario/1",
+            "protocol": "memory",
+            "name": "ties-past-the-worlds",
+            "clauses": ["MEM-CAP.2"],
+            "steps": [
+                {"op": "write", "args": {"scopeKey": "{scope:a}", "records": records}},
+                {"op": "write", "args": {"scopeKey": "{scope:a}", "records": one, "cap": 4}},
+            ],
+        }
+    )
+    with bundled_store() as url:
+        driver = make_driver(url)
+        try:
+            result = run_scenario(driver, scenario)
+        finally:
+            driver.close()
+    assert [o.verdict for o in result.outcomes] == ["pass", "indeterminate"]
+    assert result.verdict == "indeterminate"
+    assert "19600 equally legal eviction choices" in result.outcomes[1].reason
+    assert "MEM-CAP.2" in result.outcomes[1].clauses

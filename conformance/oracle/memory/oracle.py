@@ -127,7 +127,10 @@ class MemoryOracle:
                 f"HTTP {ex.status} with {ex.body_error or 'no JSON body'}"
                 + (f": {shown(repr(ex.raw_excerpt), 120)}" if ex.raw_excerpt else ""),
             )
-        survivors, failures = self._try_options(allowed, sent, ex, now)
+        try:
+            survivors, failures = self._try_options(allowed, sent, ex, now)
+        except Untraceable as too_many:
+            return Judgement("indeterminate", too_many.clauses, expected, too_many.message)
         if len(survivors) > MAX_WORLDS:
             return Judgement(
                 "indeterminate",
@@ -208,6 +211,16 @@ class MemoryOracle:
         return records_answer(w, view, w.state, ex.body, now)
 
 
+class Untraceable(Exception):
+    """An answer the oracle cannot follow without guessing (more than ``MAX_WORLDS`` equally
+    legal states): the step is indeterminate, never a divergence."""
+
+    def __init__(self, clauses: tuple[str, ...], message: str) -> None:
+        super().__init__(message)
+        self.clauses = clauses
+        self.message = message
+
+
 def check_error_body(spec: ErrorBody, body: Any) -> None:
     """Raise :class:`Reject` unless ``body`` carries a reason (MEM-WIRE.8, the seed's "with a
     reason"), is exactly ``{"error": "<reason>"}`` and, for a 400 about fields, the reason names
@@ -280,10 +293,10 @@ def after_write(w: World, option: Option, sent: SentRequest, req: WireRequest) -
     pre_evict = [_as_active(by_id[r.id]) for r in active]
     picks = eviction_picks(pre_evict, len(evicted_now))
     if len(picks) > MAX_WORLDS:
-        raise Reject(
+        raise Untraceable(
             ("MEM-CAP.2",),
-            f"{len(picks)} equally legal eviction choices; too many to follow"
-            " (use smaller batches)",
+            f"{len(picks)} equally legal eviction choices; the harness follows at most"
+            f" {MAX_WORLDS} rather than guess (use smaller batches)",
         )
     worlds = []
     model_pick = frozenset(evicted_now)
