@@ -144,6 +144,7 @@ class BatchUnit:
     shrink_budget_s: float
     machine: str  # "module:qualname" of the machine class
     profile: Profile
+    window: int = 1  # the session's ``--window``
 
 
 @dataclass
@@ -270,6 +271,7 @@ class RemoteLane:
             main.shrink_budget_s,
             f"{cls.__module__}:{cls.__qualname__}",
             profile,
+            main.window,
         )
         session = batch_session(main, self)
         try:
@@ -617,6 +619,7 @@ class _WorkerLane:
             self.step,
             is_expected=self.is_expected,
             set_aside=dict.fromkeys(unit.set_aside, 0),
+            window=unit.window,
         )
         run = _explore_batch(
             unit.batch_no,

@@ -154,6 +154,10 @@ class MemoryDriver:
                 self._written[self._probe_scope] = None
         self.cap_default = int(ctx.options.get("memory_cap_default", 500))
         self.spacing_slept_s = 0.0  # time spent keeping mutating steps apart (benchmarks)
+        #: a read to write behind the next step's request (:meth:`follow_with`), and one so
+        #: written whose answer is still unread
+        self._follow: tuple[str, dict[str, Any]] | None = None
+        self._pending: tuple[str, Any] | None = None
         self.begin("<init>")
 
     # -- Driver protocol ------------------------------------------------------------------
@@ -197,6 +201,47 @@ class MemoryDriver:
 
     def close(self) -> None:
         self.target.close()
+
+    # -- a read written behind a step (``--window``) ---------------------------------------
+
+    def follow_with(self, path: str, args: dict[str, Any]) -> None:
+        """Write the read ``POST path args`` (a ``/list``: it changes nothing) on the connection
+        right behind the next step's request, before that step's answer is back: the read's
+        answer is taken by the step that asks for exactly that read next (one round trip for
+        the two), and read and dropped by any other.  Either way the target sees the requests
+        of the one-at-a-time run, plus at most a read nobody judges.  A step that is not a
+        data-route request sends nothing ahead."""
+        self._follow = (path, args)
+
+    def _post(self, path: str, body: Any) -> Exchange:
+        """``POST path body``: the answer of that very read when it was written ahead (sent
+        again if it was lost: a read is safe to repeat), else a request of its own."""
+        pending = self._drain()
+        if pending is not None and pending[0] == (path, body) and pending[1].status is not None:
+            return pending[1]
+        return self.target.request("POST", path, body)
+
+    def _drain(self) -> tuple[tuple[str, Any], Exchange] | None:
+        """Read the answer of the read written ahead, if one is still unread."""
+        pending, self._pending = self._pending, None
+        if pending is None:
+            return None
+        return pending, self.target.read_ahead()
+
+    def _send_with_follow(
+        self, path: str, args: Any, follow: tuple[str, dict[str, Any]] | None
+    ) -> Exchange:
+        """``POST path args``, with ``follow`` written right behind it where the target takes
+        pipelined requests."""
+        if follow is None:
+            return self._post(path, args)
+        self._drain()
+        read = (follow[0], self.expand(follow[1]))
+        if not self.target.write_ahead([("POST", path, args), ("POST", *read)]):
+            return self.target.request("POST", path, args)
+        ex = self.target.read_ahead()
+        self._pending = read
+        return ex
 
     # -- expansion ------------------------------------------------------------------------
 
@@ -317,6 +362,7 @@ class MemoryDriver:
             return StepOutcome(
                 index=index, op=op, verdict="pass", clauses=clauses, expected="(pause)"
             )
+        follow, self._follow = self._follow, None
         if op not in ROUTES and op not in ("healthz", "raw"):
             raise StepError(f"unknown memory op {op!r}")
         for cap in step_requires(step):
@@ -325,12 +371,14 @@ class MemoryDriver:
         args = self.expand(step.args)
         send: Callable[[], Exchange]
         if op == "healthz":
+            self._drain()
             sent = SentRequest("GET", "/healthz", None, b"", None, False)
             send = self.target.healthz
         elif op == "raw":
+            self._drain()
             sent, send = self._raw(args)
         else:
-            sent, send = self._route_request(ROUTES[op], args)
+            sent, send = self._route_request(ROUTES[op], args, follow)
         # The model answers first (at model time ``now``): the allowed answers say whether this
         # step may change a scope — only then is it a mutating step, spaced on that scope.
         now = self._clock()
@@ -420,9 +468,7 @@ class MemoryDriver:
         args = {"scopeKey": scope, "limit": 50}
         raw = json.dumps(args, separators=(",", ":")).encode()
         look = SentRequest("POST", "/list", args, raw, str(len(raw)), True)
-        ex = self.target.request(
-            "POST", "/list", content=raw, headers={"Content-Type": "application/json"}
-        )
+        ex = self._post("/list", args)
         judgement = self.oracle.judge(look, ex, self._clock())
         if judgement.verdict == "pass":
             self.oracle.commit(judgement)
@@ -439,8 +485,11 @@ class MemoryDriver:
             if key and self.ctx.run_id in key:
                 self._written.setdefault(key, None)
 
-    def _route_request(self, path: str, args: Any) -> tuple[SentRequest, Callable[[], Exchange]]:
-        """A data-route request with ``args`` as its JSON body, and the function sending it."""
+    def _route_request(
+        self, path: str, args: Any, follow: tuple[str, dict[str, Any]] | None = None
+    ) -> tuple[SentRequest, Callable[[], Exchange]]:
+        """A data-route request with ``args`` as its JSON body, and the function sending it
+        (with ``follow`` written behind it: :meth:`follow_with`)."""
         self._check_scopes(args)
         self._check_ids(path, args)
         raw = json.dumps(args, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
@@ -457,7 +506,7 @@ class MemoryDriver:
         def send() -> Exchange:
             # the same bytes and headers as ``raw`` (the target serializes ``args`` alike), and
             # the exchange names ``args`` as its request body
-            ex = self.target.request("POST", path, args)
+            ex = self._send_with_follow(path, args, follow)
             self._note_written(args)
             return ex
 

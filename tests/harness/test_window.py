@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import socket
 from pathlib import Path
 from typing import Any
@@ -204,3 +205,59 @@ def test_requests_written_ahead_are_answered_in_order_on_one_connection() -> Non
     finally:
         target.close()
         server.stop()
+
+
+def _run_memory(url: str, window: int, out: Path) -> dict[str, Any]:
+    config = TargetConfig(url, Secret(TOKEN), 10.0, label="bundled store (mutant)")
+    outcome = run_pipeline(
+        config,
+        spec="memory",
+        profile_name="ci",
+        max_examples=10,
+        corpus=False,
+        report_dir=out,
+        quiet=True,
+        window=window,
+        jobs=2,
+        procs=0,  # thread lanes: the requests written ahead are counted in this process
+    )
+    return outcome.data
+
+
+@pytest.mark.clause("MEM-WRITE.3", "MEM-STORE.7")
+def test_the_memory_check_read_goes_out_with_its_step_and_changes_nothing_a_user_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With a window, the ``/list`` the memory machine reads after each step that may change a
+    scope is written in the same write as that step (one round trip for the two), and the
+    verdicts, divergences and replays are those of ``--window 1``."""
+    monkeypatch.setitem(PROFILES, "ci", dataclasses.replace(PROFILES["ci"], shrink_budget_s=600))
+    written: dict[int, int] = {}
+    window_now = [1]
+    real = HttpTarget.write_ahead
+
+    def counting(self: HttpTarget, requests: list[tuple[str, str, Any]]) -> bool:
+        written[window_now[0]] = written.get(window_now[0], 0) + 1
+        return real(self, requests)
+
+    monkeypatch.setattr(HttpTarget, "write_ahead", counting)
+    handle = start_bundled_store(TOKEN, quirks=frozenset({"mem-supersede-no-status-flip"}))
+    try:
+        runs = {}
+        for w in (1, 32):
+            window_now[0] = w
+            runs[w] = _run_memory(handle.url, w, tmp_path / f"m{w}")
+    finally:
+        handle.stop()
+    one, many = runs[1], runs[32]
+    assert _divergences(one), "the mutant must be caught"
+    assert written.get(1, 0) == 0, "window 1: one request at a time"
+    assert written.get(32, 0) > 50, "the check reads went out with their steps"
+    assert _scenarios(many) == _scenarios(one)
+    assert _machines(many) == _machines(one)
+    assert _divergences(many) == _divergences(one)
+    assert many["clauses"] == one["clauses"]
+    # (a scope's name holds the run id and the count of the lane that ran it)
+    scoped = re.compile(r"org:memspec-[0-9a-z.-]+")
+    replays = [scoped.sub("SCOPE", json.dumps(_replays(tmp_path / f"m{w}"))) for w in (1, 32)]
+    assert replays[0] == replays[1]
