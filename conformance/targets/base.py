@@ -18,10 +18,10 @@ store.  The client is deliberately defensive, because the stores it talks to may
 * answers are parsed as strict JSON (``NaN``/``Infinity`` are not JSON) at most 64 levels
   deep — anything else is an answer with a ``body_error``, never an exception;
 * answers are kept exactly as the target sent them: the bearer token (a
-  :class:`~conformance.drivers.base.Secret`) is blanked where things are *shown*
+  :class:`~conformance.vocabulary.Secret`) is blanked where things are *shown*
   (:mod:`conformance.scrub`), never before judging;
 * every transport failure (timeout, refused, reset, protocol garbage) becomes an
-  :class:`~conformance.drivers.base.Exchange` with ``transport_error`` set — never an exception;
+  :class:`~conformance.vocabulary.Exchange` with ``transport_error`` set — never an exception;
 * :meth:`HttpTarget.raw` sends a request byte for byte on a fresh connection, for the cases a
   client would not produce (``Content-Length: 0x10``, a length that lies).  It is the
   ``raw_http`` capability, available for ``http://`` targets only (behind TLS and a public
@@ -56,15 +56,7 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from conformance import scrub
-from conformance.drivers.base import (
-    CUT_EXCERPT_CHARS,
-    KEEP_PASSED,
-    Exchange,
-    Secret,
-    TargetConfig,
-)
-from conformance.errors import TargetError as TargetError
-from conformance.errors import TokenRefused as TokenRefused
+from conformance.errors import TargetError, TokenRefused
 from conformance.scrub import MIN_TOKEN_LENGTH, shown
 from conformance.targets import budget
 from conformance.targets.wire import (
@@ -74,6 +66,7 @@ from conformance.targets.wire import (
     WireError,
     read_answer,
 )
+from conformance.vocabulary import CUT_EXCERPT_CHARS, KEEP_PASSED, Exchange, Secret, TargetConfig
 
 #: Capability of every ``http://`` target: raw socket requests with hand-made headers.
 RAW_HTTP = "raw_http"

@@ -16,7 +16,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from conformance.commands.contract.model import MAX_ANSWER, TOKEN_PLACEHOLDER
-from conformance.drivers.base import TargetConfig
+from conformance.vocabulary import TargetConfig
 
 
 @dataclass

@@ -13,8 +13,8 @@ from conformance.commands.contract.fuzz import fuzz_operation, operations
 from conformance.commands.contract.model import BUDGETS_S, PROFILES, Run, Scrubber
 from conformance.commands.contract.probes import probe_auth, probe_fence
 from conformance.commands.contract.report import build_report, print_summary, write_report
-from conformance.drivers.base import TargetConfig
 from conformance.errors import TargetUnreachable, UsageError
+from conformance.vocabulary import TargetConfig
 
 
 def served(http: Http, protocol: str) -> str | None:

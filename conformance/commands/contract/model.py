@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from conformance.drivers.base import Secret
+from conformance.vocabulary import Secret
 
 if TYPE_CHECKING:
     from conformance.commands.contract.client import Exchange, Http

@@ -19,7 +19,7 @@ from conformance.commands.contract.model import (
     TOKEN_PLACEHOLDER,
     Run,
 )
-from conformance.drivers.base import Secret
+from conformance.vocabulary import Secret
 
 
 def excerpt(ex: Exchange, limit: int = 300) -> str:

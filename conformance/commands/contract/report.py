@@ -19,8 +19,8 @@ from conformance.commands.contract.model import (
     FindingRecord,
     Run,
 )
-from conformance.drivers.base import TargetConfig
 from conformance.errors import UsageError
+from conformance.vocabulary import TargetConfig
 
 
 def build_report(
@@ -176,9 +176,9 @@ def as_results(data: dict[str, Any]) -> list[Any]:
     """A contract report as ``memspec run`` results of kind ``contract``: one failing result
     per finding (its clause, the finding's title and detail, and the ``curl`` line that
     reproduces it, token elided), and one passing result per checked protocol without one."""
-    from conformance.drivers.base import StepOutcome
     from conformance.runner import ScenarioResult
     from conformance.scenario import Scenario, Step
+    from conformance.vocabulary import StepOutcome
 
     out: list[Any] = []
     for protocol in data.get("options", {}).get("protocols", []):
