@@ -174,6 +174,11 @@ class Exchange:
     body_head: str = field(default="", repr=False)
     #: the parsed body was not kept (too large): ``body`` is None, this is its start as shown
     body_excerpt: str = ""
+    #: the request's body as sent and the answer's body as received (before any content
+    #: decoding), byte for byte: kept only for a caller that judges the wire itself
+    #: (:meth:`conformance.targets.base.HttpTarget.framed`, ``memspec contract``)
+    request_bytes: bytes = field(default=b"", repr=False)
+    answer: bytes = field(default=b"", repr=False)
 
     def kept(self, *, passed: bool) -> Exchange:
         """What a step keeps of this exchange once it is judged: the parsed body when it is

@@ -11,6 +11,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from conformance.commands.contract.client import answer_headers, framing, sent_headers, unanswered
 from conformance.commands.contract.model import (
     FORMAT,
     REPLAY_DIR,
@@ -71,8 +72,10 @@ def write_report(run: Run, data: dict[str, Any], report_dir: Path) -> None:
     for i, (finding, entry) in enumerate(zip(run.findings, data["findings"], strict=True), 1):
         ex = run.exchanges[id(finding)]
         name = f"{i:03d}-{finding.clause}-{_slug(finding.check)}.json"
+        body = ex.request_bytes
+        how, declared_length = framing(ex)
         try:
-            body_text: str | None = ex.body.decode("utf-8")
+            body_text: str | None = body.decode("utf-8")
         except UnicodeDecodeError:
             body_text = None
         replay = {
@@ -84,19 +87,19 @@ def write_report(run: Run, data: dict[str, Any], report_dir: Path) -> None:
             "request": {
                 "method": ex.method,
                 "path": ex.path,
-                "headers": ex.headers,
-                "framing": ex.framing,
-                "declared_length": ex.declared_length,
-                "body": body_text if body_text is not None and len(ex.body) <= 65536 else None,
+                "headers": sent_headers(ex),
+                "framing": how,
+                "declared_length": declared_length,
+                "body": body_text if body_text is not None and len(body) <= 65536 else None,
                 "body_base64": None
-                if body_text is not None and len(ex.body) <= 65536
-                else base64.b64encode(ex.body[:65536]).decode(),
-                "body_length": len(ex.body),
+                if body_text is not None and len(body) <= 65536
+                else base64.b64encode(body[:65536]).decode(),
+                "body_length": len(body),
             },
             "answer": {
                 "status": ex.status,
-                "error": ex.error,
-                "headers": ex.answer_headers,
+                "error": unanswered(ex),
+                "headers": answer_headers(ex),
                 "body_excerpt": ex.answer[:2048].decode("utf-8", "replace"),
             },
         }
