@@ -23,7 +23,7 @@ from tempfile import TemporaryDirectory
 from typing import Any
 
 from conformance.commands.run import run_pipeline, start_bundled_store
-from conformance.drivers.base import Secret, TargetConfig
+from conformance.vocabulary import Secret, TargetConfig
 
 HARNESS_TESTS = Path(__file__).resolve().parents[1] / "tests" / "harness"
 

@@ -66,7 +66,7 @@ from dataclasses import dataclass, field
 from benchmarks.lane_recorder import OracleTimer, Recorder, Sent
 from conformance.commands.run import DEFAULT_JOBS
 from conformance.commands.run.drivers import default_procs
-from conformance.drivers.base import SPACING_S, Driver, RunContext, Secret, TargetConfig
+from conformance.drivers.base import Driver
 from conformance.drivers.memory import MemoryDriver
 from conformance.embedded.server import start_server
 from conformance.machines import run_machine
@@ -74,6 +74,7 @@ from conformance.machines.profiles import Profile
 from conformance.runner import load_corpus, run_scenarios
 from conformance.scenario import Scenario
 from conformance.targets.base import HttpTarget
+from conformance.vocabulary import SPACING_S, RunContext, Secret, TargetConfig
 from conformance.workers import WorkerPool
 
 SEED = 424242

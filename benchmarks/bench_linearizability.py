@@ -44,8 +44,8 @@ from conformance.concurrent.memory_answers import clear_caches
 from conformance.concurrent.memory_model import MemoryModel, make_model
 from conformance.concurrent.synthetic import independent_scopes_history, synthetic_history
 from conformance.concurrent.workload import generate_plan
-from conformance.drivers.base import Secret, TargetConfig
 from conformance.embedded.server import start_server
+from conformance.vocabulary import Secret, TargetConfig
 
 CLIENTS = 8
 SCOPES = 10

@@ -35,13 +35,13 @@ from typing import Any
 
 import conformance.oracle.memory
 import reference.memory
-from conformance.drivers.base import RunContext, Secret, TargetConfig
 from conformance.drivers.memory import MemoryDriver
 from conformance.embedded.server import start_server
 from conformance.machines import run_machine
 from conformance.machines.profiles import Profile
 from conformance.oracle.memory import MemoryOracle
 from conformance.runner import load_corpus, run_scenarios
+from conformance.vocabulary import RunContext, Secret, TargetConfig
 
 SEED = 424242
 EXAMPLES = 8

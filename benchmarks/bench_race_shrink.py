@@ -17,8 +17,8 @@ from collections import Counter
 
 from conformance.commands.run import start_bundled_store
 from conformance.concurrent.run import run_concurrent
-from conformance.drivers.base import Secret, TargetConfig
 from conformance.embedded.catalogue import mutants
+from conformance.vocabulary import Secret, TargetConfig
 
 RUNS = 5
 GOAL = 6

@@ -11,9 +11,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from conformance.drivers.base import Exchange
 from conformance.oracle.memory import MemoryOracle
 from conformance.targets.base import HttpTarget
+from conformance.vocabulary import Exchange
 
 
 @dataclass

@@ -18,10 +18,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-# The errors live in conformance.errors (commands import them from there); re-exported here.
-from conformance.errors import TargetUnreachable as TargetUnreachable
-from conformance.errors import TokenRefused as TokenRefused
-from conformance.errors import UsageError as UsageError
+from conformance.errors import TargetUnreachable, TokenRefused, UsageError
 from conformance.scrub import ScrubbingStream
 
 EXIT_USAGE = 2

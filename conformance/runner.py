@@ -16,9 +16,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from conformance.drivers.base import Driver, Mispredicted, ResultVerdict, StepOutcome
+from conformance.drivers.base import Driver
 from conformance.scenario import Scenario, ScenarioError, Step, load_scenario
 from conformance.sources import only_reference
+from conformance.vocabulary import Mispredicted, ResultVerdict, StepOutcome
 
 ScenarioVerdict = ResultVerdict
 CORPUS_DIR = Path(__file__).resolve().parent / "corpus"

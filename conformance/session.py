@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING
 from conformance.errors import TargetError
 
 if TYPE_CHECKING:
-    from conformance.drivers.base import Driver, RunContext
+    from conformance.drivers.base import Driver
+    from conformance.vocabulary import RunContext
 
 
 def new_run_id() -> str:

@@ -18,7 +18,7 @@ The worker process:
   (``pickle`` frames, :mod:`multiprocessing.connection`); its argv holds the socket's fd
   number, its environment is the parent's minus every variable that holds the token;
 * gets the bearer token in a dedicated first message on that socket and wraps it in a
-  :class:`~conformance.drivers.base.Secret` at once (a ``Secret`` refuses pickling, on
+  :class:`~conformance.vocabulary.Secret` at once (a ``Secret`` refuses pickling, on
   purpose); then a :class:`WorkerSetup` -- the run context without the token, the
   capabilities the parent already probed, and one scope prefix per lane;
 * streams each step's verdict back as it happens (the parent calls its progress callbacks from
@@ -54,8 +54,8 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from conformance.drivers.base import RunContext, Secret, StepOutcome
 from conformance.scenario import Scenario, Step
+from conformance.vocabulary import RunContext, Secret, StepOutcome
 
 if TYPE_CHECKING:
     from conformance.machines.batches import _BatchRun

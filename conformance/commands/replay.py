@@ -16,12 +16,12 @@ from typing import TextIO
 
 from conformance.commands.run import add_target_options, build_drivers, new_run_id, open_target
 from conformance.commands.run.options import add_level_option
-from conformance.drivers.base import RunContext, StepOutcome
 from conformance.errors import UsageError
 from conformance.jsonutil import short_json
 from conformance.report.console import said_line, sent_line
 from conformance.runner import run_scenario
 from conformance.scenario import ScenarioError, load_scenario
+from conformance.vocabulary import RunContext, StepOutcome
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

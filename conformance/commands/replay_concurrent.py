@@ -25,11 +25,11 @@ from conformance.concurrent.run import (
     run_concurrent,
     save_replay,
 )
-from conformance.drivers.base import TargetConfig
 from conformance.errors import UsageError
 from conformance.report.html import report_html
 from conformance.report.timeline import timeline_page
 from conformance.scrub import clean, dumps, scrub_text
+from conformance.vocabulary import TargetConfig
 
 MAX_CLIENTS = 64
 

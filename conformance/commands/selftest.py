@@ -71,9 +71,9 @@ from typing import Any, Literal, TextIO
 from conformance.commands import run as run_cmd
 from conformance.commands.fault_proxy import FAULTS, Fault, FaultProxy
 from conformance.commands.run.options import add_level_option
-from conformance.drivers.base import Secret, TargetConfig
 from conformance.errors import UsageError
 from conformance.machines.profiles import PROFILES
+from conformance.vocabulary import Secret, TargetConfig
 
 __all__ = ["FAULTS", "Fault", "FaultProxy"]
 

@@ -24,8 +24,8 @@ from typing import Any
 
 from conformance.concurrent.memory_model import UNSEEN_SUFFIX
 from conformance.concurrent.workload import PlannedOp
-from conformance.drivers.base import Exchange, TargetConfig
 from conformance.targets.base import HttpTarget
+from conformance.vocabulary import Exchange, TargetConfig
 
 #: Ids a client sends for a record it never saw: a shape the protocol accepts that names no
 #: record a run of this size creates (the model reads it as naming nothing).

@@ -26,8 +26,8 @@ from conformance.concurrent.workload import (
     plan_from_json,
     plan_to_json,
 )
-from conformance.drivers.base import TargetConfig
 from conformance.targets.base import HttpTarget
+from conformance.vocabulary import TargetConfig
 
 REPLAY_FORMAT = "memspec-concurrent-replay/1"
 

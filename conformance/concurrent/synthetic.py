@@ -28,7 +28,7 @@ from typing import Any
 
 from conformance.concurrent.driver import Event, MemoryClient
 from conformance.concurrent.workload import PlannedOp, generate_plan
-from conformance.drivers.base import Exchange
+from conformance.vocabulary import Exchange
 from reference.memory.engine import (
     DEFAULT_SCOPE_CAP,
     Dedup,

@@ -10,7 +10,7 @@ Macros (a JSON object of exactly one of these forms; each builds a string):
 
 ``S`` may itself be a macro, or anything the driver expands to a string (``{scope:a}``).  An
 object that names a macro but is not exactly one of these forms is refused with a
-:class:`~conformance.drivers.base.StepError` naming the field — never sent as written, never
+:class:`~conformance.vocabulary.StepError` naming the field — never sent as written, never
 read loosely (``"times": true`` is not 1).
 """
 
@@ -20,8 +20,8 @@ import json
 from collections.abc import Callable
 from typing import Any, TypeGuard
 
-from conformance.drivers.base import Exchange, StepError
 from conformance.jsonutil import json_subset, short_json
+from conformance.vocabulary import Exchange, StepError
 
 MAX_REPEAT = 1_000_000
 

@@ -36,7 +36,7 @@ in step (at most :data:`MAX_WORLDS`) until later answers tell them apart; ``mode
 
 Isolation: the ledger has one scope, ``account:local``, so a run cannot be confined to keys of
 its own.  Before anything is written the driver lists active and proposed records and refuses
-a non-empty ledger (:class:`~conformance.targets.base.TargetError`, exit 2) unless the run was
+a non-empty ledger (:class:`~conformance.errors.TargetError`, exit 2) unless the run was
 started with ``--allow-dirty``.  With ``ledger.test_control`` every scenario starts from
 ``_test/reset``; without it, the driver forgets what the previous scenario left — and, at
 :meth:`LedgerDriver.close`, what the last one left — (tombstones its active records, rejects
@@ -71,13 +71,6 @@ import time
 from dataclasses import replace
 from typing import Any
 
-from conformance.drivers.base import (
-    SPACING_S,
-    Exchange,
-    RunContext,
-    StepError,
-    StepOutcome,
-)
 from conformance.drivers.common import check_expect, expand_macro, is_macro
 from conformance.drivers.ledger_ahead import PREDICTED, STATE, Ahead, Call, NeedAnswers, Settled
 from conformance.drivers.ledger_setup import check_clean, forget_previous, model_with_settings
@@ -97,11 +90,12 @@ from conformance.drivers.ledger_steps import (
     read_extras,
     step_requires,
 )
+from conformance.errors import TargetError
 from conformance.jsonutil import short_json
 from conformance.oracle import ledger as oracle
 from conformance.scenario import Scenario, Step
-from conformance.targets.base import TargetError
 from conformance.targets.ledger import CLOCK, TEST_CONTROL, LedgerTarget
+from conformance.vocabulary import SPACING_S, Exchange, RunContext, StepError, StepOutcome
 from reference.ledger.outcome import INVALID_PARAMS, Ok, Outcome, Refused
 from reference.ledger.records import SCOPE_LOCAL, LedgerState, empty_state
 from reference.ledger.timefmt import format_rfc3339, parse_rfc3339

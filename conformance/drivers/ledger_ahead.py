@@ -16,9 +16,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from conformance.drivers.base import StepOutcome
 from conformance.drivers.ledger_steps import Op
 from conformance.scenario import Step
+from conformance.vocabulary import StepOutcome
 
 #: The driver's state a step is prepared from and judged on (attribute names).
 STATE = (

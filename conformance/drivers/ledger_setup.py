@@ -8,8 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 from conformance.drivers.ledger_steps import START_MS
+from conformance.errors import TargetError
 from conformance.jsonutil import short_json
-from conformance.targets.base import TargetError
 from conformance.targets.ledger import LedgerTarget
 from reference.ledger.outcome import Ok
 from reference.ledger.records import SCOPE_LOCAL, LedgerState, empty_state, settings_for

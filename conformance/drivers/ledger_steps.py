@@ -12,9 +12,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from conformance.drivers.base import Exchange, StepError, StepOutcome, scenario_requires
+from conformance.drivers.base import scenario_requires
 from conformance.scenario import Scenario, Step
 from conformance.targets.ledger import CLOCK, TEST_CONTROL
+from conformance.vocabulary import Exchange, StepError, StepOutcome
 from reference.ledger.lifecycle import listing_order
 from reference.ledger.outcome import Ok, Outcome
 from reference.ledger.packet import build_packet, packet_rank

@@ -55,15 +55,7 @@ from dataclasses import replace
 from functools import partial
 from typing import Any
 
-from conformance.drivers.base import (
-    SPACING_S,
-    Exchange,
-    JudgementVerdict,
-    RunContext,
-    StepError,
-    StepOutcome,
-    scenario_requires,
-)
+from conformance.drivers.base import scenario_requires
 from conformance.drivers.common import check_expect, expand_macro, is_macro
 from conformance.drivers.memory_raw import (
     ROUTES,
@@ -72,10 +64,19 @@ from conformance.drivers.memory_raw import (
     _not_observable,
     build_raw,
 )
+from conformance.errors import TargetError
 from conformance.oracle.memory import MemoryOracle, SentRequest
 from conformance.scenario import Scenario, Step
-from conformance.targets.base import AUTH, RAW_HTTP, TargetError
+from conformance.targets.base import AUTH, RAW_HTTP
 from conformance.targets.memory import CAP, FORGET, LIST, MemoryTarget
+from conformance.vocabulary import (
+    SPACING_S,
+    Exchange,
+    JudgementVerdict,
+    RunContext,
+    StepError,
+    StepOutcome,
+)
 
 __all__ = [
     "DEFAULT_CLAUSES",

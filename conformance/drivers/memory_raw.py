@@ -12,10 +12,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from conformance.drivers.base import Exchange, StepError
 from conformance.oracle.memory import SentRequest
 from conformance.scrub import shown
 from conformance.targets.base import RAW_HTTP
+from conformance.vocabulary import Exchange, StepError
 
 ROUTES = {"write": "/write", "retrieve": "/retrieve", "list": "/list", "forget": "/forget"}
 

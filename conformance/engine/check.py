@@ -26,7 +26,6 @@ from typing import Any
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hypothesis_seed
 
-from conformance.drivers.base import StepOutcome
 from conformance.engine.functions import BY_NAME, Fn
 from conformance.engine.host import Answer, EngineHost
 from conformance.engine.judge import THROWS, Judged, describe, ok, outcome_allowed
@@ -34,6 +33,7 @@ from conformance.engine.vectors import Vector, function_vectors
 from conformance.machines.constants import pinned_local_constants
 from conformance.runner import ScenarioResult
 from conformance.scenario import Scenario, Step
+from conformance.vocabulary import StepOutcome
 
 JSON = Any
 NOT_PROVIDED = "not provided: the host answered unknown function"

@@ -19,12 +19,13 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis.errors import Flaky, HypothesisException
 from hypothesis.stateful import run_state_machine_as_test
 
-from conformance.drivers.base import Driver, Mispredicted
+from conformance.drivers.base import Driver
 from conformance.machines.constants import pinned_local_constants
 from conformance.machines.machine import DifferentialMachine
 from conformance.machines.profiles import Profile
 from conformance.machines.session import Divergence, MachineSession
 from conformance.machines.shrink import _close_hunt
+from conformance.vocabulary import Mispredicted
 
 BATCH = 10
 

@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from conformance.drivers.base import Driver, ResultVerdict, StepOutcome
+from conformance.drivers.base import Driver
 from conformance.machines.batches import BATCH, _merge_batch, _run_round, machine_settings
 from conformance.machines.machine import DifferentialMachine
 from conformance.machines.profiles import Profile
@@ -18,6 +18,7 @@ from conformance.machines.session import MAX_FINDINGS, Finding, MachineSession
 from conformance.machines.shrink import _replay_scenario
 from conformance.scenario import Scenario
 from conformance.scrub import shown
+from conformance.vocabulary import ResultVerdict, StepOutcome
 
 MACHINES: dict[str, str] = {
     "memory": "conformance.machines.memory:MemoryMachine",

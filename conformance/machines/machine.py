@@ -9,9 +9,9 @@ from typing import Any, ClassVar
 from hypothesis import assume
 from hypothesis.stateful import RuleBasedStateMachine, precondition, rule
 
-from conformance.drivers.base import StepOutcome
 from conformance.machines.session import Divergence, Finding, MachineSession, noted, signature
 from conformance.scenario import Step
+from conformance.vocabulary import StepOutcome
 
 
 def live(machine: DifferentialMachine) -> bool:

@@ -18,9 +18,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from conformance.drivers.base import Driver, StepOutcome
+from conformance.drivers.base import Driver
 from conformance.runner import ScenarioResult, run_scenario
 from conformance.scenario import Scenario, Step
+from conformance.vocabulary import StepOutcome
 
 #: name -> (clauses, raw step args)
 MEMORY_PROBES: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {

@@ -10,9 +10,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from conformance.drivers.base import Driver, Mispredicted, StepOutcome
+from conformance.drivers.base import Driver
 from conformance.scenario import Scenario, Step
 from conformance.scrub import shown
+from conformance.vocabulary import Mispredicted, StepOutcome
 
 #: At most this many distinct divergences are found and shrunk in one exploration.
 MAX_FINDINGS = 8

@@ -9,10 +9,11 @@ from typing import Any
 
 from hypothesis.errors import Flaky
 
-from conformance.drivers.base import Driver, StepOutcome
+from conformance.drivers.base import Driver
 from conformance.machines.profiles import Profile
 from conformance.machines.session import Finding, MachineSession, Signature, noted, signature
 from conformance.scenario import Scenario, Step
+from conformance.vocabulary import StepOutcome
 
 
 def minimize(

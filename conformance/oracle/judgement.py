@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from conformance.drivers.base import JudgementVerdict
+from conformance.vocabulary import JudgementVerdict
 
 
 @dataclass

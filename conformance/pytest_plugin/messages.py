@@ -7,7 +7,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from conformance.drivers.base import Exchange, StepOutcome
+    from conformance.vocabulary import Exchange, StepOutcome
 
 #: How much of a JSON body or a model description one line of a failure message shows.
 LINE = 400

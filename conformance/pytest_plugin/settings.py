@@ -17,7 +17,7 @@ from conformance.pytest_plugin.state import MemspecRun
 from conformance.pytest_plugin.xdist import arrange_distribution, is_controller
 
 if TYPE_CHECKING:
-    from conformance.drivers.base import Secret
+    from conformance.vocabulary import Secret
 
 
 def from_config(config: pytest.Config) -> MemspecRun:
@@ -58,9 +58,10 @@ def from_config(config: pytest.Config) -> MemspecRun:
 
 def _read_target(run: MemspecRun, opt: Any) -> None:
     """URL, token (from a file, a named variable, or ``$MEMSPEC_TOKEN``), timeout, capabilities."""
-    from conformance.drivers.base import Secret, TargetConfig
+    from conformance.errors import TargetError
     from conformance.session import check_capabilities
-    from conformance.targets.base import TargetError, check_url, load_token
+    from conformance.targets.base import check_url, load_token
+    from conformance.vocabulary import Secret, TargetConfig
 
     try:
         run.url = check_url(opt("memspec_target"))
@@ -130,8 +131,8 @@ def _read_expectations(run: MemspecRun, opt: Any, *, quiet: bool) -> None:
 
 def _name_run(run: MemspecRun, base: Any) -> None:
     """The run id: the controller's base id (or a new one) plus this worker's id."""
-    from conformance.drivers.base import RUN_ID
     from conformance.session import new_run_id
+    from conformance.vocabulary import RUN_ID
 
     run.run_base = str(base or new_run_id())
     run.run_id = run.run_base + re.sub(r"[^a-z0-9]", "", run.worker_id.lower())

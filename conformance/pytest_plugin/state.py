@@ -16,10 +16,11 @@ from conformance.pytest_plugin.messages import option_names
 from conformance.pytest_plugin.options import DEFAULT_REPLAY_DIR
 
 if TYPE_CHECKING:
-    from conformance.drivers.base import Driver, TargetConfig
+    from conformance.drivers.base import Driver
     from conformance.machines.profiles import Profile
     from conformance.report.expect import Expectation
     from conformance.scenario import Scenario
+    from conformance.vocabulary import TargetConfig
 
 RUN = pytest.StashKey["MemspecRun"]()
 
@@ -80,7 +81,7 @@ class MemspecRun:
     def check_target(self) -> None:
         """Open every protocol once before any item runs.  Nothing usable → UsageError; one
         protocol of ``--memspec-spec all`` unusable → its items are skipped with the reason."""
-        from conformance.targets.base import TargetError
+        from conformance.errors import TargetError
 
         errors: dict[str, str] = {}
         for protocol in self.protocols:
@@ -103,8 +104,8 @@ class MemspecRun:
             self.close()  # the workers open their own, with their own run ids
 
     def _open(self, protocol: str) -> Driver:
-        from conformance.drivers.base import RunContext
         from conformance.session import open_driver
+        from conformance.vocabulary import RunContext
 
         ctx = RunContext(
             run_id=self.run_id, target=self.target, allow_dirty=self.allow_dirty, seed=self.seed
@@ -114,7 +115,7 @@ class MemspecRun:
     def driver(self, protocol: str) -> Driver:
         """The driver of ``protocol`` for this process, opened on first use (a worker opens
         only the protocols of the items it was given — the ledger on one worker only)."""
-        from conformance.targets.base import TargetError
+        from conformance.errors import TargetError
 
         if protocol in self.unavailable:
             skip(self.unavailable[protocol])

@@ -18,7 +18,7 @@ from conformance.scrub import clean, dumps, page_safe, scrub_text, xml_safe
 __all__ = ["SCHEMA", "RunReport", "write_report", "replay_file_name", "with_transcript"]
 
 #: The most ``report.json``, ``report.html`` and ``junit.xml`` may hold together.  A step keeps
-#: at most a bounded part of its answer (:data:`conformance.drivers.base.KEEP_PASSED`), so a
+#: at most a bounded part of its answer (:data:`conformance.vocabulary.KEEP_PASSED`), so a
 #: report stays far below this; if it would not, every step's answer is shown as an excerpt
 #: and the report's notes say so.
 REPORT_CAP_BYTES = 40 * 1024 * 1024

@@ -28,12 +28,12 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from conformance.drivers.base import ResultVerdict
 from conformance.report.expect import Expectation, match
 from conformance.report.html import report_html
 from conformance.report.junit import junit_xml
 from conformance.report.model import SCHEMA, Tally, clause_table
 from conformance.shard import Shard
+from conformance.vocabulary import ResultVerdict
 
 MARKER = "shard.json"
 #: Report fields that must be equal in every shard of one run.

@@ -41,12 +41,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from conformance.clauses import Clause, load_clauses
-from conformance.drivers.base import ResultVerdict
 from conformance.machines import MachineResult, finding_key
 from conformance.report.expect import Expectation, match
 from conformance.runner import ScenarioResult
 from conformance.sources import DEFAULT_LEVEL, only_reference, source_of
 from conformance.version import provenance, specs_dir
+from conformance.vocabulary import ResultVerdict
 
 SCHEMA = "memspec-report/1"
 SPECS_DIR = specs_dir()

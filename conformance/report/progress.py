@@ -12,7 +12,7 @@ import threading
 import time
 from typing import TextIO
 
-from conformance.drivers.base import StepOutcome
+from conformance.vocabulary import StepOutcome
 
 
 class Progress:

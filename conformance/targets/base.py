@@ -18,14 +18,18 @@ store.  The client is deliberately defensive, because the stores it talks to may
 * answers are parsed as strict JSON (``NaN``/``Infinity`` are not JSON) at most 64 levels
   deep — anything else is an answer with a ``body_error``, never an exception;
 * answers are kept exactly as the target sent them: the bearer token (a
-  :class:`~conformance.drivers.base.Secret`) is blanked where things are *shown*
+  :class:`~conformance.vocabulary.Secret`) is blanked where things are *shown*
   (:mod:`conformance.scrub`), never before judging;
 * every transport failure (timeout, refused, reset, protocol garbage) becomes an
-  :class:`~conformance.drivers.base.Exchange` with ``transport_error`` set — never an exception;
+  :class:`~conformance.vocabulary.Exchange` with ``transport_error`` set — never an exception;
 * :meth:`HttpTarget.raw` sends a request byte for byte on a fresh connection, for the cases a
   client would not produce (``Content-Length: 0x10``, a length that lies).  It is the
   ``raw_http`` capability, available for ``http://`` targets only (behind TLS and a public
-  edge, the edge rewrites those headers anyway).
+  edge, the edge rewrites those headers anyway);
+* :meth:`HttpTarget.framed` sends a body in any framing (no length, chunked, a length the
+  caller writes, the body held back until the target had a chance to answer), over TLS too, and
+  keeps the bytes of both sides: the client of ``memspec contract``, which judges the wire
+  itself.
 
 Why one module of ~1000 lines: it is one class whose connection state (the kept socket, the
 request written behind the last one by :meth:`HttpTarget.request_pair`, the watchdog, the
@@ -56,15 +60,7 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from conformance import scrub
-from conformance.drivers.base import (
-    CUT_EXCERPT_CHARS,
-    KEEP_PASSED,
-    Exchange,
-    Secret,
-    TargetConfig,
-)
-from conformance.errors import TargetError as TargetError
-from conformance.errors import TokenRefused as TokenRefused
+from conformance.errors import TargetError, TokenRefused
 from conformance.scrub import MIN_TOKEN_LENGTH, shown
 from conformance.targets import budget
 from conformance.targets.wire import (
@@ -74,6 +70,7 @@ from conformance.targets.wire import (
     WireError,
     read_answer,
 )
+from conformance.vocabulary import CUT_EXCERPT_CHARS, KEEP_PASSED, Exchange, Secret, TargetConfig
 
 #: Capability of every ``http://`` target: raw socket requests with hand-made headers.
 RAW_HTTP = "raw_http"
@@ -81,6 +78,14 @@ RAW_HTTP = "raw_http"
 AUTH = "auth"
 
 Auth = bool | Literal["wrong", "scheme", "empty"]
+#: How :meth:`HttpTarget.framed` frames a body: its true ``Content-Length``, no length and no
+#: body, ``Transfer-Encoding: chunked``, or a ``Content-Length`` value given by the caller.
+Framing = Literal["length", "none", "chunked", "raw"]
+
+#: How a ``body_error`` starts when the answer was larger than the client's bound.
+TOO_LARGE = "answer larger than"
+#: The longest :meth:`HttpTarget.framed` waits for an early answer before it sends a held body.
+HOLD_S = 0.5
 
 #: The longest ``--timeout``: one day.  Longer is a mistake (``1e308`` overflows every clock
 #: and wait) and a usage error.
@@ -430,6 +435,16 @@ def _still_open(sock: socket.socket) -> bool:
     return False
 
 
+def _answer_waiting(sock: socket.socket, wait: float) -> bool:
+    """Whether the target sent something (or closed) within ``wait`` seconds."""
+    if isinstance(sock, ssl.SSLSocket) and sock.pending():
+        return True
+    try:
+        return bool(select.select([sock], [], [], wait)[0])
+    except (OSError, ValueError):
+        return True  # the socket is gone: read whatever answer came
+
+
 def _bound_each_call(sock: socket.socket, seconds: float) -> None:
     """The kernel's send and receive timeout: no single blocking call on ``sock`` outlives
     ``seconds`` (a second bound behind the watchdog; where the platform refuses, the watchdog
@@ -543,7 +558,7 @@ class HttpTarget:
             return (
                 None,
                 _excerpt(data),
-                f"answer larger than {self.config.max_response_bytes} bytes",
+                f"{TOO_LARGE} {self.config.max_response_bytes} bytes",
                 data,
                 None,
             )
@@ -789,6 +804,40 @@ class HttpTarget:
             method, path, list(headers or []), body, auth, described, chunked=chunked, keep=False
         )
 
+    def framed(
+        self,
+        method: str,
+        path: str,
+        body: bytes = b"",
+        headers: dict[str, str] | None = None,
+        *,
+        auth: Auth = True,
+        framing: Framing = "length",
+        declared_length: str = "",
+        hold_body: bool = False,
+    ) -> Exchange:
+        """Send ``body`` over a fresh connection (plain or TLS) in the framing asked for, the
+        ones a client refuses included: ``length`` (its true ``Content-Length``), ``none`` (no
+        length header), ``chunked`` (``Transfer-Encoding: chunked``), ``raw``
+        (``declared_length`` as the ``Content-Length`` value, the body as given).  With
+        ``hold_body`` the head goes first and the body only if no answer came within half the
+        deadline (at most :data:`HOLD_S`): a size fence may answer before the body.
+
+        The exchange keeps the body sent and the answer's body as received
+        (``request_bytes``, ``answer``), for a caller that judges the wire itself."""
+        header_list = list((headers or {}).items())
+        if framing == "length":
+            header_list.append(("Content-Length", str(len(body))))
+        elif framing == "raw":
+            header_list.append(("Content-Length", declared_length))
+        elif framing == "chunked":
+            header_list.append(("Transfer-Encoding", "chunked"))
+        ex = self._send(
+            method, path, header_list, body, auth, _describe_bytes(body),
+            chunked=framing == "chunked", keep=False, hold_body=hold_body, record=True,
+        )  # fmt: skip
+        return ex if ex.request_bytes or not body else replace(ex, request_bytes=body)
+
     # -- the wire ---------------------------------------------------------------------
 
     def _send(
@@ -804,9 +853,13 @@ class HttpTarget:
         keep: bool,
         then: bytes = b"",
         sent: bool = False,
+        hold_body: bool = False,
+        record: bool = False,
     ) -> Exchange:
         """``then``: bytes of a further request written right behind this one (its answer is
-        left for the next call, ``sent``: this request's bytes are already written)."""
+        left for the next call, ``sent``: this request's bytes are already written).
+        ``hold_body``: the body waits for :meth:`_roundtrip` to see no early answer;
+        ``record``: the exchange keeps the body sent and the answer's bytes."""
         auth_value = self._auth_header(auth)
         shown = tuple(headers) + (
             (("Authorization", _elided_auth(auth)),) if auth_value is not None else ()
@@ -838,10 +891,11 @@ class HttpTarget:
             self._drop()  # closed by the target while idle: nothing was sent on it
         reused = keep and self._conn is not None
         answer_ok = False
-        wire = b"" if sent else head + wire_body + then
+        held = wire_body if hold_body else b""
+        wire = b"" if sent else head + (b"" if hold_body else wire_body) + then
         try:
             try:
-                answer = self._roundtrip(method, wire, deadline, keep, bool(then), sent)
+                answer = self._roundtrip(method, wire, deadline, keep, bool(then), sent, held)
                 answer_ok = True
             except (RemoteDisconnected, BrokenPipeError, ConnectionResetError):
                 if not reused or self._watchdog.fired or sent:
@@ -904,6 +958,8 @@ class HttpTarget:
             body_sha256=hashlib.sha256(answer.data).hexdigest(),
             body_values=values,
             body_head=head,
+            request_bytes=body if record else b"",
+            answer=answer.data if record else b"",
         )
         budget.tie(hold, exchange)  # the run's answer gate, held while the whole answer lives
         return exchange
@@ -948,9 +1004,11 @@ class HttpTarget:
         keep: bool,
         pipelined: bool = False,
         sent: bool = False,
+        held: bytes = b"",
     ) -> Answer:
         """One answer.  ``pipelined``: ``wire`` holds a further request whose answer stays
-        unread (kept in :attr:`_inflight`); ``sent``: read the answer of that request."""
+        unread (kept in :attr:`_inflight`); ``sent``: read the answer of that request;
+        ``held``: the request's body, sent after ``wire`` unless an answer comes first."""
         self._closing = False
         pending = b""
         if sent:
@@ -971,6 +1029,8 @@ class HttpTarget:
             if not sent:
                 try:
                     sock.sendall(wire)
+                    if held and not _answer_waiting(sock, min(HOLD_S, self.config.timeout_s / 2)):
+                        sock.sendall(held)
                 except (BrokenPipeError, ConnectionResetError, ssl.SSLEOFError):
                     # The target may answer before it has read the whole body (an early 413)
                     # and close: read whatever answer it sent.
@@ -1161,7 +1221,7 @@ def _content_decode(data: bytes, encoding: str, limit: int) -> tuple[bytes, str 
                 except zlib.error:
                     return data, "body not decodable as deflate"
             if len(out) > limit or d.unconsumed_tail:
-                return out[:200], f"answer larger than {limit} bytes once decoded ({coding})"
+                return out[:200], f"{TOO_LARGE} {limit} bytes once decoded ({coding})"
             data = out
             continue
         return data, f"answer in an unsupported Content-Encoding ({coding})"

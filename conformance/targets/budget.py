@@ -6,7 +6,7 @@ A target may answer every call with 4 MiB (the client's bound) of tiny JSON valu
 it judges (issue 23), so that cannot be avoided for one answer; what must not happen is ten
 lanes in three processes holding one each at the same time (more than 1 GB).  So an answer
 whose parsed size is estimated above :data:`LARGE_COST` takes the run's *answer gate* before
-it is parsed, and holds it as long as its :class:`~conformance.drivers.base.Exchange` (with the
+it is parsed, and holds it as long as its :class:`~conformance.vocabulary.Exchange` (with the
 parsed body) lives -- a step keeps only a bounded part of an answer once judged
 (:meth:`Exchange.kept`), so the gate is let go when the step is over.
 

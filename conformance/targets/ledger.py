@@ -2,7 +2,7 @@
 
 Built on :class:`~conformance.targets.base.HttpTarget` (memspec's own HTTP/1.1 client: a
 deadline on every whole request, bounded answers, no redirects, the bearer token a
-:class:`~conformance.drivers.base.Secret` that never reaches an exchange, a report or a log).
+:class:`~conformance.vocabulary.Secret` that never reaches an exchange, a report or a log).
 
 Capabilities a ledger target can have (probed; a declaration in the target profile wins):
 
@@ -18,8 +18,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.drivers.base import Exchange, TargetConfig
-from conformance.targets.base import Auth, HttpTarget, TargetError, token_refused
+from conformance.errors import TargetError
+from conformance.targets.base import Auth, HttpTarget, token_refused
+from conformance.vocabulary import Exchange, TargetConfig
 from reference.ledger.timefmt import parse_rfc3339
 from reference.ledger.wire import answer_instant, same_instant
 

@@ -17,10 +17,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.drivers.base import Exchange, TargetConfig
+from conformance.errors import TargetError
 from conformance.jsonutil import short_json
 from conformance.scrub import shown
-from conformance.targets.base import AUTH, Auth, HttpTarget, TargetError, token_refused
+from conformance.targets.base import AUTH, Auth, HttpTarget, token_refused
+from conformance.vocabulary import Exchange, TargetConfig
 
 DATA_ROUTES = ("/retrieve", "/write", "/list", "/forget")
 LIST = "memory.list"

@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from conformance.drivers.base import RunContext, Secret, TargetConfig
 from conformance.drivers.ledger import LedgerDriver
 from conformance.embedded.ledger_service import LedgerService
 from conformance.embedded.server import start_server
+from conformance.vocabulary import RunContext, Secret, TargetConfig
 from reference.ledger.timefmt import format_rfc3339, parse_rfc3339
 
 TOKEN = "memspec-ledger-harness-token"

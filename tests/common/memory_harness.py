@@ -20,10 +20,10 @@ from typing import Any
 
 import pytest
 
-from conformance.drivers.base import RunContext, Secret, TargetConfig
 from conformance.drivers.memory import MemoryDriver
 from conformance.embedded import memory_store
 from conformance.embedded.server import start_server
+from conformance.vocabulary import RunContext, Secret, TargetConfig
 from reference.memory.engine import Dedup, Insert
 
 TOKEN = "memspec-memory-harness-token-3f7a"

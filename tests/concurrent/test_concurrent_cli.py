@@ -12,11 +12,11 @@ from conformance.cli import main
 from conformance.commands.replay_concurrent import concurrent_checks
 from conformance.commands.run import start_bundled_store
 from conformance.concurrent.run import load_replay, replay_once
-from conformance.drivers.base import Secret, TargetConfig
 from conformance.report.html import report_html
 from conformance.report.model import RunReport
 from conformance.report.timeline import timeline_html
 from conformance.scrub import clean
+from conformance.vocabulary import Secret, TargetConfig
 
 
 @pytest.mark.clause("MEM-STORE.13", "LED-REC.7")

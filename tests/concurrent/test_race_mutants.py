@@ -11,8 +11,8 @@ import pytest
 
 from conformance.commands.run import start_bundled_store
 from conformance.concurrent.run import run_concurrent
-from conformance.drivers.base import Secret, TargetConfig
 from conformance.embedded.catalogue import ENTRIES, mutants
+from conformance.vocabulary import Secret, TargetConfig
 
 #: A race needs luck: a mutant gets this many whole runs (each up to the profile's rounds,
 #: each round a fresh seed) before the test fails.  Every run is deterministic in its plan.

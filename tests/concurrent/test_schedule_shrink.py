@@ -25,7 +25,7 @@ from conformance.concurrent.run import (
     run_concurrent,
 )
 from conformance.concurrent.workload import PlannedOp
-from conformance.drivers.base import Secret, TargetConfig
+from conformance.vocabulary import Secret, TargetConfig
 
 
 def _ev(i: int, client: int, invoke: float, complete: float | None) -> Event:

@@ -18,7 +18,6 @@ from collections.abc import Iterator
 
 import pytest
 
-from conformance.drivers.base import RunContext, Secret, TargetConfig
 from conformance.drivers.memory import MemoryDriver
 from conformance.embedded import catalogue
 from conformance.embedded.server import start_server
@@ -26,6 +25,7 @@ from conformance.machines import run_machine
 from conformance.machines.profiles import Profile, get_profile
 from conformance.runner import load_corpus, run_scenario
 from conformance.scenario import Scenario
+from conformance.vocabulary import RunContext, Secret, TargetConfig
 
 VARIANTS = catalogue.variants("memory")
 TOKEN = "memspec-variants-token-7c1d"

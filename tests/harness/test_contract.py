@@ -17,7 +17,7 @@ import pytest
 
 from conformance.cli import main
 from conformance.commands.contract import Scrubber, finding_records
-from conformance.drivers.base import Secret
+from conformance.vocabulary import Secret
 
 TOKEN = "s3cr3t/Contract-Token_0123456789"
 TOKEN_ENV = "MEMSPEC_CONTRACT_TEST_TOKEN"
@@ -261,7 +261,7 @@ def test_contract_findings_join_the_run_report_with_curl_lines(
     its clause, in the clause table and the divergences, its reason carrying the curl line
     (token elided); the run's verdict is NOT CONFORMANT."""
     from conformance.commands.run import run_pipeline
-    from conformance.drivers.base import TargetConfig
+    from conformance.vocabulary import TargetConfig
 
     config = TargetConfig(broken_url, Secret(TOKEN), 10.0, label="broken")
     outcome = run_pipeline(
@@ -286,7 +286,7 @@ def test_contract_findings_join_the_run_report_with_curl_lines(
 @pytest.mark.clause("MEM-WIRE.3", "MEM-WIRE.5", "LED-WIRE.1", "LED-WIRE.2")
 def test_the_bundled_store_passes_the_contract_inside_a_run(tmp_path: Path) -> None:
     from conformance.commands.run import run_pipeline, start_bundled_store
-    from conformance.drivers.base import TargetConfig
+    from conformance.vocabulary import TargetConfig
 
     handle = start_bundled_store(TOKEN)
     try:
@@ -322,8 +322,8 @@ def test_every_allowed_variant_has_no_contract_finding(name: str, tmp_path: Path
         pytest.skip("the whole catalogue: run with `make variants`")
     from conformance.commands.contract import run_contract
     from conformance.commands.run import start_bundled_store
-    from conformance.drivers.base import TargetConfig
     from conformance.embedded.catalogue import ENTRIES
+    from conformance.vocabulary import TargetConfig
 
     handle = start_bundled_store(TOKEN, frozenset({name}))
     try:

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from conformance.commands.run import run_pipeline, start_bundled_store
-from conformance.drivers.base import Secret, TargetConfig
+from conformance.vocabulary import Secret, TargetConfig
 from tests.common.memory_harness import TOKEN, bundled_store, dedup_disabled, retrieve_reversed
 
 

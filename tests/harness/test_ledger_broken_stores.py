@@ -7,11 +7,11 @@ import threading
 
 import pytest
 
-from conformance.drivers.base import RunContext, Secret, TargetConfig
 from conformance.drivers.ledger import LedgerDriver
 from conformance.embedded.ledger_service import LedgerService
 from conformance.runner import load_corpus, run_scenario
 from conformance.scenario import Scenario, Step
+from conformance.vocabulary import RunContext, Secret, TargetConfig
 from tests.common.ledger_harness import BROKEN, TOKEN, break_store, bundled_store, make_driver
 
 

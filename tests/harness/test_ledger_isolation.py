@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from conformance.errors import TargetError
 from conformance.runner import run_scenario
 from conformance.scenario import Scenario, Step
-from conformance.targets.base import TargetError
 from conformance.targets.ledger import CLOCK, TEST_CONTROL
 from tests.common.ledger_harness import TOKEN, bundled_store, call, make_driver
 

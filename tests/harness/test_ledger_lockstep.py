@@ -8,11 +8,11 @@ from collections import Counter
 
 import pytest
 
-from conformance.drivers.base import StepOutcome
 from conformance.machines import run_machine
 from conformance.machines.ledger import LedgerMachine
 from conformance.machines.profiles import Profile
 from conformance.targets.ledger import CLOCK
+from conformance.vocabulary import StepOutcome
 from tests.common.ledger_harness import bundled_store, make_driver
 
 PROFILE = Profile("ledger-test", max_examples=40, step_count=25, budget_s=25.0)

@@ -15,11 +15,11 @@ import secrets
 import pytest
 
 from conformance.commands.run import start_bundled_store
-from conformance.drivers.base import RunContext, Secret, TargetConfig
 from conformance.drivers.ledger import LedgerDriver
 from conformance.machines import MachineResult, run_machine
 from conformance.machines.ledger import MACHINE_CLAUSES, LedgerMachine
 from conformance.machines.profiles import Profile
+from conformance.vocabulary import RunContext, Secret, TargetConfig
 
 PROFILE = Profile("ledger-reach", max_examples=20, step_count=8, budget_s=20.0, shrink_budget_s=0.5)
 

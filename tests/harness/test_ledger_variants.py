@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 
 from conformance.commands.run import run_pipeline, start_bundled_store
-from conformance.drivers.base import Secret, TargetConfig
 from conformance.embedded import catalogue
 from conformance.runner import CORPUS_DIR, load_corpus
+from conformance.vocabulary import Secret, TargetConfig
 
 PROFILE = os.environ.get("MEMSPEC_VARIANTS_PROFILE", "quick")
 FULL = PROFILE != "quick"

@@ -21,12 +21,12 @@ import pytest
 from conformance.cli import main
 from conformance.commands.run import run_pipeline
 from conformance.commands.selftest import Cell, judge, summarize
-from conformance.drivers.base import Secret, TargetConfig
 from conformance.embedded.catalogue import Quirks
 from conformance.embedded.server import start_server
 from conformance.machines.probes import probe_scenarios
 from conformance.scenario import dump_scenario
 from conformance.sources import only_reference, source_of
+from conformance.vocabulary import Secret, TargetConfig
 from tests.common import ledger_harness
 from tests.common.memory_harness import TOKEN
 

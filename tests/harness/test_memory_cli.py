@@ -13,10 +13,10 @@ import pytest
 
 from conformance.cli import main
 from conformance.commands.run import run_pipeline
-from conformance.drivers.base import Secret, TargetConfig
 from conformance.report.expect import Expectation
 from conformance.runner import CORPUS_DIR
 from conformance.scenario import load_scenario
+from conformance.vocabulary import Secret, TargetConfig
 from tests.common.memory_harness import (
     TOKEN,
     bundled_store,

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.drivers.base import Exchange, Secret, TargetConfig
 from conformance.oracle.memory import (
     MemoryOracle,
     SentRequest,
@@ -13,6 +12,7 @@ from conformance.oracle.memory import (
     World,
 )
 from conformance.scenario import Step
+from conformance.vocabulary import Exchange, Secret, TargetConfig
 from reference.memory.judge import Problem, eviction_picks, listing_problem, retrieval_problem
 from reference.memory.records import MemoryRecord
 from reference.memory.store import empty_store

@@ -11,11 +11,12 @@ from pathlib import Path
 import pytest
 
 from conformance.cli import main
-from conformance.drivers.base import Secret, TargetConfig
+from conformance.errors import TargetError
 from conformance.runner import CORPUS_DIR, run_scenario
 from conformance.scenario import Scenario, load_scenario
 from conformance.scrub import clean
-from conformance.targets.base import HttpTarget, TargetError, load_target_profile, load_token
+from conformance.targets.base import HttpTarget, load_target_profile, load_token
+from conformance.vocabulary import Secret, TargetConfig
 from tests.common.memory_harness import TOKEN, bundled_store, make_driver
 
 

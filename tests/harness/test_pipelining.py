@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from conformance.drivers.base import Exchange, Secret, TargetConfig
 from conformance.embedded.server import start_server
 from conformance.targets.base import HttpTarget
+from conformance.vocabulary import Exchange, Secret, TargetConfig
 from tests.common.loopback import serve_connections
 from tests.common.memory_store import fact
 

@@ -23,11 +23,11 @@ import trustme
 from benchmarks.delay_proxy import TlsTerminator
 from conformance.cli import main
 from conformance.commands.run import run_pipeline, start_bundled_store
-from conformance.drivers.base import Exchange, Secret, TargetConfig
 from conformance.embedded.server import start_server
 from conformance.runner import CORPUS_DIR
 from conformance.targets.base import RAW_HTTP
 from conformance.targets.ledger import LedgerTarget
+from conformance.vocabulary import Exchange, Secret, TargetConfig
 from tests.common.memory_harness import TOKEN
 
 

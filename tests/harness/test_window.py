@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 
 from conformance.commands.run import run_pipeline, start_bundled_store
-from conformance.drivers.base import Secret, TargetConfig
 from conformance.machines import run_machine
 from conformance.machines.profiles import PROFILES, Profile
 from conformance.targets.base import HttpTarget
+from conformance.vocabulary import Secret, TargetConfig
 from tests.common.ledger_harness import bundled_store, make_driver
 from tests.common.loopback import serve_connections
 from tests.common.memory_harness import TOKEN

@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from conformance.commands.run import run_pipeline
-from conformance.drivers.base import RunContext, Secret, TargetConfig
 from conformance.scenario import Scenario, Step
+from conformance.vocabulary import RunContext, Secret, TargetConfig
 from conformance.workers import RemoteLane, WorkerPool, portable_error
 from tests.common.memory_harness import TOKEN, bundled_store, make_driver
 

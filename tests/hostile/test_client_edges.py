@@ -9,9 +9,9 @@ import pytest
 
 from conformance import scrub
 from conformance.cli import main
-from conformance.drivers.base import Exchange
 from conformance.report.console import said_line, sent_line
 from conformance.targets.base import parse_answer
+from conformance.vocabulary import Exchange
 
 TOKEN = "sk/Live-Ab12/cd34"
 

@@ -17,10 +17,10 @@ import pytest
 from hostile_server import HostileServer
 
 from conformance.commands.run import run_pipeline, start_bundled_store
-from conformance.drivers.base import RunContext, Secret, TargetConfig
 from conformance.drivers.memory import MemoryDriver
 from conformance.runner import run_scenario
 from conformance.scenario import Scenario, Step
+from conformance.vocabulary import RunContext, Secret, TargetConfig
 from tests.common.loopback import serve_connections
 
 TOKEN = "edge-like-token-5d1c9e"

@@ -12,12 +12,12 @@ from hostile_server import HostileServer
 
 from conformance import report as report_module
 from conformance.commands.run import start_bundled_store
-from conformance.drivers.base import KEEP_FAILED, Secret, StepOutcome, TargetConfig
 from conformance.report import RunReport, write_report
 from conformance.runner import ScenarioResult
 from conformance.scenario import Scenario, Step
 from conformance.targets import budget
 from conformance.targets.memory import MemoryTarget
+from conformance.vocabulary import KEEP_FAILED, Secret, StepOutcome, TargetConfig
 
 TOKEN = "Bg7/budget-Tok9-xx"
 

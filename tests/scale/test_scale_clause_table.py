@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.drivers.base import StepOutcome
 from conformance.machines import Finding, MachineResult
 from conformance.report.merge import clause_rows
 from conformance.report.model import RunReport
 from conformance.runner import ScenarioResult
 from conformance.scenario import Scenario, Step
+from conformance.vocabulary import StepOutcome
 
 
 def _report() -> RunReport:

@@ -24,7 +24,6 @@ import pytest
 
 from conformance.cli import main
 from conformance.commands.run import run_pipeline, start_bundled_store
-from conformance.drivers.base import Secret, TargetConfig
 from conformance.runner import load_corpus
 from conformance.shard import (
     Shard,
@@ -34,6 +33,7 @@ from conformance.shard import (
     select_scenarios,
     shard_run_id,
 )
+from conformance.vocabulary import Secret, TargetConfig
 
 SEED = 7
 EXAMPLES = 20  # two batches: shards 1 and 2 run one each, shards 3 and 4 none

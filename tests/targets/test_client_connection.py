@@ -13,13 +13,13 @@ from typing import Any
 
 import pytest
 
-from conformance.drivers.base import Secret, TargetConfig
 from conformance.targets.base import (
     MAX_DEPTH,
     HttpTarget,
     _bound_each_call,
     parse_answer,
 )
+from conformance.vocabulary import Secret, TargetConfig
 from tests.common.loopback import serve_connections
 
 TOKEN = "client-connection-token-0123456789"

@@ -7,8 +7,8 @@ import io
 
 import pytest
 
-from conformance.drivers.base import StepOutcome
 from conformance.report.progress import Progress
+from conformance.vocabulary import StepOutcome
 
 
 def outcome(verdict: str = "pass") -> StepOutcome:

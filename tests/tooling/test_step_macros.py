@@ -11,10 +11,10 @@ import pytest
 
 from conformance.drivers import ledger as ledger_driver
 from conformance.drivers import memory as memory_driver
-from conformance.drivers.base import Exchange, StepError
 from conformance.drivers.common import check_expect, expand_macro, is_macro
 from conformance.machines import ledger as ledger_machine
 from conformance.scenario import load_scenario
+from conformance.vocabulary import Exchange, StepError
 
 CORPUS = Path(__file__).resolve().parents[2] / "conformance" / "corpus"
 

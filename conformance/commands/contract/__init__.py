@@ -2,12 +2,12 @@
 
 Schemathesis generates requests from ``specs/memory-worker.openapi.yaml`` and
 ``specs/ledger.openapi.yaml`` -- schema-valid ones and schema-invalid ones -- and this module
-sends them to the target with its own bounded HTTP client (a deadline for the whole exchange,
-identity encoding, a cap on the answer's size) and judges every answer with schemathesis'
-checks: no server error, a documented status, the documented content type, a body matching
-the documented schema, and invalid input refused.  Deterministic probes add what generation
-does not reach: missing and wrong credentials on every data route, oversized, unsized
-(streamed) and badly sized bodies, and a body of exactly the largest allowed size.
+sends them to the target with the harness's HTTP client (a deadline for the whole exchange,
+identity encoding, a cap on the answer's size, strict answer framing) and judges every answer
+with schemathesis' checks: no server error, a documented status, the documented content type,
+a body matching the documented schema, and invalid input refused.  Deterministic probes add
+what generation does not reach: missing and wrong credentials on every data route, oversized,
+unsized (streamed) and badly sized bodies, and a body of exactly the largest allowed size.
 
 Every finding is reported under the clause of the contract it breaks (auth, size fence,
 validation, answer shapes) with a ``curl`` line that reproduces it (the token written as
@@ -21,7 +21,8 @@ store.  :func:`finding_records` returns a report's findings as ``(clause, title,
 curl)`` records for the ``memspec run`` report.
 
 The parts: ``command`` (the options and one run), ``probes`` (the deterministic probes),
-``fuzz`` (the generated cases), ``client`` (the bounded HTTP client), ``model`` (limits,
+``fuzz`` (the generated cases), ``client`` (the requests through the harness's client, and
+their ``curl`` lines), ``model`` (limits,
 clauses, findings, the scrubber, ``Run``) and ``report`` (``contract.json``, replays, the
 summary, the findings for ``memspec run``).
 """

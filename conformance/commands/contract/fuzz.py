@@ -7,7 +7,7 @@ import json
 import time
 from typing import Any
 
-from conformance.commands.contract.client import Exchange
+from conformance.commands.contract.client import answer_headers, sent_headers, unanswered
 from conformance.commands.contract.model import (
     ANSWER_MEMORY,
     SPEC_FILES,
@@ -20,6 +20,7 @@ from conformance.commands.contract.probes import (
     excerpt,
     expect_refused_credentials,
 )
+from conformance.vocabulary import Exchange
 
 
 def _load_schema(protocol: str) -> Any:
@@ -93,10 +94,12 @@ def _as_httpx(ex: Exchange, url: str) -> Any:
 
     import httpx
 
-    request = httpx.Request(ex.method, url + ex.path, headers=ex.headers, content=ex.body)
+    request = httpx.Request(
+        ex.method, url + ex.path, headers=sent_headers(ex), content=ex.request_bytes
+    )
     response = httpx.Response(
         ex.status or 0,
-        headers=list(ex.answer_headers.items()),
+        headers=list(answer_headers(ex).items()),
         content=ex.answer,
         request=request,
     )
@@ -130,12 +133,13 @@ def check_case(run: Run, protocol: str, op: Any, case: Any, negative: bool) -> N
     ex = run.http.send(op.method.upper(), route, payload, headers, auth=use_auth)
     label = op.label
     run.count(label, "negative" if negative else "positive")
-    if ex.error is not None:
+    error = unanswered(ex)
+    if error is not None:
         run.add(
             ex,
             clause=_clause_for(protocol, route, "no answer", None),
             title=f"{label}: no answer",
-            detail=ex.error,
+            detail=error,
             protocol=protocol,
             route=route,
             check="no answer",

@@ -8,10 +8,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from conformance.drivers.base import Secret
+from conformance.vocabulary import Secret
 
 if TYPE_CHECKING:
-    from conformance.commands.contract.client import Exchange, Http
+    from conformance.commands.contract.client import Http
+    from conformance.vocabulary import Exchange
 
 
 FORMAT = "memspec-contract/1"
@@ -20,7 +21,6 @@ REPORT_FILE = "contract.json"
 REPLAY_DIR = "contract-replays"
 TOKEN_PLACEHOLDER = "$MEMSPEC_TOKEN"
 MAX_BODY = 512 * 1024
-MAX_ANSWER = 4 * 1024 * 1024
 SPECS_DIR = Path(__file__).resolve().parents[3] / "specs"
 SPEC_FILES = {"memory": "memory-worker.openapi.yaml", "ledger": "ledger.openapi.yaml"}
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from conformance.commands.contract.client import Exchange
+from conformance.commands.contract.client import unanswered, without_token
 from conformance.commands.contract.model import (
     AUTH,
     ERROR_SHAPE,
@@ -16,22 +16,22 @@ from conformance.commands.contract.model import (
     MEMORY_ROUTES,
     ORDER,
     SIZE,
-    TOKEN_PLACEHOLDER,
     Run,
 )
-from conformance.drivers.base import Secret
+from conformance.vocabulary import Exchange, Secret
 
 
 def excerpt(ex: Exchange, limit: int = 300) -> str:
-    if ex.error:
-        return ex.error
+    error = unanswered(ex)
+    if error:
+        return error
     text = ex.answer[:limit].decode("utf-8", "replace")
     more = "…" if len(ex.answer) > limit else ""
     return f"{ex.status} {text}{more}"
 
 
 def _error_shape_ok(protocol: str, ex: Exchange) -> bool:
-    body = ex.json()
+    body = ex.body
     if not isinstance(body, dict) or set(body) != {"error"}:
         return False
     err = body["error"]
@@ -59,7 +59,7 @@ def expect_status(
 ) -> None:
     label = f"POST {route}"
     run.count(label, "probes")
-    if ex.error is not None or ex.status not in want:
+    if unanswered(ex) is not None or ex.status not in want:
         expected = " or ".join(map(str, sorted(want)))
         prefix = f"{what}: " if what else ""
         run.add(
@@ -128,10 +128,7 @@ def probe_auth(run: Run, protocol: str, token: Secret | None) -> None:
             ex = http.send(
                 "POST", route, raw, {"Content-Type": "application/json", **headers}, auth=False
             )
-            if "Authorization" in headers and token and token.reveal() in headers["Authorization"]:
-                ex.headers["Authorization"] = headers["Authorization"].replace(
-                    token.reveal(), TOKEN_PLACEHOLDER
-                )
+            ex = without_token(ex, token)
             expect_refused_credentials(run, ex, protocol=protocol, route=route, what=what)
         # Auth is judged before the length: no token and no length is still 401.
         ex = http.send("POST", route, b"", {}, auth=False, framing="none")
@@ -217,7 +214,7 @@ def probe_fence(run: Run, protocol: str) -> None:
             )
         ex = http.send("POST", route, raw + b" " * (MAX_BODY - len(raw)), json_type)
         run.count(f"POST {route}", "probes")
-        if ex.error is not None or ex.status in (411, 413) or (ex.status or 0) >= 500:
+        if unanswered(ex) is not None or ex.status in (411, 413) or (ex.status or 0) >= 500:
             run.add(
                 ex,
                 clause=SIZE[protocol],

@@ -11,6 +11,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from conformance.commands.contract.client import answer_headers, framing, sent_headers, unanswered
 from conformance.commands.contract.model import (
     FORMAT,
     REPLAY_DIR,
@@ -19,8 +20,8 @@ from conformance.commands.contract.model import (
     FindingRecord,
     Run,
 )
-from conformance.drivers.base import TargetConfig
 from conformance.errors import UsageError
+from conformance.vocabulary import TargetConfig
 
 
 def build_report(
@@ -71,8 +72,10 @@ def write_report(run: Run, data: dict[str, Any], report_dir: Path) -> None:
     for i, (finding, entry) in enumerate(zip(run.findings, data["findings"], strict=True), 1):
         ex = run.exchanges[id(finding)]
         name = f"{i:03d}-{finding.clause}-{_slug(finding.check)}.json"
+        body = ex.request_bytes
+        how, declared_length = framing(ex)
         try:
-            body_text: str | None = ex.body.decode("utf-8")
+            body_text: str | None = body.decode("utf-8")
         except UnicodeDecodeError:
             body_text = None
         replay = {
@@ -84,19 +87,19 @@ def write_report(run: Run, data: dict[str, Any], report_dir: Path) -> None:
             "request": {
                 "method": ex.method,
                 "path": ex.path,
-                "headers": ex.headers,
-                "framing": ex.framing,
-                "declared_length": ex.declared_length,
-                "body": body_text if body_text is not None and len(ex.body) <= 65536 else None,
+                "headers": sent_headers(ex),
+                "framing": how,
+                "declared_length": declared_length,
+                "body": body_text if body_text is not None and len(body) <= 65536 else None,
                 "body_base64": None
-                if body_text is not None and len(ex.body) <= 65536
-                else base64.b64encode(ex.body[:65536]).decode(),
-                "body_length": len(ex.body),
+                if body_text is not None and len(body) <= 65536
+                else base64.b64encode(body[:65536]).decode(),
+                "body_length": len(body),
             },
             "answer": {
                 "status": ex.status,
-                "error": ex.error,
-                "headers": ex.answer_headers,
+                "error": unanswered(ex),
+                "headers": answer_headers(ex),
                 "body_excerpt": ex.answer[:2048].decode("utf-8", "replace"),
             },
         }
@@ -176,9 +179,9 @@ def as_results(data: dict[str, Any]) -> list[Any]:
     """A contract report as ``memspec run`` results of kind ``contract``: one failing result
     per finding (its clause, the finding's title and detail, and the ``curl`` line that
     reproduces it, token elided), and one passing result per checked protocol without one."""
-    from conformance.drivers.base import StepOutcome
     from conformance.runner import ScenarioResult
     from conformance.scenario import Scenario, Step
+    from conformance.vocabulary import StepOutcome
 
     out: list[Any] = []
     for protocol in data.get("options", {}).get("protocols", []):

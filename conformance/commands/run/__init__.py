@@ -48,7 +48,7 @@ from conformance.commands.run.target import (
     open_target,
     start_bundled_store,
 )
-from conformance.drivers.base import Driver, RunContext, TargetConfig
+from conformance.drivers.base import Driver
 from conformance.errors import UsageError
 from conformance.machines.profiles import get_profile
 from conformance.report import RunReport, with_transcript, write_report
@@ -67,6 +67,7 @@ from conformance.runner import load_corpus, run_scenarios
 from conformance.scenario import Scenario, ScenarioError
 from conformance.shard import WHOLE, Shard, base_run_id, parse_shard, select_scenarios, shard_run_id
 from conformance.sources import DEFAULT_LEVEL
+from conformance.vocabulary import RunContext, TargetConfig
 
 __all__ = [
     "BUNDLED_LEDGER_LANES",

@@ -10,9 +10,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 from conformance.commands.run.options import MAX_JOBS
 from conformance.drivers import DRIVERS, driver_factory
-from conformance.drivers.base import Driver, RunContext, TargetConfig
+from conformance.drivers.base import Driver
 from conformance.errors import TargetError, TargetUnreachable, TokenRefused
 from conformance.session import new_run_id as new_run_id
+from conformance.vocabulary import RunContext, TargetConfig
 from conformance.workers import WORKER_PROTOCOLS, WorkerError, WorkerPool
 
 

@@ -15,16 +15,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from conformance.drivers.base import Secret, TargetConfig
-from conformance.errors import TargetUnreachable, UsageError
+from conformance.errors import TargetError, TargetUnreachable, UsageError
 from conformance.targets.base import (
     MAX_TIMEOUT_S,
     HttpTarget,
-    TargetError,
     check_url,
     load_target_profile,
     load_token,
 )
+from conformance.vocabulary import Secret, TargetConfig
 
 #: At most this many bundled stores are started to carry the ledger's lanes: on loopback the
 #: ledger's work is CPU-bound, and each bundled instance is one more server in this process.

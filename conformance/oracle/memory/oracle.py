@@ -12,7 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from conformance.drivers.base import Exchange
 from conformance.jsonutil import short_json
 from conformance.oracle.judgement import Judgement as BaseJudgement
 from conformance.oracle.memory.answers import View, records_answer
@@ -29,6 +28,7 @@ from conformance.oracle.memory.worlds import (
     status_of,
 )
 from conformance.scrub import shown
+from conformance.vocabulary import Exchange
 from reference.memory.engine import DEFAULT_SCOPE_CAP, Dedup, plan_write
 from reference.memory.judge import eviction_picks
 from reference.memory.records import ACTIVE, EVICTED, MemoryRecord
