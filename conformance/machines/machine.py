@@ -19,6 +19,15 @@ def live(machine: DifferentialMachine) -> bool:
     return machine.stopped is None
 
 
+def stopped(machine: DifferentialMachine) -> bool:
+    """Precondition of :meth:`DifferentialMachine.stopped_run`: this run has been stopped.
+
+    Preconditions are named functions, never lambdas: Hypothesis describes a lambda by parsing
+    its source (``ast.parse``), which CPython 3.11 does not do safely from several threads at
+    once (the lanes are threads): "AST constructor recursion depth mismatch", a flaky run."""
+    return machine.stopped is not None
+
+
 class DifferentialMachine(RuleBasedStateMachine):
     """Base of every protocol machine.  Subclasses set ``protocol`` and write rules, each
     under ``@precondition(live)``."""
@@ -75,7 +84,7 @@ class DifferentialMachine(RuleBasedStateMachine):
         if settle is not None:
             settle()
 
-    @precondition(lambda self: self.stopped is not None)
+    @precondition(stopped)
     @rule()
     def stopped_run(self) -> None:
         """The only rule left once a run is stopped: it sends nothing."""

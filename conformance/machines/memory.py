@@ -108,9 +108,14 @@ _plain_queries = st.lists(
 ).map(" ".join)
 # One query in four repeats a word: a repeated query token counts each time (MEM-SCORE.2), so
 # "deploy deploy alpha" ranks a deploy record above an alpha one.
-_repeating_queries = st.tuples(st.sampled_from(VOCAB), st.sampled_from(VOCAB)).map(
-    lambda ab: f"{ab[0]} {ab[0]} {ab[1]}"
-)
+
+
+def _first_twice(pair: tuple[str, str]) -> str:
+    """``"a a b"`` for ``(a, b)`` (a named function: see ``machine.stopped``)."""
+    return f"{pair[0]} {pair[0]} {pair[1]}"
+
+
+_repeating_queries = st.tuples(st.sampled_from(VOCAB), st.sampled_from(VOCAB)).map(_first_twice)
 queries = st.one_of(_plain_queries, _plain_queries, _plain_queries, _repeating_queries)
 # Ids that can name no record of the scopes the machine writes: another (never written) scope
 # of this run, a non-id string, a key of no run at all.  Guessing an id *inside* a written
@@ -316,6 +321,22 @@ def _sendable_strategy(
     return st.sampled_from(_sendable_cases(which, have))
 
 
+def not_crowded(machine: Any) -> bool:
+    """:func:`live`, and the crowd rule has not run yet in this run (named functions, never
+    lambdas: see ``machine.stopped``)."""
+    return live(machine) and not machine._crowded
+
+
+def has_invalid_cases(machine: Any) -> bool:
+    """:func:`live`, and some invalid request is one the target can take."""
+    return live(machine) and bool(machine._sendable("invalid"))
+
+
+def has_bound_cases(machine: Any) -> bool:
+    """:func:`live`, and some request exactly at a bound is one the target can take."""
+    return live(machine) and bool(machine._sendable("bounds"))
+
+
 def able(*capabilities: str) -> Callable[[Any], bool]:
     """Precondition: the run is live and the target has every one of ``capabilities`` (a rule
     whose every request needs one the target lacks is never drawn, rather than drawn to skip
@@ -473,7 +494,7 @@ class MemoryMachine(DifferentialMachine):
         args = {"scopeKey": f"{{scope:{scope}}}", "query": query, "limit": limit}
         return self._read_and_bind(Step(op="retrieve", args=args))
 
-    @precondition(lambda self: live(self) and not self._crowded)
+    @precondition(not_crowded)
     @rule(
         target=ids,
         scope=scopes,
@@ -578,7 +599,7 @@ class MemoryMachine(DifferentialMachine):
         capabilities)."""
         return _sendable_cases(which, self.driver.capabilities())
 
-    @precondition(lambda self: live(self) and bool(self._sendable("invalid")))
+    @precondition(has_invalid_cases)
     @rule(data=st.data())
     def invalid_request(self, data: st.DataObject) -> None:
         op, args = data.draw(
@@ -597,7 +618,7 @@ class MemoryMachine(DifferentialMachine):
 
     # -- bounds ---------------------------------------------------------------------------
 
-    @precondition(lambda self: live(self) and bool(self._sendable("bounds")))
+    @precondition(has_bound_cases)
     @rule(target=ids, data=st.data())
     def at_a_bound(self, data: st.DataObject) -> Any:
         """A valid request exactly at a bound (limit 50, a query of 4000 UTF-16 units, cap

@@ -157,7 +157,8 @@ def _hunt(mutant: str, seed: int, examples: int = 30) -> Any:
             return run_machine(
                 "memory",
                 driver,
-                Profile("t", examples, 15, 60.0, fixed_seed=seed, shrink_budget_s=5.0),
+                # shrinking to its end on a loaded machine too (a quiet one ends in a few seconds)
+                Profile("t", examples, 15, 60.0, fixed_seed=seed, shrink_budget_s=120.0),
                 max_findings=1,
             )
         finally:

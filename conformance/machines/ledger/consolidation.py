@@ -22,6 +22,12 @@ from conformance.machines.ledger.base import LedgerMachineBase
 from reference.ledger.records import settings_for
 
 
+def has_active_or_dead(machine: Any) -> bool:
+    """Some record is active or dead (a named function, not a lambda: see
+    ``lifecycle.has_active``)."""
+    return bool(machine._with_status("active") or machine._dead())
+
+
 class ConsolidationRules(LedgerMachineBase):
     """Consolidation batches and gate probes."""
 
@@ -148,7 +154,7 @@ class ConsolidationRules(LedgerMachineBase):
         return {"operation": shape, "targets": pick(1)}, None
 
     @precondition(live)
-    @precondition(lambda self: bool(self._with_status("active") or self._dead()))
+    @precondition(has_active_or_dead)
     @rule(target=records, data=st.data())
     def gate_probe(self, data: st.DataObject) -> Any:
         """A batch built to meet one rule of the gate, under that rule's clauses (a batch's

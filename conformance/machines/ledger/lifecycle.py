@@ -24,6 +24,35 @@ from conformance.scenario import Step
 from conformance.targets.ledger import CLOCK, TEST_CONTROL
 from reference.ledger.timefmt import MS_PER_DAY, format_rfc3339
 
+# Preconditions are named functions, never lambdas: Hypothesis describes a lambda by parsing its
+# source (``ast.parse``), which CPython 3.11 does not do safely from several threads at once
+# (lanes are threads): "AST constructor recursion depth mismatch".
+
+
+def has_active(machine: Any) -> bool:
+    """Some record is active now."""
+    return bool(machine._with_status("active"))
+
+
+def has_proposal(machine: Any) -> bool:
+    """Some record is a proposal awaiting a decision."""
+    return bool(machine._with_status("proposed"))
+
+
+def has_rival_proposal(machine: Any) -> bool:
+    """Some proposal's conflict group has an active member."""
+    return bool(machine._rival_proposals())
+
+
+def has_clock(machine: Any) -> bool:
+    """The target lets the harness set its clock."""
+    return CLOCK in machine._caps()
+
+
+def has_clock_and_active(machine: Any) -> bool:
+    """:func:`has_clock` and :func:`has_active`."""
+    return has_clock(machine) and has_active(machine)
+
 
 class LifecycleRules(LedgerMachineBase):
     """Setup, writes and time."""
@@ -126,7 +155,7 @@ class LifecycleRules(LedgerMachineBase):
         self._step("delete", {"recordId": rec})
 
     @precondition(live)
-    @precondition(lambda self: bool(self._with_status("active")))
+    @precondition(has_active)
     @rule(
         target=records, data=st.data(), style=body_styles, word=st.sampled_from(WORDS), kind=kinds
     )
@@ -136,14 +165,14 @@ class LifecycleRules(LedgerMachineBase):
         return self.supersede(rec, style, word, kind)
 
     @precondition(live)
-    @precondition(lambda self: bool(self._with_status("active")))
+    @precondition(has_active)
     @rule(data=st.data())
     def delete_live(self, data: st.DataObject) -> None:
         rec = data.draw(st.sampled_from(self._with_status("active")), label="active record")
         self._step("delete", {"recordId": rec})
 
     @precondition(live)
-    @precondition(lambda self: bool(self._with_status("proposed")))
+    @precondition(has_proposal)
     @rule(data=st.data(), approve=st.booleans())
     def decide_proposal(self, data: st.DataObject, approve: bool) -> None:
         rec = data.draw(st.sampled_from(self._with_status("proposed")), label="proposal")
@@ -164,7 +193,7 @@ class LifecycleRules(LedgerMachineBase):
         ]
 
     @precondition(live)
-    @precondition(lambda self: bool(self._rival_proposals()))
+    @precondition(has_rival_proposal)
     @rule(data=st.data())
     def approve_rival(self, data: st.DataObject) -> None:
         """Approve a proposal while its group has an active member: that member is superseded
@@ -235,13 +264,13 @@ class LifecycleRules(LedgerMachineBase):
     # -- time -----------------------------------------------------------------------------
 
     @precondition(live)
-    @precondition(lambda self: CLOCK in self._caps())
+    @precondition(has_clock)
     @rule(delta=st.sampled_from([1, 1000, 3_600_000, MS_PER_DAY]))
     def advance_clock(self, delta: int) -> None:
         self._step("set_clock", {"advance_ms": delta})
 
     @precondition(live)
-    @precondition(lambda self: CLOCK in self._caps())
+    @precondition(has_clock)
     @rule(
         rec=records, offset=st.sampled_from([-MS_PER_DAY, 0, 1, 1000, MS_PER_DAY, 2 * MS_PER_DAY])
     )
@@ -250,7 +279,7 @@ class LifecycleRules(LedgerMachineBase):
         self._step("set_expiry", {"recordId": rec, "expiresAt": format_rfc3339(at)})
 
     @precondition(live)
-    @precondition(lambda self: CLOCK in self._caps() and bool(self._with_status("active")))
+    @precondition(has_clock_and_active)
     @rule(
         data=st.data(),
         offset=st.sampled_from([1, 1000, 60_000]),
@@ -266,7 +295,7 @@ class LifecycleRules(LedgerMachineBase):
             self._step("sweep", {"at": format_rfc3339(at + sweep)})
 
     @precondition(live)
-    @precondition(lambda self: CLOCK in self._caps())
+    @precondition(has_clock)
     @rule(offset=st.sampled_from([0, 1000, MS_PER_DAY, 2 * MS_PER_DAY + 1000]))
     def sweep(self, offset: int) -> None:
         at = self.ledger.now + offset
