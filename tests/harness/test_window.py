@@ -14,11 +14,12 @@ from typing import Any
 
 import pytest
 
-from conformance.commands.run import run_pipeline, start_bundled_store
+from conformance.commands.target import start_bundled_store
 from conformance.drivers.base import Secret, TargetConfig
 from conformance.machines import run_machine
 from conformance.machines.profiles import PROFILES, Profile
 from conformance.targets.base import HttpTarget
+from tests.common.engine import run_engine
 from tests.common.ledger_harness import bundled_store, make_driver
 from tests.common.loopback import serve_connections
 from tests.common.memory_harness import TOKEN
@@ -32,11 +33,11 @@ MUTANTS = frozenset({"led-supersede-leaves-gap"})
 
 def _run(url: str, window: int, out: Path) -> dict[str, Any]:
     config = TargetConfig(url, Secret(TOKEN), 10.0, label="bundled store (mutant)")
-    outcome = run_pipeline(
+    outcome = run_engine(
         config,
         spec="ledger",
-        profile_name="ci",
-        max_examples=20,
+        profile="ci",
+        examples=20,
         allow_dirty=True,  # one store for every run: each example starts from a reset
         report_dir=out,
         quiet=True,

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from conformance.commands.contract.model import MAX_ANSWER, TOKEN_PLACEHOLDER
+from conformance.contract.model import MAX_ANSWER, TOKEN_PLACEHOLDER
 from conformance.drivers.base import TargetConfig
 
 

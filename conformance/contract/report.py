@@ -11,7 +11,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from conformance.commands.contract.model import (
+from conformance.contract.model import (
     FORMAT,
     REPLAY_DIR,
     REPLAY_FORMAT,
