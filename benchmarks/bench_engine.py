@@ -24,13 +24,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+from conformance.binding.catalogue import ENTRIES_LIST
+from conformance.binding.check import PROPERTY_EXAMPLES, check_engine
+from conformance.binding.functions import FUNCTIONS, outcome_of
+from conformance.binding.host import EngineHost
+from conformance.binding.judge import outcome_allowed
+from conformance.binding.vectors import export, load_dir
 from conformance.commands import selftest_engine
-from conformance.engine.catalogue import ENTRIES_LIST
-from conformance.engine.check import PROPERTY_EXAMPLES, check_engine
-from conformance.engine.functions import FUNCTIONS, outcome_of
-from conformance.engine.host import EngineHost
-from conformance.engine.judge import outcome_allowed
-from conformance.engine.vectors import export, load_dir
 
 HOST = f"{sys.executable} -m conformance.engine_host"
 

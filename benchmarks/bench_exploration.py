@@ -22,18 +22,19 @@ from pathlib import Path
 from tempfile import TemporaryDirectory
 from typing import Any
 
-from conformance.commands.run import run_pipeline, start_bundled_store
+from conformance.commands.target import start_bundled_store
 from conformance.vocabulary import Secret, TargetConfig
+from tests.common.engine import run_engine
 
 HARNESS_TESTS = Path(__file__).resolve().parents[1] / "tests" / "harness"
 
 
 def _fuzz(url: str, token: str, spec: str, out_dir: Path) -> dict[str, Any]:
     config = TargetConfig(url, Secret(token), 10.0, label=url)
-    res = run_pipeline(
+    res = run_engine(
         config,
         spec=spec,
-        profile_name="ci",
+        profile="ci",
         corpus=False,
         machines=True,
         report_dir=out_dir,

@@ -64,11 +64,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from benchmarks.lane_recorder import OracleTimer, Recorder, Sent
-from conformance.commands.run import DEFAULT_JOBS
-from conformance.commands.run.drivers import default_procs
 from conformance.drivers.base import Driver
 from conformance.drivers.memory import MemoryDriver
 from conformance.embedded.server import start_server
+from conformance.engine.config import DEFAULT_JOBS
+from conformance.engine.drivers import default_procs
 from conformance.machines import run_machine
 from conformance.machines.profiles import Profile
 from conformance.runner import load_corpus, run_scenarios

@@ -44,9 +44,8 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.delay_proxy import DelayProxy, TlsTerminator
-from conformance.commands.run import DEFAULT_JOBS
-from conformance.commands.run.options import DEFAULT_WINDOW
 from conformance.embedded.server import start_server
+from conformance.engine.config import DEFAULT_JOBS, DEFAULT_WINDOW
 
 GOALS = {10: 2.0, 25: 3.0}
 TOKEN_ENV = "MEMSPEC_BENCH_TOKEN"

@@ -15,7 +15,7 @@ import sys
 import time
 from collections import Counter
 
-from conformance.commands.run import start_bundled_store
+from conformance.commands.target import start_bundled_store
 from conformance.concurrent.run import run_concurrent
 from conformance.embedded.catalogue import mutants
 from conformance.vocabulary import Secret, TargetConfig

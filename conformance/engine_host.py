@@ -4,7 +4,7 @@
 ``{"fn": NAME, "args": {...}}``, and writes one line back: ``{"ok": RESULT}``,
 ``{"error": "unknown function"}`` or ``{"error": "refused: …"}`` (the function refused its
 input) / ``{"error": "bad arguments: …"}`` (specs/engine-binding.md).  ``--mutant NAME`` /
-``--variant NAME`` serve an altered engine of ``conformance.engine.catalogue``; ``--only
+``--variant NAME`` serve an altered engine of ``conformance.binding.catalogue``; ``--only
 FN,…`` serves only those functions (every other one is unknown).
 """
 
@@ -15,9 +15,9 @@ import json
 import sys
 from collections.abc import Sequence
 
-from conformance.engine.catalogue import ENTRIES
-from conformance.engine.codec import ArgError
-from conformance.engine.functions import BY_NAME, Args, Refused
+from conformance.binding.catalogue import ENTRIES
+from conformance.binding.codec import ArgError
+from conformance.binding.functions import BY_NAME, Args, Refused
 
 
 def answer(table: dict[str, object], line: bytes) -> dict[str, object]:

@@ -1,4 +1,4 @@
-"""What ``memspec run`` (``conformance.commands.run``) and the pytest plugin share when they open
+"""What the run engine, the commands and the pytest plugin share when they open
 a target: the capability check and opening one protocol's driver.
 
 The rest of opening a target differs between the two on purpose: the CLI reads target profiles,

@@ -53,10 +53,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
-    from conformance.engine.check import PROPERTY_EXAMPLES, check_engine
-    from conformance.engine.functions import FUNCTIONS
-    from conformance.engine.host import EngineHost
-    from conformance.engine.vectors import load_dir
+    from conformance.binding.check import PROPERTY_EXAMPLES, check_engine
+    from conformance.binding.functions import FUNCTIONS
+    from conformance.binding.host import EngineHost
+    from conformance.binding.vectors import load_dir
     from conformance.report import RunReport, write_report
     from conformance.report.console import print_summary
     from conformance.report.expect import ExpectError, load_expectations

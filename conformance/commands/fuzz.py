@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from conformance.commands.run import add_run_options, add_target_options, execute
+from conformance.commands.launch import execute
+from conformance.engine.options import add_run_options, add_target_options
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

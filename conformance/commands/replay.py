@@ -14,13 +14,15 @@ import textwrap
 from pathlib import Path
 from typing import TextIO
 
-from conformance.commands.run import add_target_options, build_drivers, new_run_id, open_target
-from conformance.commands.run.options import add_level_option
+from conformance.commands.target import open_target
+from conformance.engine.drivers import build_drivers
+from conformance.engine.options import add_level_option, add_target_options
 from conformance.errors import UsageError
 from conformance.jsonutil import short_json
 from conformance.report.console import said_line, sent_line
 from conformance.runner import run_scenario
 from conformance.scenario import ScenarioError, load_scenario
+from conformance.session import new_run_id
 from conformance.vocabulary import RunContext, StepOutcome
 
 

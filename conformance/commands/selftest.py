@@ -37,7 +37,8 @@ trend tracking.  Exit status: 0 when the unaltered store and every variant are c
 every mutant is killed; 1 otherwise; 2 for a usage mistake.
 
 The catalogue itself lives in ``conformance/embedded/catalogue/``; this module reaches it (and
-the bundled store) only through ``conformance.commands.run``, like every other command.
+the bundled store) only through ``conformance.commands.target``, like every other command; each
+row is one run of the engine (:mod:`conformance.engine`).
 
 ``FaultProxy`` / ``FAULTS`` (an HTTP proxy that corrupts one kind of answer of an otherwise
 correct store, :mod:`conformance.commands.fault_proxy`) stay importable from here for tests
@@ -61,19 +62,22 @@ import platform
 import secrets
 import statistics
 import sys
+import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TextIO
 
-from conformance.commands import run as run_cmd
 from conformance.commands.fault_proxy import FAULTS, Fault, FaultProxy
-from conformance.commands.run.options import add_level_option
+from conformance.commands.target import start_bundled_store
+from conformance.engine import NullObserver, RunConfig
+from conformance.engine import run as run_engine
+from conformance.engine.options import add_level_option
 from conformance.errors import UsageError
 from conformance.machines.profiles import PROFILES
-from conformance.vocabulary import Secret, TargetConfig
+from conformance.vocabulary import Secret, StepOutcome, TargetConfig
 
 __all__ = ["FAULTS", "Fault", "FaultProxy"]
 
@@ -218,28 +222,18 @@ def select_cells(
 # --------------------------------------------------------------------------- one cell
 
 
-class _FirstDivergence:
-    """Records when the first divergent step of a run was seen (a Progress that watches)."""
+class _FirstDivergence(NullObserver):
+    """The run observer of a row: records when the first divergent step was seen."""
 
     def __init__(self) -> None:
         self.at: float | None = None
+        self._lock = threading.Lock()  # lanes report from their own threads
 
-    @contextlib.contextmanager
-    def watching(self) -> Iterator[None]:
-        base = run_cmd.Progress
-        holder = self
-
-        class Watching(base):  # type: ignore[valid-type, misc]
-            def step(self, outcome: Any) -> None:
-                if holder.at is None and getattr(outcome, "verdict", "") == "diverge":
-                    holder.at = time.monotonic()
-                super().step(outcome)
-
-        run_cmd.Progress = Watching  # type: ignore[misc]
-        try:
-            yield
-        finally:
-            run_cmd.Progress = base  # type: ignore[misc]
+    def step(self, outcome: StepOutcome) -> None:
+        if outcome.verdict == "diverge":
+            with self._lock:
+                if self.at is None:
+                    self.at = time.monotonic()
 
 
 def run_cell(cell: Cell, options: Options) -> Row:
@@ -249,27 +243,26 @@ def run_cell(cell: Cell, options: Options) -> Row:
     watch = _FirstDivergence()
     sink = io.StringIO()
     try:
-        handle = run_cmd.start_bundled_store(token, quirks=cell.quirks)
+        handle = start_bundled_store(token, quirks=cell.quirks)
     except Exception as exc:  # a quirk that breaks the start is a broken catalogue entry
         return _row(cell, "error", False, 2, detail=f"the store did not start: {exc}")
     try:
         config = TargetConfig(
             handle.url, Secret(token), options.timeout, label=f"bundled store ({cell.name})"
         )
-        with watch.watching(), contextlib.redirect_stderr(sink):
-            outcome = run_cmd.run_pipeline(
-                config,
-                spec=cell.spec,
-                profile_name=options.profile,
-                seed=options.seed,
-                max_examples=options.examples,
-                corpus=not options.machines_only,
-                machines=not options.corpus_only,
-                report_dir=Path(options.report) / cell.name if options.report else None,
-                quiet=True,
-                out=sink,
-                level=options.level,
-            )
+        run_config = RunConfig(
+            target=config,
+            spec=cell.spec,
+            profile=options.profile,
+            seed=options.seed,
+            examples=options.examples,
+            corpus=not options.machines_only,
+            machines=not options.corpus_only,
+            report_dir=Path(options.report) / cell.name if options.report else None,
+            level=options.level,
+        )
+        with contextlib.redirect_stderr(sink):
+            outcome = run_engine(run_config, watch)
     except Exception as exc:
         return _row(
             cell,

@@ -1,5 +1,5 @@
 """The engine rows of ``memspec selftest``: the reference engine host with one mutant or one
-allowed variant of ``conformance.engine.catalogue`` applied, checked by ``memspec engine``'s own
+allowed variant of ``conformance.binding.catalogue`` applied, checked by ``memspec engine``'s own
 code (the function's vectors, then its property) through a real host process.
 
 A mutant row is *killed* when a divergence names one of the entry's clauses (``killed_by``:
@@ -13,11 +13,11 @@ import sys
 import time
 from collections.abc import Sequence
 
+from conformance.binding.catalogue import ENTRIES_LIST, EngineEntry
+from conformance.binding.check import PROPERTY_EXAMPLES, check_engine
+from conformance.binding.functions import BY_NAME
+from conformance.binding.host import EngineHost
 from conformance.commands.selftest import Row
-from conformance.engine.catalogue import ENTRIES_LIST, EngineEntry
-from conformance.engine.check import PROPERTY_EXAMPLES, check_engine
-from conformance.engine.functions import BY_NAME
-from conformance.engine.host import EngineHost
 
 KIND = "engine"
 

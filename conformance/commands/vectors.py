@@ -33,7 +33,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run_export(args: argparse.Namespace, out: TextIO | None = None) -> int:
-    from conformance.engine.vectors import export
+    from conformance.binding.vectors import export
 
     out = out or sys.stdout
     target = Path(args.dir)

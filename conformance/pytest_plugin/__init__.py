@@ -33,6 +33,9 @@ The parts, one concern each:
 
 from __future__ import annotations
 
+from typing import Any
+
+from conformance.pytest_plugin import options
 from conformance.pytest_plugin.hooks import (
     pytest_collection_modifyitems,
     pytest_configure,
@@ -41,22 +44,11 @@ from conformance.pytest_plugin.hooks import (
     pytest_sessionstart,
     pytest_terminal_summary,
 )
-from conformance.pytest_plugin.options import (
-    DEFAULT_REPLAY_DIR,
-    DEFAULT_TOKEN_ENV,
-    LEDGER_GROUP,
-    PROFILES,
-    SPECS,
-    pytest_addoption,
-)
+from conformance.pytest_plugin.options import DECLARED, LEDGER_GROUP, pytest_addoption
 from conformance.pytest_plugin.xdist import pytest_configure_node, pytest_testnodedown
 
 __all__ = [
-    "DEFAULT_REPLAY_DIR",
-    "DEFAULT_TOKEN_ENV",
     "LEDGER_GROUP",
-    "PROFILES",
-    "SPECS",
     "pytest_addoption",
     "pytest_collection_modifyitems",
     "pytest_configure",
@@ -67,3 +59,10 @@ __all__ = [
     "pytest_terminal_summary",
     "pytest_testnodedown",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """``DEFAULT_REPLAY_DIR``, ``DEFAULT_TOKEN_ENV``, ``PROFILES``, ``SPECS``, read on first use."""
+    if name not in DECLARED:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(options, name)

@@ -13,7 +13,6 @@ import pytest
 
 from conformance.pytest_plugin.corpus import shown
 from conformance.pytest_plugin.messages import option_names
-from conformance.pytest_plugin.options import DEFAULT_REPLAY_DIR
 
 if TYPE_CHECKING:
     from conformance.drivers.base import Driver
@@ -57,7 +56,7 @@ class MemspecRun:
         self.allow_dirty = False
         self.corpus: list[tuple[Scenario, str]] = []
         self.machines: dict[str, tuple[str, ...]] = {}
-        self.replay_dir = Path(DEFAULT_REPLAY_DIR)
+        self.replay_dir: Path  # --memspec-replay-dir, made absolute
         self.expectations: list[Expectation] = []
         self.expect_file: str | None = None
         self.expect_update = self.expect_prune = False

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from conformance.cli import main
-from conformance.commands.replay_concurrent import concurrent_checks
-from conformance.commands.run import start_bundled_store
+from conformance.commands.target import start_bundled_store
 from conformance.concurrent.run import load_replay, replay_once
+from conformance.engine.concurrent import concurrent_checks
 from conformance.report.html import report_html
 from conformance.report.model import RunReport
 from conformance.report.timeline import timeline_html

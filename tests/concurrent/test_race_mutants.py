@@ -9,7 +9,7 @@ from contextlib import contextmanager
 
 import pytest
 
-from conformance.commands.run import start_bundled_store
+from conformance.commands.target import start_bundled_store
 from conformance.concurrent.run import run_concurrent
 from conformance.embedded.catalogue import ENTRIES, mutants
 from conformance.vocabulary import Secret, TargetConfig

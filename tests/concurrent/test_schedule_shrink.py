@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from conformance.cli import main
-from conformance.commands.run import start_bundled_store
+from conformance.commands.target import start_bundled_store
 from conformance.concurrent import run as concurrent_run
 from conformance.concurrent.analysis import MEMORY, check_events
 from conformance.concurrent.checker import overall

@@ -14,7 +14,7 @@ import subprocess
 import sys
 import time
 
-from conformance.engine.functions import BY_NAME
+from conformance.binding.functions import BY_NAME
 from conformance.engine_host import answer
 
 

@@ -10,13 +10,13 @@ import sys
 
 import pytest
 
+from conformance.binding.catalogue import ENTRIES_LIST
+from conformance.binding.check import check_engine
+from conformance.binding.functions import BY_NAME, FUNCTIONS, outcome_of
+from conformance.binding.host import EngineHost
+from conformance.binding.vectors import function_vectors
 from conformance.cli import main
 from conformance.commands import selftest_engine
-from conformance.engine.catalogue import ENTRIES_LIST
-from conformance.engine.check import check_engine
-from conformance.engine.functions import BY_NAME, FUNCTIONS, outcome_of
-from conformance.engine.host import EngineHost
-from conformance.engine.vectors import function_vectors
 
 pytestmark = pytest.mark.clause(
     "LED-ASOF.1",

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from conformance.binding.host import EngineHost
 from conformance.cli import main
-from conformance.engine.host import EngineHost
 
 pytestmark = pytest.mark.clause()
 

@@ -13,10 +13,10 @@ from pathlib import Path
 import jsonschema_rs
 import pytest
 
+from conformance.binding.functions import FUNCTIONS, outcome_of
+from conformance.binding.judge import Judged, outcome_allowed
+from conformance.binding.vectors import export, function_vectors
 from conformance.cli import main
-from conformance.engine.functions import FUNCTIONS, outcome_of
-from conformance.engine.judge import Judged, outcome_allowed
-from conformance.engine.vectors import export, function_vectors
 from conformance.version import spec_revision
 
 pytestmark = pytest.mark.clause(

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from conformance.cli import main
-from conformance.commands.contract import Scrubber, finding_records
+from conformance.contract import Scrubber, finding_records
 from conformance.vocabulary import Secret
 
 TOKEN = "s3cr3t/Contract-Token_0123456789"
@@ -260,11 +260,11 @@ def test_contract_findings_join_the_run_report_with_curl_lines(
     """``memspec run --contract``: each finding is a failing result of kind ``contract`` under
     its clause, in the clause table and the divergences, its reason carrying the curl line
     (token elided); the run's verdict is NOT CONFORMANT."""
-    from conformance.commands.run import run_pipeline
     from conformance.vocabulary import TargetConfig
+    from tests.common.engine import run_engine
 
     config = TargetConfig(broken_url, Secret(TOKEN), 10.0, label="broken")
-    outcome = run_pipeline(
+    outcome = run_engine(
         config, spec="memory", corpus=False, machines=False, contract="quick",
         report_dir=tmp_path / "r", quiet=True,
     )  # fmt: skip
@@ -285,13 +285,14 @@ def test_contract_findings_join_the_run_report_with_curl_lines(
 
 @pytest.mark.clause("MEM-WIRE.3", "MEM-WIRE.5", "LED-WIRE.1", "LED-WIRE.2")
 def test_the_bundled_store_passes_the_contract_inside_a_run(tmp_path: Path) -> None:
-    from conformance.commands.run import run_pipeline, start_bundled_store
+    from conformance.commands.target import start_bundled_store
     from conformance.vocabulary import TargetConfig
+    from tests.common.engine import run_engine
 
     handle = start_bundled_store(TOKEN)
     try:
         config = TargetConfig(handle.url, Secret(TOKEN), 10.0, label="bundled store")
-        outcome = run_pipeline(
+        outcome = run_engine(
             config, spec="all", corpus=False, machines=False, contract="quick",
             report_dir=tmp_path / "r", quiet=True,
         )  # fmt: skip
@@ -320,8 +321,8 @@ def test_every_allowed_variant_has_no_contract_finding(name: str, tmp_path: Path
 
     if not os.environ.get("MEMSPEC_VARIANTS_PROFILE"):
         pytest.skip("the whole catalogue: run with `make variants`")
-    from conformance.commands.contract import run_contract
-    from conformance.commands.run import start_bundled_store
+    from conformance.commands.target import start_bundled_store
+    from conformance.contract import run_contract
     from conformance.embedded.catalogue import ENTRIES
     from conformance.vocabulary import TargetConfig
 

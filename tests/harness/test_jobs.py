@@ -11,14 +11,15 @@ from typing import Any
 
 import pytest
 
-from conformance.commands.run import run_pipeline, start_bundled_store
+from conformance.commands.target import start_bundled_store
 from conformance.vocabulary import Secret, TargetConfig
+from tests.common.engine import run_engine
 from tests.common.memory_harness import TOKEN, bundled_store, dedup_disabled, retrieve_reversed
 
 
 def _run(url: str, jobs: int, out: Path) -> dict[str, Any]:
     config = TargetConfig(url, Secret(TOKEN), 10.0, label="bundled store")
-    outcome = run_pipeline(
+    outcome = run_engine(
         config, spec="memory", machines=False, report_dir=out, quiet=True, jobs=jobs
     )
     return outcome.data
@@ -65,11 +66,11 @@ def _run_mutant(
     url: str, jobs: int, procs: int, out: Path, machines: bool = True
 ) -> dict[str, Any]:
     config = TargetConfig(url, Secret(TOKEN), 10.0, label="bundled store (mutant)")
-    outcome = run_pipeline(
+    outcome = run_engine(
         config,
         spec="memory",
-        profile_name="ci",
-        max_examples=20,
+        profile="ci",
+        examples=20,
         machines=machines,
         report_dir=out,
         quiet=True,

@@ -14,7 +14,7 @@ import secrets
 
 import pytest
 
-from conformance.commands.run import start_bundled_store
+from conformance.commands.target import start_bundled_store
 from conformance.drivers.ledger import LedgerDriver
 from conformance.machines import MachineResult, run_machine
 from conformance.machines.ledger import MACHINE_CLAUSES, LedgerMachine

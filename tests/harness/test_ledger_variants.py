@@ -2,7 +2,7 @@
 
 Each variant (``conformance/embedded/catalogue/ledger_variants.py``) makes one other choice
 ``specs/ledger.md`` allows; the bundled store runs with it and the whole ledger corpus plus the
-ledger state machine judge it through the harness API (``run_pipeline``), as ``memspec run``
+ledger state machine judge it through the harness API (the run engine), as ``memspec run``
 does.  The default test run uses a short exploration (``quick`` profile, a few examples, fixed
 seed) to stay fast; ``make variants`` sets ``MEMSPEC_VARIANTS_PROFILE=ci`` and runs the ci
 profile in full for every variant.
@@ -18,10 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from conformance.commands.run import run_pipeline, start_bundled_store
+from conformance.commands.target import start_bundled_store
 from conformance.embedded import catalogue
 from conformance.runner import CORPUS_DIR, load_corpus
 from conformance.vocabulary import Secret, TargetConfig
+from tests.common.engine import run_engine
 
 PROFILE = os.environ.get("MEMSPEC_VARIANTS_PROFILE", "quick")
 FULL = PROFILE != "quick"
@@ -51,12 +52,12 @@ def judge(quirks: frozenset[str], corpus_dir: Path | None = None) -> tuple[int, 
     handle = start_bundled_store(token, quirks=quirks)
     try:
         config = TargetConfig(handle.url, Secret(token), 10.0, label="+".join(sorted(quirks)))
-        outcome = run_pipeline(
+        outcome = run_engine(
             config,
             spec="ledger",
-            profile_name=PROFILE,
+            profile=PROFILE,
             seed=SEED,
-            max_examples=EXAMPLES,
+            examples=EXAMPLES,
             quiet=True,
             out=io.StringIO(),
             corpus_dir=corpus_dir,

@@ -19,7 +19,6 @@ from typing import Any
 import pytest
 
 from conformance.cli import main
-from conformance.commands.run import run_pipeline
 from conformance.commands.selftest import Cell, judge, summarize
 from conformance.embedded.catalogue import Quirks
 from conformance.embedded.server import start_server
@@ -28,6 +27,7 @@ from conformance.scenario import dump_scenario
 from conformance.sources import only_reference, source_of
 from conformance.vocabulary import Secret, TargetConfig
 from tests.common import ledger_harness
+from tests.common.engine import run_engine
 from tests.common.memory_harness import TOKEN
 
 REFERENCE_CHOICE = "mem-auth-before-method"
@@ -38,7 +38,7 @@ def _run(
     url: str, token: str, spec: str, level: str, report: Path
 ) -> tuple[int, dict[str, Any], str]:
     out = io.StringIO()
-    res = run_pipeline(
+    res = run_engine(
         TargetConfig(url, Secret(token)),
         spec=spec,
         machines=False,

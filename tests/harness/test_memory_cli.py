@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 
 from conformance.cli import main
-from conformance.commands.run import run_pipeline
 from conformance.report.expect import Expectation
 from conformance.runner import CORPUS_DIR
 from conformance.scenario import load_scenario
 from conformance.vocabulary import Secret, TargetConfig
+from tests.common.engine import run_engine
 from tests.common.memory_harness import (
     TOKEN,
     bundled_store,
@@ -281,7 +281,7 @@ def test_a_broken_store_is_caught_by_the_corpus_naming_the_clause(
     monkeypatch: pytest.MonkeyPatch, breaker: Any, clause: str, scenario: str
 ) -> None:
     with breaker(monkeypatch), bundled_store() as url:
-        res = run_pipeline(
+        res = run_engine(
             TargetConfig(url, Secret(TOKEN)), spec="memory", machines=False, quiet=True, out=_Sink()
         )
     assert res.exit_code == 1
@@ -310,7 +310,7 @@ def test_expectations_excuse_listed_divergences_and_flag_stale_ones(
         cfg = TargetConfig(url, Secret(TOKEN))
 
         def run(expect: list[Expectation]) -> dict:
-            res = run_pipeline(cfg, spec="memory", machines=False, expectations=expect, quiet=True,
+            res = run_engine(cfg, spec="memory", machines=False, expectations=expect, quiet=True,
                                out=_Sink(), corpus_dir=tmp_path / "corpus",
                                report_dir=tmp_path / "r")  # fmt: skip
             assert res.exit_code == res.data["exit_code"]

@@ -22,12 +22,13 @@ import trustme
 
 from benchmarks.delay_proxy import TlsTerminator
 from conformance.cli import main
-from conformance.commands.run import run_pipeline, start_bundled_store
+from conformance.commands.target import start_bundled_store
 from conformance.embedded.server import start_server
 from conformance.runner import CORPUS_DIR
 from conformance.targets.base import RAW_HTTP
 from conformance.targets.ledger import LedgerTarget
 from conformance.vocabulary import Exchange, Secret, TargetConfig
+from tests.common.engine import run_engine
 from tests.common.memory_harness import TOKEN
 
 
@@ -67,7 +68,7 @@ def tls_store(tmp_path: Path) -> Iterator[tuple[str, Path]]:
 def test_the_whole_corpus_over_tls_finds_the_bundled_store_conformant(tmp_path: Path) -> None:
     with tls_store(tmp_path) as (url, ca_file):
         config = TargetConfig(url, Secret(TOKEN), 10.0, ca_file=str(ca_file), label=url)
-        outcome = run_pipeline(config, spec="all", machines=False, quiet=True)
+        outcome = run_engine(config, spec="all", machines=False, quiet=True)
     data = outcome.data
     assert outcome.exit_code == 0, [d["reason"] for d in data["divergences"]][:5]
     assert RAW_HTTP not in data["capabilities"]["memory"]  # forced off for https
@@ -203,7 +204,7 @@ def test_a_pipelined_answer_lost_on_the_way_is_indeterminate_never_a_divergence(
     out = io.StringIO()
     with tls_stack(tmp_path, lose=frozenset({2})) as (url, ca_file, proxy, store):
         config = TargetConfig(url, Secret(TOKEN), 10.0, ca_file=str(ca_file), label=url)
-        outcome = run_pipeline(
+        outcome = run_engine(
             config, spec="ledger", machines=False, out=out, corpus_dir=corpus, quiet=True
         )
         saved = _saved(store)

@@ -15,11 +15,12 @@ from typing import Any
 
 import pytest
 
-from conformance.commands.run import run_pipeline, start_bundled_store
+from conformance.commands.target import start_bundled_store
 from conformance.machines import run_machine
 from conformance.machines.profiles import PROFILES, Profile
 from conformance.targets.base import HttpTarget
 from conformance.vocabulary import Secret, TargetConfig
+from tests.common.engine import run_engine
 from tests.common.ledger_harness import bundled_store, make_driver
 from tests.common.loopback import serve_connections
 from tests.common.memory_harness import TOKEN
@@ -33,11 +34,11 @@ MUTANTS = frozenset({"led-supersede-leaves-gap"})
 
 def _run(url: str, window: int, out: Path) -> dict[str, Any]:
     config = TargetConfig(url, Secret(TOKEN), 10.0, label="bundled store (mutant)")
-    outcome = run_pipeline(
+    outcome = run_engine(
         config,
         spec="ledger",
-        profile_name="ci",
-        max_examples=20,
+        profile="ci",
+        examples=20,
         allow_dirty=True,  # one store for every run: each example starts from a reset
         report_dir=out,
         quiet=True,
@@ -209,11 +210,11 @@ def test_requests_written_ahead_are_answered_in_order_on_one_connection() -> Non
 
 def _run_memory(url: str, window: int, out: Path) -> dict[str, Any]:
     config = TargetConfig(url, Secret(TOKEN), 10.0, label="bundled store (mutant)")
-    outcome = run_pipeline(
+    outcome = run_engine(
         config,
         spec="memory",
-        profile_name="ci",
-        max_examples=10,
+        profile="ci",
+        examples=10,
         corpus=False,
         report_dir=out,
         quiet=True,

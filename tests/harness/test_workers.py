@@ -17,10 +17,10 @@ from typing import Any
 
 import pytest
 
-from conformance.commands.run import run_pipeline
 from conformance.scenario import Scenario, Step
 from conformance.vocabulary import RunContext, Secret, TargetConfig
 from conformance.workers import RemoteLane, WorkerPool, portable_error
+from tests.common.engine import run_engine
 from tests.common.memory_harness import TOKEN, bundled_store, make_driver
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -110,7 +110,7 @@ def test_workers_that_cannot_start_leave_thread_lanes(
     monkeypatch.setattr("conformance.workers._BOOT", "import sys; sys.exit(3)")
     with bundled_store() as url:
         config = TargetConfig(url, Secret(TOKEN), 10.0, label="bundled store")
-        data = run_pipeline(
+        data = run_engine(
             config, spec="memory", machines=False, report_dir=None, quiet=True, jobs=3, procs=2
         ).data
     assert data["exit_code"] == 0

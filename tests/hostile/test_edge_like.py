@@ -16,11 +16,12 @@ from contextlib import contextmanager
 import pytest
 from hostile_server import HostileServer
 
-from conformance.commands.run import run_pipeline, start_bundled_store
+from conformance.commands.target import start_bundled_store
 from conformance.drivers.memory import MemoryDriver
 from conformance.runner import run_scenario
 from conformance.scenario import Scenario, Step
 from conformance.vocabulary import RunContext, Secret, TargetConfig
+from tests.common.engine import run_engine
 from tests.common.loopback import serve_connections
 
 TOKEN = "edge-like-token-5d1c9e"
@@ -135,7 +136,7 @@ def edge_store() -> Iterator[str]:
 def test_a_store_behind_a_workerd_like_edge_is_conformant_and_the_edge_answers_are_skips() -> None:
     with edge_store() as url:
         config = TargetConfig(url, Secret(TOKEN), 1.0, label=url)
-        outcome = run_pipeline(config, spec="memory", machines=False, quiet=True)
+        outcome = run_engine(config, spec="memory", machines=False, quiet=True)
     data = outcome.data
     assert outcome.exit_code == 0, [(d["name"], d["reason"]) for d in data["divergences"]]
     rows = {r["id"]: r for r in data["clauses"]}

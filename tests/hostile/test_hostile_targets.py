@@ -28,7 +28,7 @@ from hostile_server import (
     token_leaks,
 )
 
-from conformance.commands.run import start_bundled_store
+from conformance.commands.target import start_bundled_store
 
 HERE = Path(__file__).resolve().parent
 #: A token with a '/' (PHP's json_encode writes it "\/") and mixed case.

@@ -11,7 +11,7 @@ import pytest
 from hostile_server import HostileServer
 
 from conformance import report as report_module
-from conformance.commands.run import start_bundled_store
+from conformance.commands.target import start_bundled_store
 from conformance.report import RunReport, write_report
 from conformance.runner import ScenarioResult
 from conformance.scenario import Scenario, Step

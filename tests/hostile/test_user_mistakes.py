@@ -21,7 +21,7 @@ import pytest
 from hostile_server import HostileServer
 
 from conformance.cli import main
-from conformance.commands.run import start_bundled_store
+from conformance.commands.target import start_bundled_store
 
 TOKEN = "Mk7/usr-Mistake-Tok9"
 

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from conformance.commands import action
-from conformance.commands.run import start_bundled_store
+from conformance.commands.target import start_bundled_store
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "tok-SECRET-5a9c1e7b3f0d42-memspec"

@@ -17,8 +17,10 @@ from typing import Any
 import pytest
 
 from conformance.cli import build_parser
-from conformance.commands import run as run_cmd
+from conformance.commands import launch
 from conformance.commands.selftest import FAULTS, FaultProxy
+from conformance.commands.target import start_bundled_store
+from conformance.engine import pipeline
 from conformance.report.expect import (
     Checked,
     Expectation,
@@ -47,10 +49,10 @@ def store(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Any]:
     (corpus / "memory").mkdir(parents=True)
     for name in (FORGET, LIST, CLEAN):
         shutil.copy(CORPUS_DIR / "memory" / f"{name}.json", corpus / "memory")
-    monkeypatch.setattr(run_cmd, "load_corpus", lambda protocols: load_corpus(protocols, corpus))
+    monkeypatch.setattr(pipeline, "load_corpus", lambda protocols: load_corpus(protocols, corpus))
     token = "expect-test-token-0123456789"
     monkeypatch.setenv(TOKEN_VAR, token)
-    handle = run_cmd.start_bundled_store(token)
+    handle = start_bundled_store(token)
     try:
         yield handle
     finally:
@@ -63,7 +65,7 @@ def _run(url: str, *extra: str) -> tuple[int, str, dict[str, Any]]:
         + ["--report", "", *extra]
     )
     out = io.StringIO()
-    outcome = run_cmd.execute(args, machines=False, out=out, write=False)
+    outcome = launch.execute(args, machines=False, out=out, write=False)
     return outcome.exit_code, out.getvalue(), outcome.data
 
 

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from conformance.cli import main
-from conformance.commands.run import run_pipeline, start_bundled_store
+from conformance.commands.target import start_bundled_store
 from conformance.runner import load_corpus
 from conformance.shard import (
     Shard,
@@ -34,6 +34,7 @@ from conformance.shard import (
     shard_run_id,
 )
 from conformance.vocabulary import Secret, TargetConfig
+from tests.common.engine import run_engine
 
 SEED = 7
 EXAMPLES = 20  # two batches: shards 1 and 2 run one each, shards 3 and 4 none
@@ -119,11 +120,11 @@ def sharded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     try:
         config = TargetConfig(handle.url, Secret(token), 10.0, label="bundled store")
         common: dict[str, Any] = dict(
-            spec="memory", seed=SEED, max_examples=EXAMPLES, quiet=True, out=io.StringIO()
+            spec="memory", seed=SEED, examples=EXAMPLES, quiet=True, out=io.StringIO()
         )
         for k in range(1, 5):
-            run_pipeline(config, report_dir=root / f"s{k}", shard=Shard(k, 4), **common)
-        whole = run_pipeline(config, report_dir=root / "whole", **common)
+            run_engine(config, report_dir=root / f"s{k}", shard=Shard(k, 4), **common)
+        whole = run_engine(config, report_dir=root / "whole", **common)
     finally:
         handle.stop()
     return {"root": root, "whole": whole.data}

@@ -40,12 +40,11 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     ("drivers", frozenset({"drivers"})),
     # A scenario to its end; opening a target's driver.
     ("runner", frozenset({"runner", "session"})),
-    # The state machines, the worker processes, concurrent clients.
-    ("exploration", frozenset({"machines", "workers", "concurrent"})),
+    # The state machines, the worker processes, concurrent clients, the OpenAPI contract.
+    ("exploration", frozenset({"machines", "workers", "concurrent", "contract"})),
     # What a run writes; the memory-off audit.
     ("results", frozenset({"report", "audit"})),
-    # The run engine (the run pipeline) and, beside it, the engine binding.  Today
-    # ``engine/`` is the binding; it becomes ``binding/`` when the run pipeline moves in.
+    # The run engine (the run pipeline) and, beside it, the engine binding.
     ("engine", frozenset({"engine", "binding"})),
     # The front ends: the command line, the pytest plugin, the reference engine host.
     ("front ends", frozenset({"cli", "commands", "pytest_plugin", "engine_host"})),

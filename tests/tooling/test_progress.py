@@ -7,7 +7,7 @@ import io
 
 import pytest
 
-from conformance.report.progress import Progress
+from conformance.engine.progress import Progress
 from conformance.vocabulary import StepOutcome
 
 
@@ -19,13 +19,13 @@ def outcome(verdict: str = "pass") -> StepOutcome:
 def test_a_log_gets_phase_lines_and_throttled_progress() -> None:
     out = io.StringIO()
     p = Progress(out, interval_s=3600.0)
-    p.set_phase("corpus")
+    p.phase_started("corpus")
     for _ in range(500):
         p.step(outcome())
     p.step(outcome("diverge"))
     p.scenario_done()
-    p.set_phase("memory machine")
-    p.close()
+    p.phase_started("memory machine")
+    p.checks_done()
     lines = out.getvalue().splitlines()
     assert [line.split(" | ")[0] for line in lines] == [
         "memspec corpus",
@@ -40,9 +40,9 @@ def test_a_log_gets_phase_lines_and_throttled_progress() -> None:
 def test_disabled_progress_writes_nothing() -> None:
     out = io.StringIO()
     p = Progress(out, enabled=False)
-    p.set_phase("corpus")
+    p.phase_started("corpus")
     p.step(outcome())
-    p.close()
+    p.checks_done()
     assert out.getvalue() == ""
 
 
@@ -52,7 +52,7 @@ def test_progress_says_how_many_are_in_flight_from_many_lanes() -> None:
 
     out = io.StringIO()
     p = Progress(out, interval_s=3600.0)
-    p.set_phase("corpus")
+    p.phase_started("corpus")
     for _ in range(3):
         p.scenario_started()
     assert "(3 in flight)" in p.line()

@@ -174,3 +174,42 @@ def test_only_the_command_line_imports_the_command_line() -> None:
         if any(n == "conformance.cli" or n.startswith("conformance.commands") for n in imports(p))
     ]
     assert bad == []
+
+
+def _front_end_of(module: str, front_ends: tuple[str, ...]) -> str | None:
+    """The command a ``conformance.commands.…`` module name belongs to, if it is one's."""
+    parts = module.split(".")
+    if parts[:2] != ["conformance", "commands"] or len(parts) < 3:
+        return None
+    return parts[2] if parts[2] in front_ends else None
+
+
+@pytest.mark.clause()
+def test_no_front_end_imports_another_front_end() -> None:
+    """The front ends (each command of ``cli.COMMAND_MODULES``; the pytest plugin) are thin and
+    side by side: what two of them share lives below them (``conformance.engine``,
+    ``session.py``) or in a helper module of ``commands/`` that is no command
+    (``commands/target.py``, ``commands/launch.py``).  A helper named after a command
+    (``selftest_engine.py``) is that command's own part and may import it."""
+    from conformance.cli import COMMAND_MODULES
+
+    commands = ROOT / "conformance" / "commands"
+    checked = sorted(commands.rglob("*.py"))
+    assert len(checked) > 10
+    bad = []
+    for path in checked:
+        rel = path.relative_to(commands).with_suffix("").parts
+        own = rel[0].split("_")[0] if rel[0] not in COMMAND_MODULES else rel[0]
+        for name in imports(path):
+            other = _front_end_of(name, COMMAND_MODULES)
+            if other is not None and other != own:
+                bad.append(f"{path.relative_to(ROOT)} imports {name}")
+    plugin = files("conformance", "pytest_plugin")
+    assert plugin
+    bad += [
+        f"{p.relative_to(ROOT)} imports {n}"
+        for p in plugin
+        for n in imports(p)
+        if n == "conformance.cli" or n.startswith("conformance.commands")
+    ]
+    assert bad == []

@@ -1,4 +1,4 @@
-"""The state-machine phase of ``memspec run``: per protocol, the transport probes, then the
+"""The state-machine phase of a run: per protocol, the transport probes, then the
 differential machine on the protocol's lanes, then each finding's shrunk scenario run once more
 to confirm it -- protocols side by side when there are lanes to spare."""
 
@@ -11,12 +11,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from conformance.drivers.base import Driver
+from conformance.engine.observer import Observer
 from conformance.machines import finding_key, machine_class, run_machine
 from conformance.machines.probes import run_probes
 from conformance.machines.profiles import Profile
 from conformance.report import with_transcript
 from conformance.report.expect import Expectation, match
-from conformance.report.progress import Progress
 from conformance.runner import run_scenario
 from conformance.scenario import Scenario
 from conformance.shard import Shard
@@ -43,14 +43,14 @@ def explore(
     shard: Shard,
     lanes: Sequence[Driver],
     expected: list[Expectation],
-    progress: Progress,
+    observer: Observer,
     window: int = 1,
 ) -> Explored:
     """The transport probes (one step each, reported apart from the machine),
     then the machine on the protocol's lanes, then each finding confirmed."""
     done = Explored(protocol)
     if shard.index == 1:  # the probes belong to one shard only
-        done.probes = run_probes(protocol, driver, on_step=lambda _r, o: progress.step(o))
+        done.probes = run_probes(protocol, driver, on_step=lambda _r, o: observer.step(o))
     for r in done.probes:
         if r.verdict in ("fail", "deviate", "indeterminate"):
             steps = [o.to_json() for o in r.outcomes]
@@ -79,27 +79,33 @@ def explore(
         lanes[0] if lanes else driver,
         profile,
         seed,
-        on_step=progress.step,
+        on_step=observer.step,
         is_expected=is_expected,
         shard=(shard.index, shard.count),
         lanes=lanes[1:],
         window=window,
     )
     done.result = result
+    _confirm(done, driver, observer)
+    return done
+
+
+def _confirm(done: Explored, driver: Driver, observer: Observer) -> None:
+    """Run each shrunk scenario of ``done.result`` once more on ``driver``: it confirms the
+    failure reproduces and records the transcript the report shows side by side."""
+    result = done.result
     for n, finding in enumerate(result.findings):
         if finding.replay is None:
             continue
-        # Run each shrunk scenario once more: it confirms the failure reproduces
-        # and records the transcript the report shows side by side.
-        confirm = run_scenario(driver, finding.replay, on_step=lambda _r, o: progress.step(o))
+        confirm = run_scenario(driver, finding.replay, on_step=lambda _r, o: observer.step(o))
         steps = [o.to_json() for o in confirm.outcomes]
         finding.details["replay_steps"] = steps
         finding.details["reproduced"] = confirm.verdict in ("fail", "deviate")
         if finding.replay is result.replay:
             result.details["replay_steps"] = steps
             result.details["reproduced"] = confirm.verdict in ("fail", "deviate")
-        done.replays[f"machine:{finding_key(protocol, n)}"] = with_transcript(finding.replay, steps)
-    return done
+        key = f"machine:{finding_key(done.protocol, n)}"
+        done.replays[key] = with_transcript(finding.replay, steps)
 
 
 def explore_all(
@@ -112,7 +118,7 @@ def explore_all(
     seed: int | None,
     shard: Shard,
     expected: list[Expectation],
-    progress: Progress,
+    observer: Observer,
 ) -> list[Explored]:
     """Every protocol explored, in the order of ``drivers``."""
 
@@ -125,13 +131,13 @@ def explore_all(
             shard=shard,
             lanes=lanes.get(protocol, [driver]),
             expected=expected,
-            progress=progress,
+            observer=observer,
             window=window,
         )
 
     if jobs > 1 and len(drivers) > 1:
         # Protocols explore side by side (each on its own lanes), reported in order.
-        progress.set_phase("machines")
+        observer.phase_started("machines")
         with ThreadPoolExecutor(len(drivers), thread_name_prefix="memspec") as pool:
             futures = [pool.submit(one, p, d) for p, d in drivers.items()]
             while not all(f.done() for f in futures):  # bounded waits: Ctrl-C is seen at once
@@ -139,6 +145,6 @@ def explore_all(
             return [f.result() for f in futures]
     explored = []
     for protocol, driver in drivers.items():
-        progress.set_phase(f"{protocol} machine")
+        observer.phase_started(f"{protocol} machine")
         explored.append(one(protocol, driver))
     return explored

@@ -7,8 +7,8 @@ import json
 import time
 from typing import Any
 
-from conformance.commands.contract.client import answer_headers, sent_headers, unanswered
-from conformance.commands.contract.model import (
+from conformance.contract.client import answer_headers, sent_headers, unanswered
+from conformance.contract.model import (
     ANSWER_MEMORY,
     SPEC_FILES,
     SPECS_DIR,
@@ -16,7 +16,7 @@ from conformance.commands.contract.model import (
     OutOfTime,
     Run,
 )
-from conformance.commands.contract.probes import (
+from conformance.contract.probes import (
     excerpt,
     expect_refused_credentials,
 )

@@ -19,7 +19,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from conformance.engine.codec import (
+from conformance.binding.codec import (
     ArgError,
     candidate,
     candidate_json,
@@ -28,7 +28,7 @@ from conformance.engine.codec import (
     memory_record_json,
     memory_records,
 )
-from conformance.engine.judge import THROWS, Judged, ok
+from conformance.binding.judge import THROWS, Judged, ok
 from reference.ledger.credentials import credential_verdict
 from reference.ledger.intervals import interval_contains, list_as_of
 from reference.ledger.packet import build_packet, packet_rank

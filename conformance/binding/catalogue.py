@@ -15,8 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from conformance.engine.codec import memory_record, memory_records
-from conformance.engine.functions import BY_NAME, Args, Refused
+from conformance.binding.codec import memory_record, memory_records
+from conformance.binding.functions import BY_NAME, Args, Refused
 from reference.ledger.credentials import DETECTORS
 from reference.memory.containment import flatten_field, render_bullet
 from reference.memory.engine import Insert, normalize_text, plan_write
@@ -91,7 +91,7 @@ def _evict_most_recent(a: Args) -> JSON:
 
 
 def _dedup_raw(a: Args) -> JSON:
-    from conformance.engine.codec import candidate
+    from conformance.binding.codec import candidate
 
     cand = candidate(a["candidate"])
     active = [r for r in memory_records(a["active"]) if r.status == "active"]
@@ -178,7 +178,7 @@ def _reflection_six(a: Args) -> JSON:
     if len(out["facts"]) == 5 and extra:
         res = parse_reflection(json.dumps({"facts": extra}), [], a["threadKey"], a.get("runId"))
         if res is not None and res.facts:
-            from conformance.engine.functions import _cand_out
+            from conformance.binding.functions import _cand_out
 
             out["facts"].append(_cand_out(res.facts[0]))
     return out
@@ -196,7 +196,7 @@ def _reflect_review(a: Args) -> JSON:
 
 
 def _as_of_closed(a: Args) -> JSON:
-    from conformance.engine.codec import ledger_records
+    from conformance.binding.codec import ledger_records
 
     recs = ledger_records(a["records"])
     at = int(a["at"])
@@ -211,7 +211,7 @@ def _as_of_closed(a: Args) -> JSON:
 
 
 def _packet_stops_at_cap(a: Args) -> JSON:
-    from conformance.engine.codec import ledger_records
+    from conformance.binding.codec import ledger_records
     from reference.ledger.packet import packet_order_key, render_line
 
     recs = sorted(
@@ -247,7 +247,7 @@ def _prefix_hyphen(a: Args) -> JSON:
 
 
 def _supersede_empty_target(a: Args) -> JSON:
-    from conformance.engine.codec import candidate
+    from conformance.binding.codec import candidate
 
     cand = candidate(a["candidate"])
     if cand.supersedes == "":
@@ -314,14 +314,14 @@ def _redact_other_marker(a: Args) -> JSON:
 
 
 def _as_of_no_tombstones(a: Args) -> JSON:
-    from conformance.engine.codec import ledger_records
+    from conformance.binding.codec import ledger_records
 
     status = {r.id: r.status for r in ledger_records(a["records"])}
     return [i for i in reversed(BY_NAME["listAsOf"].call(a)) if status[i] != "deleted"]
 
 
 def _packet_ties_first_written(a: Args) -> JSON:
-    from conformance.engine.codec import ledger_records
+    from conformance.binding.codec import ledger_records
     from reference.ledger.packet import build_packet
     from reference.ledger.records import LedgerState
 

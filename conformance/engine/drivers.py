@@ -1,6 +1,6 @@
 """The drivers of one run: one per protocol (``build_drivers``), the extra lanes that let
 ``--jobs`` run scenarios side by side (``driver_lanes``, ``ledger_lanes``; with ``--procs``,
-memory lanes live in worker processes: ``start_workers``), and run ids."""
+memory lanes live in worker processes: ``start_workers``), and the protocols of a ``--spec``."""
 
 from __future__ import annotations
 
@@ -8,11 +8,10 @@ import dataclasses
 import os
 from concurrent.futures import ThreadPoolExecutor
 
-from conformance.commands.run.options import MAX_JOBS
 from conformance.drivers import DRIVERS, driver_factory
 from conformance.drivers.base import Driver
+from conformance.engine.config import MAX_JOBS
 from conformance.errors import TargetError, TargetUnreachable, TokenRefused
-from conformance.session import new_run_id as new_run_id
 from conformance.vocabulary import RunContext, TargetConfig
 from conformance.workers import WORKER_PROTOCOLS, WorkerError, WorkerPool
 

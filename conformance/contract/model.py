@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from conformance.vocabulary import Secret
 
 if TYPE_CHECKING:
-    from conformance.commands.contract.client import Http
+    from conformance.contract.client import Http
     from conformance.vocabulary import Exchange
 
 
@@ -21,7 +21,7 @@ REPORT_FILE = "contract.json"
 REPLAY_DIR = "contract-replays"
 TOKEN_PLACEHOLDER = "$MEMSPEC_TOKEN"
 MAX_BODY = 512 * 1024
-SPECS_DIR = Path(__file__).resolve().parents[3] / "specs"
+SPECS_DIR = Path(__file__).resolve().parents[2] / "specs"
 SPEC_FILES = {"memory": "memory-worker.openapi.yaml", "ledger": "ledger.openapi.yaml"}
 
 # Generated examples per operation and generation mode, and a time budget for all generated

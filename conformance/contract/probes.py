@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from conformance.commands.contract.client import unanswered, without_token
-from conformance.commands.contract.model import (
+from conformance.contract.client import unanswered, without_token
+from conformance.contract.model import (
     AUTH,
     ERROR_SHAPE,
     LEDGER_METHODS,

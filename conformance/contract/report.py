@@ -11,8 +11,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from conformance.commands.contract.client import answer_headers, framing, sent_headers, unanswered
-from conformance.commands.contract.model import (
+from conformance.contract.client import answer_headers, framing, sent_headers, unanswered
+from conformance.contract.model import (
     FORMAT,
     REPLAY_DIR,
     REPLAY_FORMAT,

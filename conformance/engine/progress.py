@@ -1,4 +1,5 @@
-"""Live progress on the terminal while a run is going.
+"""Live progress on the terminal while a run is going, and the closing summary: the console's
+run observer (:class:`conformance.engine.Observer`).
 
 On a TTY a single line is rewritten in place (``\\r``); otherwise (CI logs, pipes) a plain line
 is printed at most every ``interval_s`` seconds, so a long run shows it is alive without
@@ -10,16 +11,29 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
+from conformance.report.console import print_summary
 from conformance.vocabulary import StepOutcome
+
+if TYPE_CHECKING:
+    from conformance.engine.pipeline import RunResult
 
 
 class Progress:
+    """The progress line on ``stream`` (default stderr; nothing when not ``enabled``); the
+    summary and later lines on ``out`` (default stdout, as it is when they are written)."""
+
     def __init__(
-        self, stream: TextIO | None = None, *, interval_s: float = 10.0, enabled: bool = True
+        self,
+        stream: TextIO | None = None,
+        *,
+        interval_s: float = 10.0,
+        enabled: bool = True,
+        out: TextIO | None = None,
     ) -> None:
         self.stream = stream if stream is not None else sys.stderr
+        self.out = out
         self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
         self.interval_s = interval_s
         self.enabled = enabled
@@ -34,7 +48,7 @@ class Progress:
         self._started = time.monotonic()
         self._lock = threading.RLock()  # lanes report from their own threads
 
-    def set_phase(self, phase: str) -> None:
+    def phase_started(self, phase: str) -> None:
         if self.enabled and not self.tty and self.phase:
             self.stream.write(
                 self.line().replace(f"memspec {self.phase}", f"memspec {self.phase} done", 1) + "\n"
@@ -94,7 +108,7 @@ class Progress:
             self.stream.flush()
         self._last = now
 
-    def close(self) -> None:
+    def checks_done(self) -> None:
         if self.enabled and not self.tty and self.phase:
             self.stream.write(
                 self.line().replace(f"memspec {self.phase}", f"memspec {self.phase} done", 1) + "\n"
@@ -104,3 +118,10 @@ class Progress:
         if self.enabled and self.tty and self._width:
             self.stream.write("\r" + " " * self._width + "\r")
             self.stream.flush()
+
+    def report_written(self, result: RunResult) -> None:
+        where = str(result.report_dir) if result.report_dir else None
+        print_summary(result.data, self.out or sys.stdout, report_dir=where)
+
+    def say(self, line: str) -> None:
+        print(line, file=self.out or sys.stdout)

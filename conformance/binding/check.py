@@ -12,7 +12,7 @@ Results are the ``memspec run`` report's own objects, so ``report.json``, ``juni
 A function the host answers ``{"error": "unknown function"}`` is *skipped: not provided* (both
 scenarios), never failed.  A host that hangs, floods or crashes makes the step
 *indeterminate* with the reason (the host is killed and started again, see
-:mod:`conformance.engine.host`); one that writes garbage *diverges*.
+:mod:`conformance.binding.host`); one that writes garbage *diverges*.
 """
 
 from __future__ import annotations
@@ -26,10 +26,10 @@ from typing import Any
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hypothesis_seed
 
-from conformance.engine.functions import BY_NAME, Fn
-from conformance.engine.host import Answer, EngineHost
-from conformance.engine.judge import THROWS, Judged, describe, ok, outcome_allowed
-from conformance.engine.vectors import Vector, function_vectors
+from conformance.binding.functions import BY_NAME, Fn
+from conformance.binding.host import Answer, EngineHost
+from conformance.binding.judge import THROWS, Judged, describe, ok, outcome_allowed
+from conformance.binding.vectors import Vector, function_vectors
 from conformance.machines.constants import pinned_local_constants
 from conformance.runner import ScenarioResult
 from conformance.scenario import Scenario, Step

@@ -4,7 +4,7 @@ One file per function, ``<spec>/<function>.json``, schema ``memspec-vectors/1``
 (``specs/engine-vectors.schema.json``, explained in ``docs/vectors.md``), plus ``index.json``.
 Each vector: an id, its clauses, a comment saying what it probes, the arguments, every allowed
 outcome and, where the set is too large to list, a named checker.  The vectors are the
-hand-picked boundaries of :mod:`conformance.engine.functions` and a fixed-seed Hypothesis sample,
+hand-picked boundaries of :mod:`conformance.binding.functions` and a fixed-seed Hypothesis sample,
 so an export is the same byte for byte for one memspec revision (and one Hypothesis version);
 every file carries the spec revision ``memspec --version`` prints.
 """
@@ -21,8 +21,8 @@ from typing import Any
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hypothesis_seed
 
-from conformance.engine.functions import BY_NAME, FUNCTIONS, Fn
-from conformance.engine.judge import FLOAT_ULPS, Judged
+from conformance.binding.functions import BY_NAME, FUNCTIONS, Fn
+from conformance.binding.judge import FLOAT_ULPS, Judged
 from conformance.machines.constants import pinned_local_constants
 from conformance.version import spec_revision
 

@@ -11,7 +11,7 @@ import re
 import shlex
 from dataclasses import replace
 
-from conformance.commands.contract.model import TOKEN_PLACEHOLDER
+from conformance.contract.model import TOKEN_PLACEHOLDER
 from conformance.targets.base import TOO_LARGE, Auth, Framing, HttpTarget
 from conformance.vocabulary import Exchange, Secret, TargetConfig
 

@@ -20,7 +20,8 @@ The test controls (``/ledger/_test/*``) are not fuzzed: a store serves them only
 store.  :func:`finding_records` returns a report's findings as ``(clause, title, detail,
 curl)`` records for the ``memspec run`` report.
 
-The parts: ``command`` (the options and one run), ``probes`` (the deterministic probes),
+The parts: ``command`` (one run; the command's options are
+``conformance.commands.contract``), ``probes`` (the deterministic probes),
 ``fuzz`` (the generated cases), ``client`` (the requests through the harness's client, and
 their ``curl`` lines), ``model`` (limits,
 clauses, findings, the scrubber, ``Run``) and ``report`` (``contract.json``, replays, the
@@ -29,8 +30,8 @@ summary, the findings for ``memspec run``).
 
 from __future__ import annotations
 
-from conformance.commands.contract.command import register, run, run_contract, served
-from conformance.commands.contract.model import (
+from conformance.contract.command import run_contract, served
+from conformance.contract.model import (
     FORMAT,
     PROFILES,
     REPLAY_FORMAT,
@@ -40,7 +41,7 @@ from conformance.commands.contract.model import (
     Run,
     Scrubber,
 )
-from conformance.commands.contract.report import (
+from conformance.contract.report import (
     CONTRACT_CLAUSES,
     as_results,
     finding_records,
@@ -63,8 +64,6 @@ __all__ = [
     "finding_records",
     "iter_replays",
     "print_summary",
-    "register",
-    "run",
     "run_contract",
     "served",
     "write_report",
