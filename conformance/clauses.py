@@ -53,6 +53,7 @@ class Clause:
     fields: dict[str, str] = field(default_factory=dict)
     quotes: list[Quote] = field(default_factory=list)
     bad_quotes: list[str] = field(default_factory=list)  # Quote lines that do not parse
+    line: int = 0  # the heading's line in its spec file (1-based)
 
     @property
     def retired(self) -> bool:
@@ -92,7 +93,7 @@ def parse_spec(path: Path) -> list[Clause]:
     clauses: list[Clause] = []
     current: Clause | None = None
     in_fence = False
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
         if line.lstrip().startswith("```"):
             in_fence = not in_fence
             continue
@@ -100,7 +101,9 @@ def parse_spec(path: Path) -> list[Clause]:
             continue
         m = _HEADING.match(line)
         if m:
-            current = Clause(id=m.group(1), title=m.group(2).strip(), spec_file=path.name)
+            current = Clause(
+                id=m.group(1), title=m.group(2).strip(), spec_file=path.name, line=number
+            )
             clauses.append(current)
             continue
         if line.startswith("#"):
