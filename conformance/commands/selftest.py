@@ -39,10 +39,6 @@ every mutant is killed; 1 otherwise; 2 for a usage mistake.
 The catalogue itself lives in ``conformance/embedded/catalogue/``; this module reaches it (and
 the bundled store) only through ``conformance.commands.run``, like every other command.
 
-``FaultProxy`` / ``FAULTS`` (an HTTP proxy that corrupts one kind of answer of an otherwise
-correct store, :mod:`conformance.commands.fault_proxy`) stay importable from here for tests
-that need a broken store outside the catalogue.
-
 Size: about 630 lines, one concern (the matrix: its rows, one cell, many cells in parallel,
 the summary and its print, the command); the parts share the ``Cell``/``Row`` types and are
 read together when a row's verdict is in question.
@@ -69,13 +65,10 @@ from pathlib import Path
 from typing import Any, Literal, TextIO
 
 from conformance.commands import run as run_cmd
-from conformance.commands.fault_proxy import FAULTS, Fault, FaultProxy
 from conformance.commands.run.options import add_level_option
 from conformance.drivers.base import Secret, TargetConfig
 from conformance.errors import UsageError
 from conformance.machines.profiles import PROFILES
-
-__all__ = ["FAULTS", "Fault", "FaultProxy"]
 
 SCHEMA = "memspec-selftest/1"
 UNALTERED = "unaltered"

@@ -21,7 +21,6 @@ from tests.common.memory_harness import (
     bundled_store,
     dedup_disabled,
     make_driver,
-    retrieve_reversed,
 )
 
 SMALL = Profile("test", max_examples=12, step_count=15, budget_s=60.0, fixed_seed=7)
@@ -109,10 +108,8 @@ def test_a_store_that_never_dedups_is_shrunk_to_a_short_replay(
 
 
 @pytest.mark.clause("MEM-SCORE.1", "MEM-SCORE.5")
-def test_a_store_that_reverses_rankings_is_caught_by_the_machine(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    with retrieve_reversed(monkeypatch), bundled_store() as url:
+def test_a_store_that_reverses_rankings_is_caught_by_the_machine() -> None:
+    with bundled_store(quirks=("mem-retrieve-reversed",)) as url:
         driver = make_driver(url)
         try:
             result = run_machine(
