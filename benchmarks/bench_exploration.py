@@ -1,11 +1,11 @@
 """Exploration power of the state machines, ``--profile ci``: runs and steps explored, and —
-behind a proxy that corrupts three independent kinds of answer (``/forget`` lies, ``/list``
-reversed, ``/retrieve`` reversed; see tests/harness/test_exploration.py) — every distinct
+against a store with three independent mutants of the catalogue (``/forget`` lies, ``/list``
+oldest first, ``/retrieve`` reversed; see tests/harness/test_exploration.py) — every distinct
 divergence with the time to the first one and the length of each shrunk replay.
 
 1. ``memspec fuzz --profile ci`` against the bundled store: runs/steps per machine (must be
    conformant);
-2. ``memspec fuzz --spec memory --profile ci`` against the three-fault proxy: the divergences
+2. ``memspec fuzz --spec memory --profile ci`` against the three-mutant store: the divergences
    found, time to first divergence, runs/steps in total and after the first, replay lengths.
 
 Run: ``.venv/bin/python -m benchmarks.bench_exploration``  (about a minute).
@@ -46,7 +46,7 @@ def _fuzz(url: str, token: str, spec: str, out_dir: Path) -> dict[str, Any]:
 
 def main() -> int:
     sys.path.insert(0, str(HARNESS_TESTS))
-    from test_exploration import THREE_FAULTS, FaultProxy  # the test's proxy and faults
+    from test_exploration import THREE_MUTANTS  # the test's three mutants
 
     token = secrets.token_urlsafe(24)
     handle = start_bundled_store(token)
@@ -64,18 +64,17 @@ def main() -> int:
             probes = clean["summary"].get("probes", {})
             print(f"  transport probes: {probes}")
             ok &= clean["exit_code"] == 0
-            proxy = FaultProxy(handle.url, THREE_FAULTS)
+            three = start_bundled_store(token, quirks=frozenset(THREE_MUTANTS))
             try:
                 started = time.monotonic()
-                broken = _fuzz(proxy.url, token, "memory", Path(tmp) / "three")
+                broken = _fuzz(three.url, token, "memory", Path(tmp) / "three")
             finally:
-                proxy.stop()
+                three.stop()
             (m,) = broken["machines"]
             explored = m["details"]["explored"]
             first = explored.get("first_divergence") or {}
             print(
-                f"three-fault proxy, --spec memory --profile ci"
-                f" ({time.monotonic() - started:.1f} s):"
+                f"three mutants, --spec memory --profile ci ({time.monotonic() - started:.1f} s):"
             )
             print(
                 f"  {len(m['divergences'])} distinct divergence(s); first after"

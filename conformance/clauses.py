@@ -8,13 +8,15 @@ reference``); a ``seed`` clause quotes the seed's words in one or more
 Coverage is found without importing or running anything:
 
 * tests: an AST scan of ``tests/**/test_*.py`` for ``pytest.mark.clause("ID", …)`` on test
-  functions, on their classes, or in a module-level ``pytestmark``;
+  functions, on their classes, or in a module-level ``pytestmark`` (a spread
+  ``*MACHINE_CLAUSES`` imported from ``conformance`` is the one thing imported to be read);
 * scenarios: ``conformance/corpus/**/*.json`` files with a top-level ``"clauses"`` list.
 """
 
 from __future__ import annotations
 
 import ast
+import importlib
 import json
 import re
 from collections.abc import Iterable
@@ -51,6 +53,7 @@ class Clause:
     fields: dict[str, str] = field(default_factory=dict)
     quotes: list[Quote] = field(default_factory=list)
     bad_quotes: list[str] = field(default_factory=list)  # Quote lines that do not parse
+    line: int = 0  # the heading's line in its spec file (1-based)
 
     @property
     def retired(self) -> bool:
@@ -90,7 +93,7 @@ def parse_spec(path: Path) -> list[Clause]:
     clauses: list[Clause] = []
     current: Clause | None = None
     in_fence = False
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
         if line.lstrip().startswith("```"):
             in_fence = not in_fence
             continue
@@ -98,7 +101,9 @@ def parse_spec(path: Path) -> list[Clause]:
             continue
         m = _HEADING.match(line)
         if m:
-            current = Clause(id=m.group(1), title=m.group(2).strip(), spec_file=path.name)
+            current = Clause(
+                id=m.group(1), title=m.group(2).strip(), spec_file=path.name, line=number
+            )
             clauses.append(current)
             continue
         if line.startswith("#"):
@@ -136,42 +141,69 @@ def load_clauses(specs_dir: Path) -> dict[str, Clause]:
     return out
 
 
-def _clause_args(decorators: Iterable[ast.expr]) -> list[str]:
-    ids: list[str] = []
-    for dec in decorators:
-        for node in ast.walk(dec):
-            if (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Attribute)
-                and node.func.attr == "clause"
-            ):
+class _Marks:
+    """The clause ids of ``pytest.mark.clause(…)`` marks in one test module: string arguments,
+    and a tuple spread into the mark (``*MACHINE_CLAUSES``) that the module imports by name
+    from ``conformance`` (imported here to read it: a state machine's clauses are computed
+    from its rules, :mod:`conformance.machines.checks`)."""
+
+    def __init__(self, body: list[ast.stmt]) -> None:
+        self.imports: dict[str, tuple[str, str]] = {}
+        for node in body:
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("conformance"):
+                for alias in node.names:
+                    self.imports[alias.asname or alias.name] = (node.module or "", alias.name)
+
+    def _spread(self, name: str) -> list[str]:
+        if name not in self.imports:
+            return []
+        module, attr = self.imports[name]
+        value = getattr(importlib.import_module(module), attr, ())
+        return [c for c in value if isinstance(c, str)] if isinstance(value, tuple) else []
+
+    def args(self, decorators: Iterable[ast.expr]) -> list[str]:
+        ids: list[str] = []
+        for dec in decorators:
+            for node in ast.walk(dec):
+                if not (
+                    isinstance(node, ast.Call)
+                    and isinstance(node.func, ast.Attribute)
+                    and node.func.attr == "clause"
+                ):
+                    continue
                 for arg in node.args:
                     if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
                         ids.extend(CLAUSE_ID.findall(arg.value))
-    return ids
+                    elif isinstance(arg, ast.Starred) and isinstance(arg.value, ast.Name):
+                        ids.extend(self._spread(arg.value.id))
+        return ids
 
-
-def _pytestmark_ids(body: list[ast.stmt]) -> list[str]:
-    ids: list[str] = []
-    for node in body:
-        if isinstance(node, ast.Assign) and any(
-            isinstance(t, ast.Name) and t.id == "pytestmark" for t in node.targets
-        ):
-            ids.extend(_clause_args([node.value]))
-    return ids
+    def pytestmark(self, body: list[ast.stmt]) -> list[str]:
+        ids: list[str] = []
+        for node in body:
+            if isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == "pytestmark" for t in node.targets
+            ):
+                ids.extend(self.args([node.value]))
+        return ids
 
 
 def _visit_tests(
-    body: list[ast.stmt], rel: str, prefix: str, inherited: list[str], found: dict[str, list[str]]
+    marks: _Marks,
+    body: list[ast.stmt],
+    rel: str,
+    prefix: str,
+    inherited: list[str],
+    found: dict[str, list[str]],
 ) -> None:
     for node in body:
         if isinstance(node, ast.ClassDef) and node.name.startswith("Test"):
-            cls_ids = inherited + _clause_args(node.decorator_list) + _pytestmark_ids(node.body)
-            _visit_tests(node.body, rel, f"{prefix}{node.name}::", cls_ids, found)
+            cls_ids = inherited + marks.args(node.decorator_list) + marks.pytestmark(node.body)
+            _visit_tests(marks, node.body, rel, f"{prefix}{node.name}::", cls_ids, found)
         elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith(
             "test"
         ):
-            ids = inherited + _clause_args(node.decorator_list)
+            ids = inherited + marks.args(node.decorator_list)
             for cid in dict.fromkeys(ids):
                 found.setdefault(cid, []).append(f"{rel}::{prefix}{node.name}")
         elif isinstance(node, ast.Assign) and prefix == "":
@@ -191,7 +223,8 @@ def scan_tests(tests_dir: Path, root: Path) -> dict[str, list[str]]:
     for path in sorted(tests_dir.rglob("test_*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
         rel = path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path)
-        _visit_tests(tree.body, rel, "", _pytestmark_ids(tree.body), found)
+        marks = _Marks(tree.body)
+        _visit_tests(marks, tree.body, rel, "", marks.pytestmark(tree.body), found)
     return found
 
 

@@ -40,10 +40,6 @@ The catalogue itself lives in ``conformance/embedded/catalogue/``; this module r
 the bundled store) only through ``conformance.commands.target``, like every other command; each
 row is one run of the engine (:mod:`conformance.engine`).
 
-``FaultProxy`` / ``FAULTS`` (an HTTP proxy that corrupts one kind of answer of an otherwise
-correct store, :mod:`conformance.commands.fault_proxy`) stay importable from here for tests
-that need a broken store outside the catalogue.
-
 Size: about 630 lines, one concern (the matrix: its rows, one cell, many cells in parallel,
 the summary and its print, the command); the parts share the ``Cell``/``Row`` types and are
 read together when a row's verdict is in question.
@@ -70,7 +66,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TextIO
 
-from conformance.commands.fault_proxy import FAULTS, Fault, FaultProxy
 from conformance.commands.target import start_bundled_store
 from conformance.engine import NullObserver, RunConfig
 from conformance.engine import run as run_engine
@@ -78,8 +73,6 @@ from conformance.engine.options import add_level_option
 from conformance.errors import UsageError
 from conformance.machines.profiles import PROFILES
 from conformance.vocabulary import Secret, StepOutcome, TargetConfig
-
-__all__ = ["FAULTS", "Fault", "FaultProxy"]
 
 SCHEMA = "memspec-selftest/1"
 UNALTERED = "unaltered"

@@ -353,6 +353,8 @@ def _forget(store: MemoryStore, body: Mapping[str, Any]) -> Reply:
     rid = forget_id(body)
     # An id holding a lone surrogate names no stored record (none can hold one): false.
     ok = False if _has_surrogate(rid) else store.forget(key, rid)
+    if store.quirks("mem-forget-always-true"):  # mutant: the answer ignores the outcome
+        ok = True
     return Reply(200, {"ok": True, "forgotten": ok}, {"scopeKey": key, "id": rid, "forgotten": ok})
 
 

@@ -561,6 +561,8 @@ class MemoryStore:
                     f" WHERE id IN ({marks}) AND +scope_key = ?",
                     (now, *(r.id for r in bumped), scope_key),
                 )
+        if self.quirks("mem-retrieve-reversed"):  # mutant: lowest score first
+            ranked.reverse()
         if self.quirks("retrieve-shows-usage-before-bump"):
             return ranked
         return [replace(r, last_used_at=now, use_count=r.use_count + 1) for r in ranked]

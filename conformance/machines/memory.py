@@ -46,13 +46,14 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import Any
 
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, initialize, multiple, precondition, rule
 
 from conformance.drivers.memory import DEFAULT_CLAUSES, MemoryDriver, step_requires
 from conformance.machines import DifferentialMachine, live
+from conformance.machines.checks import checks, machine_clauses
 from conformance.scenario import Step
 from conformance.targets.memory import CAP, FORGET, LIST
 from reference.memory.engine import normalize_text
@@ -242,53 +243,6 @@ AT_THE_BOUNDS: list[tuple[str, dict[str, Any]]] = [
 ]
 
 
-#: Clauses the memory machine exercises (for ``memspec clauses`` via the harness tests).  The
-# : routing, auth and fence clauses (MEM-WIRE.1, MEM-WIRE.2, MEM-WIRE.3, MEM-WIRE.4, MEM-WIRE.5,
-# MEM-WIRE.6, MEM-WIRE.7) are the transport probes' (probes.py).
-MACHINE_CLAUSES: tuple[str, ...] = (
-    "MEM-SEAM.2",
-    "MEM-RECORD.1",
-    "MEM-RECORD.2",
-    "MEM-RECORD.3",
-    "MEM-RECORD.4",
-    "MEM-RECORD.5",
-    "MEM-SCOPE.5",
-    "MEM-SCORE.1",
-    "MEM-SCORE.2",
-    "MEM-SCORE.4",
-    "MEM-SCORE.5",
-    "MEM-WRITE.1",
-    "MEM-WRITE.2",
-    "MEM-WRITE.3",
-    "MEM-WRITE.4",
-    "MEM-WRITE.5",
-    "MEM-WRITE.6",
-    "MEM-WRITE.7",
-    "MEM-WRITE.8",
-    "MEM-STORE.2",
-    "MEM-STORE.3",
-    "MEM-STORE.4",
-    "MEM-STORE.5",
-    "MEM-STORE.6",
-    "MEM-STORE.7",
-    "MEM-STORE.8",
-    "MEM-STORE.9",
-    "MEM-STORE.11",
-    "MEM-CAP.1",
-    "MEM-CAP.2",
-    "MEM-CAP.3",
-    "MEM-WIRE.8",
-    "MEM-WIRE.9",
-    "MEM-WIRE.10",
-    "MEM-WIRE.11",
-    "MEM-WIRE.12",
-    "MEM-WIRE.13",
-    "MEM-WIRE.14",
-    "MEM-WIRE.15",
-    "MEM-WIRE.16",
-)
-
-
 #: Candidates a write must refuse (400), put last in an otherwise valid batch.
 INVALID_CANDIDATES: list[dict[str, Any]] = [
     {"kind": "opinion", "text": "deploy", "sourceThreadKey": "thread:1"},
@@ -352,8 +306,6 @@ class MemoryMachine(DifferentialMachine):
     """Differential exploration of the Memory Worker protocol (see module docstring)."""
 
     protocol = "memory"
-    #: the clauses this machine checks (``MACHINE_CLAUSES``, kept as the module-level name)
-    clauses: ClassVar[tuple[str, ...]] = MACHINE_CLAUSES
     READ_ONLY_OPS = frozenset({"list"})
     ids = Bundle("ids")
 
@@ -417,6 +369,7 @@ class MemoryMachine(DifferentialMachine):
 
     # -- setup ----------------------------------------------------------------------------
 
+    @checks("MEM-RECORD.4", "MEM-STORE.9", "MEM-CAP.1", "MEM-WIRE.12", "MEM-WIRE.13")
     @initialize(target=ids, fill=st.sampled_from([0, 0, 2, 3, 4]))
     def prefill(self, fill: int) -> Any:
         """Start with scope ``a`` holding ``fill`` distinct records (none: the simplest), so
@@ -431,6 +384,12 @@ class MemoryMachine(DifferentialMachine):
 
     # -- writes ---------------------------------------------------------------------------
 
+    @checks(
+        "MEM-SEAM.2", "MEM-RECORD.1", "MEM-RECORD.2", "MEM-RECORD.4", "MEM-RECORD.5",
+        "MEM-SCOPE.5", "MEM-WRITE.1", "MEM-WRITE.2", "MEM-WRITE.6", "MEM-WRITE.7",
+        "MEM-STORE.9", "MEM-STORE.11", "MEM-CAP.1", "MEM-CAP.2", "MEM-CAP.3",
+        "MEM-WIRE.12", "MEM-WIRE.13", "MEM-WIRE.16",
+    )  # fmt: skip
     @precondition(live)
     @rule(target=ids, scope=scopes, records=batches(), cap=st.none() | st.integers(1, 5))
     def write(self, scope: str, records: list[dict[str, Any]], cap: int | None) -> Any:
@@ -439,23 +398,27 @@ class MemoryMachine(DifferentialMachine):
             args["cap"] = cap
         return self._mutate("write", args)
 
+    @checks("MEM-RECORD.3", "MEM-WRITE.3", "MEM-WRITE.8", "MEM-SCOPE.5", "MEM-WIRE.12")
     @precondition(live)
     @rule(target=ids, scope=scopes, target_id=ids, text=texts())
     def supersede(self, scope: str, target_id: str, text: str) -> Any:
         rec = {"kind": "fact", "text": text, "sourceThreadKey": "thread:1", "supersedes": target_id}
         return self._mutate("write", {"scopeKey": f"{{scope:{scope}}}", "records": [rec]})
 
+    @checks("MEM-WRITE.4", "MEM-WIRE.12")
     @precondition(live)
     @rule(scope=scopes, text=texts(), ptr=st.sampled_from(["", "mem:{scope:z}:1", "garbage"]))
     def supersede_nothing(self, scope: str, text: str, ptr: str) -> None:
         rec = {"kind": "summary", "text": text, "sourceThreadKey": "thread:2", "supersedes": ptr}
         self._mutate("write", {"scopeKey": f"{{scope:{scope}}}", "records": [rec]})
 
+    @checks("MEM-STORE.8", "MEM-RECORD.2", "MEM-SCOPE.5", "MEM-WIRE.15")
     @precondition(able(FORGET))
     @rule(scope=scopes, target_id=ids)
     def forget(self, scope: str, target_id: str) -> None:
         self._mutate("forget", {"scopeKey": f"{{scope:{scope}}}", "id": target_id})
 
+    @checks("MEM-STORE.8", "MEM-WIRE.15")
     @precondition(able(FORGET))
     @rule(scope=scopes, target_id=foreign_ids)
     def forget_unknown(self, scope: str, target_id: str) -> None:
@@ -463,12 +426,17 @@ class MemoryMachine(DifferentialMachine):
 
     # -- reads ----------------------------------------------------------------------------
 
+    @checks(
+        "MEM-SEAM.2", "MEM-SCORE.1", "MEM-SCORE.2", "MEM-SCORE.4", "MEM-SCORE.5",
+        "MEM-STORE.2", "MEM-STORE.3", "MEM-STORE.4", "MEM-WIRE.11", "MEM-WIRE.16",
+    )  # fmt: skip
     @precondition(live)
     @rule(target=ids, scope=scopes, query=queries, limit=st.integers(1, 6))
     def retrieve(self, scope: str, query: str, limit: int) -> Any:
         args = {"scopeKey": f"{{scope:{scope}}}", "query": query, "limit": limit}
         return self._read_and_bind(Step(op="retrieve", args=args))
 
+    @checks("MEM-STORE.7", "MEM-RECORD.1", "MEM-SCORE.2", "MEM-WIRE.14", "MEM-WIRE.16")
     @precondition(able(LIST))
     @rule(target=ids, scope=scopes, limit=st.integers(1, 8), query=st.none() | queries)
     def list_records(self, scope: str, limit: int, query: str | None) -> Any:
@@ -477,6 +445,7 @@ class MemoryMachine(DifferentialMachine):
             args["query"] = query
         return self._read_and_bind(Step(op="list", args=args))
 
+    @checks("MEM-STORE.5", "MEM-STORE.2")
     @precondition(live)
     @rule(
         target=ids,
@@ -494,6 +463,7 @@ class MemoryMachine(DifferentialMachine):
         args = {"scopeKey": f"{{scope:{scope}}}", "query": query, "limit": limit}
         return self._read_and_bind(Step(op="retrieve", args=args))
 
+    @checks("MEM-STORE.6", "MEM-STORE.2", "MEM-STORE.4", "MEM-CAP.3")
     @precondition(not_crowded)
     @rule(
         target=ids,
@@ -549,6 +519,7 @@ class MemoryMachine(DifferentialMachine):
 
     # -- the collision guard's twins ------------------------------------------------------
 
+    @checks("MEM-WRITE.5", "MEM-WRITE.2", "MEM-WRITE.3", "MEM-WRITE.8")
     @precondition(able(LIST))  # the corrected record's id is read from a list
     @rule(
         target=ids,
@@ -599,6 +570,10 @@ class MemoryMachine(DifferentialMachine):
         capabilities)."""
         return _sendable_cases(which, self.driver.capabilities())
 
+    @checks(
+        "MEM-WIRE.8", "MEM-WIRE.9", "MEM-WIRE.10", "MEM-WIRE.11", "MEM-WIRE.12",
+        "MEM-WIRE.13", "MEM-WIRE.14", "MEM-WIRE.15",
+    )  # fmt: skip
     @precondition(has_invalid_cases)
     @rule(data=st.data())
     def invalid_request(self, data: st.DataObject) -> None:
@@ -607,6 +582,7 @@ class MemoryMachine(DifferentialMachine):
         )
         self._step(op, args)
 
+    @checks("MEM-WIRE.12", "MEM-WIRE.8")
     @precondition(live)
     @rule(target=ids, scope=scopes, records=batches(), bad=st.sampled_from(INVALID_CANDIDATES))
     def write_with_an_invalid_last(
@@ -618,6 +594,7 @@ class MemoryMachine(DifferentialMachine):
 
     # -- bounds ---------------------------------------------------------------------------
 
+    @checks("MEM-WIRE.11", "MEM-WIRE.13", "MEM-WIRE.14", "MEM-WIRE.10")
     @precondition(has_bound_cases)
     @rule(target=ids, data=st.data())
     def at_a_bound(self, data: st.DataObject) -> Any:
@@ -627,3 +604,9 @@ class MemoryMachine(DifferentialMachine):
         if op == "write":
             return self._mutate(op, args)
         return self._read_and_bind(Step(op=op, args=args))
+
+
+#: Every clause a rule of the memory machine declares (``@checks``), in spec order.  The
+#: routing, auth and fence clauses (MEM-WIRE.1, MEM-WIRE.2, MEM-WIRE.3, MEM-WIRE.4, MEM-WIRE.5,
+#: MEM-WIRE.6, MEM-WIRE.7) are the transport probes' (probes.py).
+MACHINE_CLAUSES: tuple[str, ...] = machine_clauses(MemoryMachine)

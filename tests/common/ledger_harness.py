@@ -1,9 +1,12 @@
 """Shared pieces of the ledger harness tests: the bundled store, drivers, broken stores.
 
 Only tests (and the CLI) may import ``conformance.embedded``; the harness under test reaches the
-store over HTTP.  A *broken store* is the bundled store with its ledger entry point
-(``LedgerService.handle``, the contract the HTTP server routes ``/ledger/*`` to) wrapped so it
-makes one realistic mistake — the harness must catch each one and name the right clause.
+store over HTTP.  ``bundled_store(quirks=(NAME, …))`` runs the store with entries of the
+catalogue (``conformance/embedded/catalogue/``), the one way to alter a store's behaviour;
+:data:`MUTANTS` are the catalogue's mistakes these tests run.  A *broken store* of
+:data:`BROKEN` is the bundled store with its ledger entry point (``LedgerService.handle``, the
+contract the HTTP server routes ``/ledger/*`` to) wrapped so it makes one realistic mistake the
+catalogue does not hold — the harness must catch each one and name the right clause.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from typing import Any
 import pytest
 
 from conformance.drivers.ledger import LedgerDriver
+from conformance.embedded.catalogue import Quirks
 from conformance.embedded.ledger_service import LedgerService
 from conformance.embedded.server import start_server
 from conformance.vocabulary import RunContext, Secret, TargetConfig
@@ -26,9 +30,12 @@ Handle = Callable[[Any, str, bytes], tuple[int, dict[str, Any]]]
 
 
 @contextmanager
-def bundled_store(*, test_control: bool = True) -> Iterator[str]:
-    """A bundled store on an ephemeral loopback port; yields its URL."""
-    with start_server(token=TOKEN, test_control=test_control) as handle:
+def bundled_store(*, test_control: bool = True, quirks: tuple[str, ...] = ()) -> Iterator[str]:
+    """A bundled store on an ephemeral loopback port, running the catalogue entries named in
+    ``quirks``; yields its URL."""
+    with start_server(
+        token=TOKEN, test_control=test_control, quirks=Quirks(frozenset(quirks))
+    ) as handle:
         yield handle.url
 
 
@@ -74,85 +81,6 @@ def _shift(text: str, ms: int) -> str:
     return format_rfc3339(value + ms)
 
 
-def supersede_gap(orig: Handle) -> Handle:
-    """A predecessor closes 1 ms before its successor opens (a gap; LED-INT.3)."""
-
-    def handle(self: Any, method: str, raw: bytes) -> tuple[int, dict[str, Any]]:
-        status, body = orig(self, method, raw)
-        if status == 200:
-            for r in _records(body):
-                if r.get("status") == "superseded" and "validTo" in r:
-                    r["validTo"] = _shift(r["validTo"], -1)
-        return status, body
-
-    return handle
-
-
-def budget_evicts(orig: Handle) -> Handle:
-    """At the budget a save tombstones the oldest pin instead of refusing (LED-BUDGET.2/.5)."""
-
-    def handle(self: Any, method: str, raw: bytes) -> tuple[int, dict[str, Any]]:
-        status, body = orig(self, method, raw)
-        if (
-            method == "memory/save_memory_record"
-            and status == 409
-            and " records and nothing was written" in body["error"]["message"]
-        ):
-            _s, listing = orig(self, "memory/list_memory_records", b'{"scopeKey":"account:local"}')
-            if listing.get("records"):
-                oldest = listing["records"][-1]["id"]
-                orig(self, "memory/delete_memory_record", json.dumps({"recordId": oldest}).encode())
-                return orig(self, method, raw)
-        return status, body
-
-    return handle
-
-
-def tombstone_leaks_body(orig: Handle) -> Handle:
-    """A tombstone keeps handing its body back: history reads show it with its body
-    (LED-FORGET.3)."""
-    seen: dict[str, str] = {}
-    dead: dict[str, dict[str, Any]] = {}
-
-    def handle(self: Any, method: str, raw: bytes) -> tuple[int, dict[str, Any]]:
-        status, body = orig(self, method, raw)
-        if status == 200:
-            for r in _records(body):
-                if r.get("body"):
-                    seen[r["id"]] = r["body"]
-                elif r.get("status") == "deleted" and r["id"] in seen:
-                    r["body"] = seen[r["id"]]
-                    dead[r["id"]] = dict(r)
-            if method == "memory/list_memory_records_as_of":
-                at = parse_rfc3339(json.loads(raw)["at"])
-                shown = {r.get("id") for r in body["records"]}
-                for r in dead.values():
-                    lo, hi = parse_rfc3339(r["validFrom"]), parse_rfc3339(r["validTo"])
-                    if (
-                        r["id"] not in shown
-                        and lo is not None
-                        and hi is not None
-                        and at is not None
-                    ):
-                        if lo <= at < hi:
-                            body["records"].append(dict(r))
-        return status, body
-
-    return handle
-
-
-def list_oldest_first(orig: Handle) -> Handle:
-    """Listings come oldest update first (LED-LIST.2)."""
-
-    def handle(self: Any, method: str, raw: bytes) -> tuple[int, dict[str, Any]]:
-        status, body = orig(self, method, raw)
-        if status == 200 and method == "memory/list_memory_records":
-            body["records"] = list(reversed(body["records"]))
-        return status, body
-
-    return handle
-
-
 def null_for_unset_fields(orig: Handle) -> Handle:
     """Unset optional fields travel as ``null`` instead of being absent (LED-WIRE.4)."""
 
@@ -190,20 +118,6 @@ def ids_reused_after_tombstone(orig: Handle) -> Handle:
         for r in _records(body):
             if r["id"] in alias:
                 r["id"] = alias[r["id"]]
-        return status, body
-
-    return handle
-
-
-def sweep_closes_at_sweep(orig: Handle) -> Handle:
-    """An expired record's interval closes at the sweep instant, not at its expiry (LED-EXP.2)."""
-
-    def handle(self: Any, method: str, raw: bytes) -> tuple[int, dict[str, Any]]:
-        status, body = orig(self, method, raw)
-        if status == 200:
-            for r in _records(body):
-                if r.get("status") == "expired":
-                    r["validTo"] = r["updatedAt"]
         return status, body
 
     return handle
@@ -252,16 +166,23 @@ def as_of_misses_the_last_millisecond(orig: Handle) -> Handle:
 
 
 BROKEN: dict[str, tuple[Callable[[Handle], Handle], str]] = {
-    "supersede_gap": (supersede_gap, "LED-INT.3"),
-    "budget_evicts": (budget_evicts, "LED-BUDGET.2"),
-    "tombstone_leaks_body": (tombstone_leaks_body, "LED-FORGET.3"),
-    "list_oldest_first": (list_oldest_first, "LED-LIST.2"),
     "null_for_unset_fields": (null_for_unset_fields, "LED-WIRE.4"),
     "ids_reused_after_tombstone": (ids_reused_after_tombstone, "LED-REC.3"),
-    "sweep_closes_at_sweep": (sweep_closes_at_sweep, "LED-EXP.2"),
     "credential_message_varies": (credential_message_varies, "LED-CRED.5"),
     "lifecycle_refusal_is_invalid_params": (lifecycle_refusal_is_invalid_params, "LED-STATUS.3"),
     "as_of_misses_the_last_millisecond": (as_of_misses_the_last_millisecond, "LED-ASOF.1"),
+}
+
+
+#: Mistakes of the catalogue the ledger harness tests run too (mutant -> the clause a divergence
+#: must name): the same way to break a store as ``memspec selftest``'s, through
+#: ``bundled_store(quirks=...)``.
+MUTANTS: dict[str, str] = {
+    "led-supersede-leaves-gap": "LED-INT.3",
+    "led-budget-evicts-oldest": "LED-BUDGET.2",
+    "led-tombstone-body-in-history": "LED-FORGET.3",
+    "led-list-oldest-first": "LED-LIST.2",
+    "led-sweep-closes-at-sweep": "LED-EXP.2",
 }
 
 

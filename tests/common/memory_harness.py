@@ -1,10 +1,12 @@
 """Shared pieces of the memory harness tests: the bundled store, drivers, broken and fake stores.
 
 Only tests (and the CLI) import ``conformance.embedded``; the harness under test reaches every
-store over HTTP.  A *broken store* is the bundled store with one piece of its engine wiring
-patched for the duration of a ``with`` block (and restored when it ends), so it makes one realistic
-mistake; a *fake
-target* is a tiny stdlib server that misbehaves at the transport level.
+store over HTTP.  ``bundled_store(quirks=(NAME, …))`` runs the bundled store with entries of the
+catalogue (``conformance/embedded/catalogue/``: mutants, variants), the one way to alter a
+store's behaviour.  The *broken stores* left here patch one piece of the store's engine wiring
+for the duration of a ``with`` block, for mistakes the catalogue does not hold (a store that
+never dedups, a dedup that bumps nothing, a forget that removes nothing); a *fake target* is a
+tiny stdlib server that misbehaves at the transport level.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import pytest
 
 from conformance.drivers.memory import MemoryDriver
 from conformance.embedded import memory_store
+from conformance.embedded.catalogue import Quirks
 from conformance.embedded.server import start_server
 from conformance.vocabulary import RunContext, Secret, TargetConfig
 from reference.memory.engine import Dedup, Insert
@@ -30,9 +33,10 @@ TOKEN = "memspec-memory-harness-token-3f7a"
 
 
 @contextmanager
-def bundled_store(token: str = TOKEN) -> Iterator[str]:
-    """A bundled store on an ephemeral loopback port; yields its URL."""
-    with start_server(token=token) as handle:
+def bundled_store(token: str = TOKEN, *, quirks: tuple[str, ...] = ()) -> Iterator[str]:
+    """A bundled store on an ephemeral loopback port, running the catalogue entries named in
+    ``quirks`` (mutants, variants); yields its URL."""
+    with start_server(token=token, quirks=Quirks(frozenset(quirks))) as handle:
         yield handle.url
 
 
@@ -81,36 +85,6 @@ def dedup_without_bump(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
     with monkeypatch.context() as m:
         m.setattr(memory_store, "plan_write", plan)
-        yield
-
-
-@contextmanager
-def retrieve_reversed(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """``/retrieve`` returns the engine's ranking backwards (MEM-SCORE.1/5)."""
-    original = memory_store.MemoryStore.retrieve
-
-    def retrieve(self: Any, scope_key: str, query: str, limit: int) -> Any:
-        return list(reversed(original(self, scope_key, query, limit)))
-
-    with monkeypatch.context() as m:
-        m.setattr(memory_store.MemoryStore, "retrieve", retrieve)
-        yield
-
-
-@contextmanager
-def evicts_most_recent(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Over the cap, the store evicts the most recently used records (MEM-CAP.2)."""
-    from reference.memory.engine import eviction_key
-
-    def plan_eviction(active: Any, cap: int) -> list[str]:
-        live = [r for r in active if r.status == "active"]
-        excess = len(live) - cap
-        if excess <= 0:
-            return []
-        return [r.id for r in sorted(live, key=eviction_key, reverse=True)[:excess]]
-
-    with monkeypatch.context() as m:
-        m.setattr(memory_store, "plan_eviction", plan_eviction)
         yield
 
 

@@ -2,22 +2,18 @@
 its own shrunk replay), an expected clause never stops it, a wrong state is blamed on the step
 that made it, and transport probes are a separate set that is never all a machine finds.
 
-The three-fault test puts the bundled store behind a loopback proxy that corrupts answers in
-three independent ways — the "done when" of the trustworthy-verdicts issue.
+The three-mutant test runs the bundled store with three independent mutants of the catalogue at
+once — the "done when" of the trustworthy-verdicts issue.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from conformance.cli import main
-from conformance.commands.selftest import Fault, FaultProxy
 from conformance.machines import run_machine
 from conformance.machines.probes import LEDGER_PROBES, MEMORY_PROBES, run_probes
 from conformance.machines.profiles import Profile
@@ -25,57 +21,21 @@ from conformance.runner import run_scenario
 from conformance.scenario import load_scenario
 from tests.common.memory_harness import TOKEN, bundled_store, forget_only_claims, make_driver
 
-
-@contextmanager
-def proxied_store(fault: Fault) -> Iterator[str]:
-    with bundled_store() as url:
-        proxy = FaultProxy(url, fault)
-        try:
-            yield proxy.url
-        finally:
-            proxy.stop()
-
-
-def forget_lies(route: str, status: int, body: Any) -> Any:
-    """``/forget`` always says it forgot something (MEM-STORE.8)."""
-    if route == "/forget" and status == 200 and isinstance(body, dict):
-        return {**body, "forgotten": True}
-    return body
-
-
-def reversed_records(on: str) -> Fault:
-    """The records of every ``on`` answer in reverse (``/list``: oldest first, MEM-STORE.7;
-    ``/retrieve``: lowest score first, MEM-SCORE.1)."""
-
-    def fault(route: str, status: int, body: Any) -> Any:
-        if route == on and status == 200 and isinstance(body, dict) and "records" in body:
-            return {**body, "records": list(reversed(body["records"]))}
-        return body
-
-    return fault
-
-
-def all_of(*faults: Fault) -> Fault:
-    def fault(route: str, status: int, body: Any) -> Any:
-        for f in faults:
-            body = f(route, status, body)
-        return body
-
-    return fault
-
-
-THREE_FAULTS = all_of(forget_lies, reversed_records("/list"), reversed_records("/retrieve"))
+#: Three independent mistakes of the catalogue: ``/forget`` always says it forgot something
+#: (MEM-STORE.8), ``/list`` answers oldest first (MEM-STORE.7), ``/retrieve`` answers lowest
+#: score first (MEM-SCORE.1).
+THREE_MUTANTS = ("mem-forget-always-true", "mem-list-oldest-first", "mem-retrieve-reversed")
 
 # --------------------------------------------------------------------------- the tests
 
 
 @pytest.mark.clause("MEM-STORE.7", "MEM-STORE.8", "MEM-SCORE.1")
-def test_one_fuzz_run_reports_three_independent_faults_each_with_its_own_short_replay(
+def test_one_fuzz_run_reports_three_independent_mutants_each_with_its_own_short_replay(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setenv("MEMSPEC_TEST_TOKEN", TOKEN)
     report = tmp_path / "report"
-    with proxied_store(THREE_FAULTS) as url:
+    with bundled_store(quirks=THREE_MUTANTS) as url:
         code = main(
             [
                 "fuzz",
@@ -103,11 +63,11 @@ def test_one_fuzz_run_reports_three_independent_faults_each_with_its_own_short_r
     (machine,) = data["machines"]
     found = machine["divergences"]
     leading = [d["clauses"][0] for d in found]
-    # each fault found once, under its own clause, in its own replay of at most 5 steps
+    # each mutant found once, under its own clause, in its own replay of at most 5 steps
     assert "MEM-STORE.8" in leading, leading
     assert "MEM-STORE.7" in leading, leading
     assert "MEM-SCORE.1" in leading, leading
-    assert len(found) == len(set(leading)), leading  # distinct, not one fault three times
+    assert len(found) == len(set(leading)), leading  # distinct, not one mutant three times
     replays = {d["replay"] for d in found}
     assert len(replays) == len(found) and None not in replays
     for d in found:
@@ -130,7 +90,7 @@ def test_an_expected_clause_never_stops_exploration() -> None:
     profile = Profile(
         "t", max_examples=30, step_count=12, budget_s=60.0, fixed_seed=11, shrink_budget_s=5.0
     )
-    with proxied_store(all_of(forget_lies, reversed_records("/list"))) as url:
+    with bundled_store(quirks=THREE_MUTANTS[:2]) as url:
         driver = make_driver(url)
         try:
             result = run_machine(
@@ -186,15 +146,10 @@ def test_a_wrong_state_is_blamed_on_the_step_that_made_it(
 
 @pytest.mark.clause("MEM-WIRE.1", "MEM-WIRE.2", "MEM-WIRE.3", "MEM-WIRE.5", "MEM-WIRE.7")
 def test_transport_probes_are_their_own_set_and_never_all_a_machine_finds() -> None:
-    """A store whose answers to unauthenticated requests are wrong fails its probes; the
-    machine, which sends no probe, still explores its whole budget and passes."""
-
-    def wrong_auth_answer(route: str, status: int, body: Any) -> Any:
-        if status == 401 and isinstance(body, dict):
-            return {"ok": True}  # a 401 whose body is not the error shape
-        return body
-
-    with proxied_store(wrong_auth_answer) as url:
+    """A store that lets an empty bearer in (``mem-auth-prefix-compare``) fails its probes; the
+    machine, which sends no probe and always the right token, still explores its whole budget
+    and passes."""
+    with bundled_store(quirks=("mem-auth-prefix-compare",)) as url:
         driver = make_driver(url)
         try:
             probes = run_probes("memory", driver)
@@ -208,7 +163,7 @@ def test_transport_probes_are_their_own_set_and_never_all_a_machine_finds() -> N
     assert {r.kind for r in probes} == {"probe"}
     assert [r.name for r in probes] == [f"memory-probe:{n}" for n in MEMORY_PROBES]
     failed = {r.name for r in probes if r.verdict == "fail"}
-    assert "memory-probe:retrieve-without-bearer" in failed, [
+    assert "memory-probe:forget-empty-bearer" in failed, [
         (r.name, r.verdict, r.reason) for r in probes
     ]
     assert "memory-probe:unknown-path" not in failed

@@ -14,7 +14,7 @@ import pytest
 from conformance.commands.target import start_bundled_store
 from conformance.vocabulary import Secret, TargetConfig
 from tests.common.engine import run_engine
-from tests.common.memory_harness import TOKEN, bundled_store, dedup_disabled, retrieve_reversed
+from tests.common.memory_harness import TOKEN, bundled_store, dedup_disabled
 
 
 def _run(url: str, jobs: int, out: Path) -> dict[str, Any]:
@@ -39,8 +39,8 @@ def _replays(out: Path) -> dict[str, Any]:
 def test_verdicts_and_replays_do_not_depend_on_jobs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    with retrieve_reversed(monkeypatch), dedup_disabled(monkeypatch):
-        with bundled_store() as url:
+    with dedup_disabled(monkeypatch):
+        with bundled_store(quirks=("mem-retrieve-reversed",)) as url:
             one = _run(url, 1, tmp_path / "one")
             eight = _run(url, 8, tmp_path / "eight")
 

@@ -12,7 +12,14 @@ from conformance.embedded.ledger_service import LedgerService
 from conformance.runner import load_corpus, run_scenario
 from conformance.scenario import Scenario, Step
 from conformance.vocabulary import RunContext, Secret, TargetConfig
-from tests.common.ledger_harness import BROKEN, TOKEN, break_store, bundled_store, make_driver
+from tests.common.ledger_harness import (
+    BROKEN,
+    MUTANTS,
+    TOKEN,
+    break_store,
+    bundled_store,
+    make_driver,
+)
 
 
 def oracle_only(scenario: Scenario) -> Scenario:
@@ -24,7 +31,7 @@ def oracle_only(scenario: Scenario) -> Scenario:
 #: Broken stores whose mistake is a choice the seed leaves open (their clause is a reference
 #: clause): the corpus notices them as deviations from the reference implementation, never
 #: as failures.
-REFERENCE_CHOICES = {"list_oldest_first", "credential_message_varies"}
+REFERENCE_CHOICES = {"led-list-oldest-first", "credential_message_varies"}
 
 
 def first_divergence(url: str, verdict: str = "fail") -> tuple[list[str], list[str]]:
@@ -61,10 +68,12 @@ def first_divergence(url: str, verdict: str = "fail") -> tuple[list[str], list[s
     "LED-CRED.2",
     "LED-CRED.5",
 )
-@pytest.mark.parametrize("name", sorted(BROKEN))
+@pytest.mark.parametrize("name", sorted(BROKEN) + sorted(MUTANTS))
 def test_corpus_catches_the_broken_store(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
-    clause = break_store(monkeypatch, name)
-    with bundled_store() as url:
+    """A broken store of the harness (``BROKEN``) or a mutant of the catalogue (``MUTANTS``)."""
+    mutants = (name,) if name in MUTANTS else ()
+    clause = MUTANTS[name] if mutants else break_store(monkeypatch, name)
+    with bundled_store(quirks=mutants) as url:
         failing, clauses = first_divergence(url, "deviate" if name in REFERENCE_CHOICES else "fail")
     assert failing, f"no corpus scenario noticed the {name} store"
     assert clause in clauses, f"{name}: divergences named {sorted(set(clauses))}, not {clause}"

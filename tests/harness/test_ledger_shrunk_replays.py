@@ -12,7 +12,7 @@ from conformance.machines import run_machine
 from conformance.machines.profiles import Profile
 from conformance.runner import run_scenario
 from conformance.scenario import Scenario, dump_scenario, load_scenario
-from tests.common.ledger_harness import break_store, bundled_store, make_driver
+from tests.common.ledger_harness import MUTANTS, break_store, bundled_store, make_driver
 
 PROFILE = Profile(
     "ledger-broken", max_examples=120, step_count=15, budget_s=30.0, shrink_budget_s=30.0
@@ -22,9 +22,11 @@ PROFILE = Profile(
 def hunt(
     monkeypatch: pytest.MonkeyPatch, name: str, seed: int, tmp_path: Path
 ) -> tuple[str, Scenario]:
-    """Run the machine against the broken store; check the replay on it; return it."""
-    clause = break_store(monkeypatch, name)
-    with bundled_store() as url:
+    """Run the machine against the broken store (a mutant of the catalogue, or a broken store
+    of the harness); check the replay on it; return it."""
+    mutants = (name,) if name in MUTANTS else ()
+    clause = MUTANTS[name] if mutants else break_store(monkeypatch, name)
+    with bundled_store(quirks=mutants) as url:
         driver = make_driver(url)
         try:
             # the first divergence is the point here (every distinct one: test_exploration.py)
@@ -61,7 +63,7 @@ def passes_on_a_healthy_store(replay: Scenario) -> None:
 def test_a_gap_at_supersession_is_shrunk_to_a_small_replay(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    _clause, replay = hunt(monkeypatch, "supersede_gap", 20261130, tmp_path)
+    _clause, replay = hunt(monkeypatch, "led-supersede-leaves-gap", 20261130, tmp_path)
     ops = [s.op for s in replay.steps]
     assert len(ops) <= 8, ops
     assert "supersede" in ops or "consolidate" in ops or "approve" in ops
@@ -74,7 +76,7 @@ def test_a_gap_at_supersession_is_shrunk_to_a_small_replay(
 def test_a_store_that_evicts_at_its_budget_is_shrunk_to_a_small_replay(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    _clause, replay = hunt(monkeypatch, "budget_evicts", 20261130, tmp_path)
+    _clause, replay = hunt(monkeypatch, "led-budget-evicts-oldest", 20261130, tmp_path)
     ops = [s.op for s in replay.steps]
     assert len(ops) <= 10, ops
     assert ops[-1] == "save"  # the save the store should have refused

@@ -3,6 +3,7 @@ never leaking, expectations, and a broken store caught with a short replay."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import xml.etree.ElementTree as ET
@@ -23,7 +24,6 @@ from tests.common.memory_harness import (
     closed_port,
     dedup_disabled,
     dedup_without_bump,
-    evicts_most_recent,
     forget_only_claims,
 )
 
@@ -269,18 +269,30 @@ def test_a_store_that_never_dedups_fails_the_run_with_a_short_replay(
 
 @pytest.mark.clause("MEM-CAP.2", "MEM-WRITE.1", "MEM-STORE.8")
 @pytest.mark.parametrize(
-    ("breaker", "clause", "scenario"),
+    ("breaker", "mutants", "clause", "scenario"),
     [
-        (evicts_most_recent, "MEM-CAP.2", "eviction_takes_the_least_recently_used"),
-        (dedup_without_bump, "MEM-WRITE.1", "dedup_bumps_instead_of_inserting"),
-        (forget_only_claims, "MEM-STORE.8", "forget_soft_deletes_one_active_record"),
+        (
+            None,
+            ("mem-evict-most-recently-used",),
+            "MEM-CAP.2",
+            "eviction_takes_the_least_recently_used",
+        ),
+        (dedup_without_bump, (), "MEM-WRITE.1", "dedup_bumps_instead_of_inserting"),
+        (forget_only_claims, (), "MEM-STORE.8", "forget_soft_deletes_one_active_record"),
     ],
     ids=["evicts-most-recent", "dedup-without-bump", "forget-only-claims"],
 )
 def test_a_broken_store_is_caught_by_the_corpus_naming_the_clause(
-    monkeypatch: pytest.MonkeyPatch, breaker: Any, clause: str, scenario: str
+    monkeypatch: pytest.MonkeyPatch,
+    breaker: Any,
+    mutants: tuple[str, ...],
+    clause: str,
+    scenario: str,
 ) -> None:
-    with breaker(monkeypatch), bundled_store() as url:
+    with contextlib.ExitStack() as stack:
+        if breaker is not None:
+            stack.enter_context(breaker(monkeypatch))
+        url = stack.enter_context(bundled_store(quirks=mutants))
         res = run_engine(
             TargetConfig(url, Secret(TOKEN)), spec="memory", machines=False, quiet=True, out=_Sink()
         )

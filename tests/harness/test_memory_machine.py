@@ -21,29 +21,12 @@ from tests.common.memory_harness import (
     bundled_store,
     dedup_disabled,
     make_driver,
-    retrieve_reversed,
 )
 
 SMALL = Profile("test", max_examples=12, step_count=15, budget_s=60.0, fixed_seed=7)
 
-#: the clauses the machine exercises (kept equal to conformance.machines.memory.MACHINE_CLAUSES)
-CLAUSES_test_memory_machine = (
-    "MEM-SEAM.2", "MEM-RECORD.1", "MEM-RECORD.2", "MEM-RECORD.3", "MEM-RECORD.4", "MEM-RECORD.5",
-    "MEM-SCOPE.5", "MEM-SCORE.1", "MEM-SCORE.2", "MEM-SCORE.4", "MEM-SCORE.5", "MEM-WRITE.1",
-    "MEM-WRITE.2", "MEM-WRITE.3", "MEM-WRITE.4", "MEM-WRITE.5", "MEM-WRITE.6", "MEM-WRITE.7",
-    "MEM-WRITE.8", "MEM-STORE.2", "MEM-STORE.3", "MEM-STORE.4", "MEM-STORE.5", "MEM-STORE.6",
-    "MEM-STORE.7",
-    "MEM-STORE.8", "MEM-STORE.9", "MEM-STORE.11", "MEM-CAP.1", "MEM-CAP.2", "MEM-CAP.3",
-    "MEM-WIRE.8", "MEM-WIRE.9", "MEM-WIRE.10", "MEM-WIRE.11", "MEM-WIRE.12", "MEM-WIRE.13",
-    "MEM-WIRE.14", "MEM-WIRE.15", "MEM-WIRE.16",
-)  # fmt: skip
 
-
-def test_the_clause_list_matches_the_machine() -> None:
-    assert set(CLAUSES_test_memory_machine) == set(MACHINE_CLAUSES)
-
-
-@pytest.mark.clause(*CLAUSES_test_memory_machine)
+@pytest.mark.clause(*MACHINE_CLAUSES)
 def test_memory_machine_passes_against_the_bundled_store() -> None:
     with bundled_store() as url:
         driver = make_driver(url)
@@ -125,10 +108,8 @@ def test_a_store_that_never_dedups_is_shrunk_to_a_short_replay(
 
 
 @pytest.mark.clause("MEM-SCORE.1", "MEM-SCORE.5")
-def test_a_store_that_reverses_rankings_is_caught_by_the_machine(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    with retrieve_reversed(monkeypatch), bundled_store() as url:
+def test_a_store_that_reverses_rankings_is_caught_by_the_machine() -> None:
+    with bundled_store(quirks=("mem-retrieve-reversed",)) as url:
         driver = make_driver(url)
         try:
             result = run_machine(

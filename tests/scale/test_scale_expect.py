@@ -2,15 +2,17 @@
 file does not accept yet (``reason: TODO``), ``--expect-prune`` drops the entries a run checked
 and did not reproduce; a re-run on an unchanged store changes no byte of the file.
 
-The store is the bundled one behind selftest's FaultProxy with two injected faults (``/forget``
-always claims a removal, ``/list`` answers oldest first) and a corpus of three scenarios: one
-that each fault breaks and one that neither touches."""
+The store is the bundled one with two mutants of the catalogue (``mem-forget-always-true``:
+``/forget`` always claims a removal; ``mem-list-oldest-first``: ``/list`` answers oldest first),
+then with the first alone, and a corpus of three scenarios: one that each mutant breaks and one
+that neither touches."""
 
 from __future__ import annotations
 
 import io
 import shutil
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +20,6 @@ import pytest
 
 from conformance.cli import build_parser
 from conformance.commands import launch
-from conformance.commands.selftest import FAULTS, FaultProxy
 from conformance.commands.target import start_bundled_store
 from conformance.engine import pipeline
 from conformance.report.expect import (
@@ -35,28 +36,35 @@ TOKEN_VAR = "MEMSPEC_SCALE_EXPECT_TOKEN"
 FORGET = "forget_soft_deletes_one_active_record"
 LIST = "list_is_newest_first_filtered_and_never_bumps"
 CLEAN = "bodies_over_512_kib_are_413"
+TOKEN = "expect-test-token-0123456789"
+FORGET_LIES = "mem-forget-always-true"
+OLDEST_FIRST = "mem-list-oldest-first"
 
 
-def _both(path: str, status: int, body: Any) -> Any:
-    for name in ("forget-lies", "list-oldest-first"):
-        body = FAULTS[name][0](path, status, body)
-    return body
+@contextmanager
+def _store(*mutants: str) -> Iterator[Any]:
+    handle = start_bundled_store(TOKEN, quirks=frozenset(mutants))
+    try:
+        yield handle
+    finally:
+        handle.stop()
 
 
 @pytest.fixture
-def store(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Any]:
+def corpus(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Runs read a corpus of the three scenarios, and the token from the environment."""
     corpus = tmp_path / "corpus"
     (corpus / "memory").mkdir(parents=True)
     for name in (FORGET, LIST, CLEAN):
         shutil.copy(CORPUS_DIR / "memory" / f"{name}.json", corpus / "memory")
     monkeypatch.setattr(pipeline, "load_corpus", lambda protocols: load_corpus(protocols, corpus))
-    token = "expect-test-token-0123456789"
-    monkeypatch.setenv(TOKEN_VAR, token)
-    handle = start_bundled_store(token)
-    try:
+    monkeypatch.setenv(TOKEN_VAR, TOKEN)
+
+
+@pytest.fixture
+def store(corpus: None) -> Iterator[Any]:
+    with _store() as handle:
         yield handle
-    finally:
-        handle.stop()
 
 
 def _run(url: str, *extra: str) -> tuple[int, str, dict[str, Any]]:
@@ -71,11 +79,10 @@ def _run(url: str, *extra: str) -> tuple[int, str, dict[str, Any]]:
 
 @pytest.mark.clause("MEM-STORE.7", "MEM-STORE.8")
 def test_update_records_each_divergence_once_and_prune_drops_the_fixed_one(
-    store: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    corpus: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     baseline = tmp_path / "expect.yaml"
-    broken = FaultProxy(store.url, _both)
-    try:
+    with _store(FORGET_LIES, OLDEST_FIRST) as broken:
         code, out, data = _run(broken.url, "--expect-update", str(baseline))
         assert data["summary"]["unexpected"] == 2 and code == 1  # this run did not accept them
         entries = load_expectations(baseline)
@@ -98,8 +105,6 @@ def test_update_records_each_divergence_once_and_prune_drops_the_fixed_one(
         assert "still say 'reason: TODO'" in capsys.readouterr().err
         code, out, _ = _run(broken.url, "--expect", str(baseline), "--expect-prune")
         assert code == 0 and baseline.read_bytes() == first and "nothing to drop" in out
-    finally:
-        broken.stop()
 
     # the user writes a reason and a comment; then /list gets fixed (only the forget fault left)
     text = first.decode()
@@ -111,11 +116,8 @@ def test_update_records_each_divergence_once_and_prune_drops_the_fixed_one(
     forget_block = text[forget_at:].replace('reason: "TODO"', 'reason: "OPS-1 forget lies"')
     edited = text[:forget_at] + "# kept by hand\n" + forget_block
     baseline.write_text(edited)
-    half = FaultProxy(store.url, FAULTS["forget-lies"][0])
-    try:
+    with _store(FORGET_LIES) as half:
         code, out, data = _run(half.url, "--expect", str(baseline), "--expect-prune")
-    finally:
-        half.stop()
     assert code == 0
     assert f"dropped scenario {LIST} on clause MEM-STORE.7" in out
     (left,) = load_expectations(baseline)

@@ -1,11 +1,12 @@
 """The pytest plugin's ``--memspec-expect-update FILE`` / ``--memspec-expect-prune``: the same
-baseline maintenance as the CLI, from an inner pytest session against the bundled store behind
-selftest's FaultProxy (``/forget`` lies and ``/list`` answers oldest first)."""
+baseline maintenance as the CLI, from an inner pytest session against the bundled store with two
+mutants of the catalogue (``/forget`` lies and ``/list`` answers oldest first), then the first
+alone."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from contextlib import contextmanager
 
 # See tests/plugin/test_pytest_plugin.py: what the plugin imports lazily is imported once here.
 import httpcore  # noqa: F401
@@ -13,7 +14,7 @@ import pytest
 
 import conformance.drivers.memory  # noqa: F401
 import conformance.report  # noqa: F401
-from conformance.commands.selftest import FAULTS, FaultProxy
+from conformance.embedded.catalogue import Quirks
 from conformance.embedded.server import start_server
 from conformance.report.expect import load_expectations
 
@@ -26,18 +27,20 @@ CLEAN = "bodies_over_512_kib_are_413"
 SELECT = ("-k", f"{FORGET} or {LIST} or {CLEAN}", "--memspec-spec", "memory")
 
 
-def _both(path: str, status: int, body: Any) -> Any:
-    for name in ("forget-lies", "list-oldest-first"):
-        body = FAULTS[name][0](path, status, body)
-    return body
+FORGET_LIES = "mem-forget-always-true"
+OLDEST_FIRST = "mem-list-oldest-first"
+
+
+@contextmanager
+def _store(*mutants: str) -> Iterator[str]:
+    with start_server(token=TOKEN, test_control=True, quirks=Quirks(frozenset(mutants))) as handle:
+        yield handle.url
 
 
 @pytest.fixture
-def store(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+def session(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MEMSPEC_TOKEN", TOKEN)
     pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
-    with start_server(token=TOKEN, test_control=True) as handle:
-        yield handle.url
 
 
 def _run(pytester: pytest.Pytester, url: str, *args: str) -> pytest.RunResult:
@@ -47,11 +50,10 @@ def _run(pytester: pytest.Pytester, url: str, *args: str) -> pytest.RunResult:
 
 
 @pytest.mark.clause("MEM-STORE.7", "MEM-STORE.8")
-def test_plugin_update_then_prune_round_trip(pytester: pytest.Pytester, store: str) -> None:
+def test_plugin_update_then_prune_round_trip(pytester: pytest.Pytester, session: None) -> None:
     baseline = pytester.path / "expect.yaml"
-    broken = FaultProxy(store, _both)
-    try:
-        first_run = _run(pytester, broken.url, f"--memspec-expect-update={baseline}")
+    with _store(FORGET_LIES, OLDEST_FIRST) as broken:
+        first_run = _run(pytester, broken, f"--memspec-expect-update={baseline}")
         first_run.assert_outcomes(passed=1, failed=2)
         entries = load_expectations(baseline)
         assert sorted((e.scenario, e.clause, e.op) for e in entries) == [
@@ -59,17 +61,12 @@ def test_plugin_update_then_prune_round_trip(pytester: pytest.Pytester, store: s
             (LIST, "MEM-STORE.7", "list"),
         ]
         first = baseline.read_bytes()
-        again = _run(pytester, broken.url, f"--memspec-expect-update={baseline}")
+        again = _run(pytester, broken, f"--memspec-expect-update={baseline}")
         again.assert_outcomes(passed=1, xfailed=2)
         assert baseline.read_bytes() == first
         again.stdout.fnmatch_lines(["*still say 'reason: TODO'*", "*already accepts every*"])
-    finally:
-        broken.stop()
-    half = FaultProxy(store, FAULTS["forget-lies"][0])
-    try:
-        pruned = _run(pytester, half.url, f"--memspec-expect={baseline}", "--memspec-expect-prune")
-    finally:
-        half.stop()
+    with _store(FORGET_LIES) as half:
+        pruned = _run(pytester, half, f"--memspec-expect={baseline}", "--memspec-expect-prune")
     pruned.assert_outcomes(passed=1, xfailed=1, xpassed=1)
     pruned.stdout.fnmatch_lines([f"*expect-prune: dropped scenario {LIST} on clause MEM-STORE.7*"])
     assert [(e.scenario, e.clause) for e in load_expectations(baseline)] == [

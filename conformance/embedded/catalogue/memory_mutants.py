@@ -31,6 +31,11 @@ ENTRIES: tuple[Entry, ...] = (
         "recency decays from createdAt, ignoring lastUsedAt",
     ),
     _m(
+        "mem-retrieve-reversed",
+        ("MEM-SCORE.1", "MEM-SCORE.5", "MEM-STORE.2"),
+        "retrieve answers its ranking lowest score first (the sort's direction flipped)",
+    ),
+    _m(
         "mem-retrieve-limit-off-by-one",
         ("MEM-SCORE.5", "MEM-STORE.2", "MEM-WIRE.11", "MEM-SEAM.2"),
         "retrieve cuts the ranking at limit + 1",
@@ -110,6 +115,12 @@ ENTRIES: tuple[Entry, ...] = (
         "mem-forget-dead-record",
         ("MEM-STORE.8", "MEM-WIRE.15"),
         "forgetting a record that is already dead answers forgotten: true",
+    ),
+    _m(
+        "mem-forget-always-true",
+        ("MEM-STORE.8", "MEM-WIRE.15"),
+        "forget answers forgotten: true whether or not a record was forgotten (an unknown id,"
+        " another scope's, a dead one)",
     ),
     _m(
         "mem-ids-reused-after-forget",

@@ -53,7 +53,7 @@ vocabulary clauses of its operations; after a sweep that expired a record, a his
 inside that record's interval names LED-EXP.3 (an expired record is history, not a tombstone).
 
 ``conformance.machines.ledger`` is a package split by concern: the alphabet
-(:mod:`.alphabet`), the clause list (:mod:`.clauses`), state and helpers every rule shares
+(:mod:`.alphabet`), state and helpers every rule shares
 (:mod:`.base`), and the rules by area -- setup, records and time (:mod:`.lifecycle`),
 consolidation and gate probes (:mod:`.consolidation`), reads, packets and boundaries
 (:mod:`.reads`).  The groups of rules are mixins combined into :class:`LedgerMachine`;
@@ -63,8 +63,7 @@ lives in does not change the runs it generates.
 
 from __future__ import annotations
 
-from typing import ClassVar
-
+from conformance.machines.checks import machine_clauses
 from conformance.machines.ledger.alphabet import (
     BOUNDARY_BODIES,
     CHECK_AFTER,
@@ -84,7 +83,6 @@ from conformance.machines.ledger.alphabet import (
     records,
 )
 from conformance.machines.ledger.base import LedgerMachineBase
-from conformance.machines.ledger.clauses import MACHINE_CLAUSES
 from conformance.machines.ledger.consolidation import ConsolidationRules
 from conformance.machines.ledger.lifecycle import LifecycleRules
 from conformance.machines.ledger.reads import ReadRules
@@ -120,6 +118,8 @@ class LedgerMachine(LifecycleRules, ConsolidationRules, ReadRules):
 
     protocol = "ledger"
     requires = frozenset({"ledger.test_control"})
-    #: the clauses the machine checks over the wire (:data:`MACHINE_CLAUSES`)
-    clauses: ClassVar[tuple[str, ...]] = MACHINE_CLAUSES
     READ_ONLY_OPS = frozenset({"list", "list_as_of", "get_settings", "packet"})
+
+
+#: Every clause a rule of the ledger machine declares (``@checks``), in spec order.
+MACHINE_CLAUSES: tuple[str, ...] = machine_clauses(LedgerMachine)

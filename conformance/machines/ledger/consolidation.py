@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import multiple, precondition, rule
 
 from conformance.machines import live
+from conformance.machines.checks import checks
 from conformance.machines.ledger.alphabet import (
     CREDENTIALS,
     GROUPS,
@@ -33,6 +34,11 @@ class ConsolidationRules(LedgerMachineBase):
 
     # -- consolidation --------------------------------------------------------------------
 
+    @checks(
+            "LED-VOCAB.1", "LED-VOCAB.2", "LED-VOCAB.3", "LED-VOCAB.4", "LED-VOCAB.5",
+            "LED-VOCAB.6", "LED-VOCAB.7", "LED-VOCAB.8", "LED-GATE.1", "LED-GATE.2", "LED-GATE.3",
+            "LED-GATE.5", "LED-GATE.8", "LED-GATE.9", "LED-PROV.3",
+        )  # fmt: skip
     @precondition(live)
     @rule(target=records, picks=st.lists(records, max_size=4, unique=True), data=st.data())
     def consolidate(self, picks: list[str], data: st.DataObject) -> Any:
@@ -153,6 +159,10 @@ class ConsolidationRules(LedgerMachineBase):
             }, None
         return {"operation": shape, "targets": pick(1)}, None
 
+    @checks(
+            "LED-GATE.3", "LED-GATE.4", "LED-GATE.6", "LED-GATE.7", "LED-VOCAB.5", "LED-VOCAB.6",
+            "LED-CRED.1", "LED-CRED.2", "LED-EXP.5",
+        )  # fmt: skip
     @precondition(live)
     @precondition(has_active_or_dead)
     @rule(target=records, data=st.data())

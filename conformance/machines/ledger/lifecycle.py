@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import initialize, multiple, precondition, rule
 
 from conformance.machines import live
+from conformance.machines.checks import checks
 from conformance.machines.ledger.alphabet import (
     CROWD,
     GROUPS,
@@ -59,6 +60,10 @@ class LifecycleRules(LedgerMachineBase):
 
     # -- setup ----------------------------------------------------------------------------
 
+    @checks(
+            "LED-CONS.2", "LED-BUDGET.1", "LED-BUDGET.4", "LED-SAVE.1", "LED-REVIEW.1",
+            "LED-LIST.2", "LED-WIRE.7",
+        )  # fmt: skip
     @initialize(
         target=records,
         budget=st.sampled_from([3, 5, 8]),
@@ -121,6 +126,11 @@ class LifecycleRules(LedgerMachineBase):
 
     # -- writes ---------------------------------------------------------------------------
 
+    @checks(
+            "LED-REC.1", "LED-REC.2", "LED-REC.3", "LED-REC.5", "LED-REC.6", "LED-PROV.1",
+            "LED-STATUS.1", "LED-SAVE.1", "LED-BUDGET.1", "LED-BUDGET.2", "LED-BUDGET.5",
+            "LED-EXP.1", "LED-WIRE.4", "LED-WIRE.5", "LED-WIRE.6", "LED-WIRE.8",
+        )  # fmt: skip
     @precondition(live)
     @rule(
         target=records,
@@ -139,6 +149,10 @@ class LifecycleRules(LedgerMachineBase):
         self._step("save", args, {name: "id"})
         return self._bound(name)
 
+    @checks(
+            "LED-EDIT.1", "LED-EDIT.2", "LED-EDIT.3", "LED-INT.3", "LED-BUDGET.3", "LED-GROUP.4",
+            "LED-STATUS.2", "LED-STATUS.3", "LED-PROV.1", "LED-REC.4",
+        )  # fmt: skip
     @precondition(live)
     @rule(target=records, rec=records, style=body_styles, word=st.sampled_from(WORDS), kind=kinds)
     def supersede(self, rec: str, style: str, word: str, kind: str | None) -> Any:
@@ -149,11 +163,13 @@ class LifecycleRules(LedgerMachineBase):
         self._step("supersede", args, {name: "id"})
         return self._bound(name)
 
+    @checks("LED-FORGET.1", "LED-FORGET.2", "LED-INT.4", "LED-STATUS.3", "LED-REC.4")
     @precondition(live)
     @rule(rec=records)
     def delete(self, rec: str) -> None:
         self._step("delete", {"recordId": rec})
 
+    @checks("LED-EDIT.1", "LED-EDIT.3", "LED-INT.3", "LED-BUDGET.3")
     @precondition(live)
     @precondition(has_active)
     @rule(
@@ -164,6 +180,7 @@ class LifecycleRules(LedgerMachineBase):
         rec = data.draw(st.sampled_from(self._with_status("active")), label="active record")
         return self.supersede(rec, style, word, kind)
 
+    @checks("LED-FORGET.1", "LED-FORGET.3", "LED-INT.4", "LED-REC.4")
     @precondition(live)
     @precondition(has_active)
     @rule(data=st.data())
@@ -171,6 +188,7 @@ class LifecycleRules(LedgerMachineBase):
         rec = data.draw(st.sampled_from(self._with_status("active")), label="active record")
         self._step("delete", {"recordId": rec})
 
+    @checks("LED-REVIEW.2", "LED-REVIEW.3", "LED-INT.2", "LED-STATUS.2", "LED-GROUP.2")
     @precondition(live)
     @precondition(has_proposal)
     @rule(data=st.data(), approve=st.booleans())
@@ -192,6 +210,7 @@ class LifecycleRules(LedgerMachineBase):
             if (rec := self._record(name)) is not None and rec.conflict_group in held_groups
         ]
 
+    @checks("LED-GROUP.1", "LED-GROUP.2")
     @precondition(live)
     @precondition(has_rival_proposal)
     @rule(data=st.data())
@@ -201,6 +220,10 @@ class LifecycleRules(LedgerMachineBase):
         rec = data.draw(st.sampled_from(self._rival_proposals()), label="proposal")
         self._step("approve", {"recordId": rec})
 
+    @checks(
+            "LED-REVIEW.1", "LED-REVIEW.4", "LED-PROV.2", "LED-GROUP.3", "LED-GROUP.5",
+            "LED-BUDGET.2",
+        )  # fmt: skip
     @precondition(live)
     @rule(
         target=records,
@@ -231,16 +254,19 @@ class LifecycleRules(LedgerMachineBase):
         self._step("propose", args, {name: "id"})
         return self._bound(name)
 
+    @checks("LED-REVIEW.2", "LED-STATUS.3")
     @precondition(live)
     @rule(rec=records)
     def approve(self, rec: str) -> None:
         self._step("approve", {"recordId": rec})
 
+    @checks("LED-REVIEW.3", "LED-INT.2", "LED-STATUS.3")
     @precondition(live)
     @rule(rec=records)
     def reject(self, rec: str) -> None:
         self._step("reject", {"recordId": rec})
 
+    @checks("LED-CONS.1", "LED-CONS.2", "LED-BUDGET.4")
     @precondition(live)
     @rule(
         mode=st.sampled_from(["off", "propose"]),
@@ -263,12 +289,14 @@ class LifecycleRules(LedgerMachineBase):
 
     # -- time -----------------------------------------------------------------------------
 
+    @checks("LED-WIRE.7", "LED-INT.5")
     @precondition(live)
     @precondition(has_clock)
     @rule(delta=st.sampled_from([1, 1000, 3_600_000, MS_PER_DAY]))
     def advance_clock(self, delta: int) -> None:
         self._step("set_clock", {"advance_ms": delta})
 
+    @checks("LED-EXP.5", "LED-WIRE.7")
     @precondition(live)
     @precondition(has_clock)
     @rule(
@@ -278,6 +306,7 @@ class LifecycleRules(LedgerMachineBase):
         at = self.ledger.now + offset
         self._step("set_expiry", {"recordId": rec, "expiresAt": format_rfc3339(at)})
 
+    @checks("LED-EXP.2", "LED-EXP.3", "LED-EXP.5")
     @precondition(live)
     @precondition(has_clock_and_active)
     @rule(
@@ -294,6 +323,7 @@ class LifecycleRules(LedgerMachineBase):
         if sweep is not None:
             self._step("sweep", {"at": format_rfc3339(at + sweep)})
 
+    @checks("LED-EXP.2", "LED-EXP.3", "LED-EXP.4")
     @precondition(live)
     @precondition(has_clock)
     @rule(offset=st.sampled_from([0, 1000, MS_PER_DAY, 2 * MS_PER_DAY + 1000]))

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import multiple, precondition, rule
 
 from conformance.machines import live
+from conformance.machines.checks import checks
 from conformance.machines.ledger.alphabet import (
     BOUNDARY_BODIES,
     CREDENTIALS,
@@ -34,6 +35,7 @@ class ReadRules(LedgerMachineBase):
 
     # -- reads ----------------------------------------------------------------------------
 
+    @checks("LED-LIST.1", "LED-LIST.2", "LED-LIST.3", "LED-STATUS.4", "LED-WIRE.4")
     @precondition(live)
     @rule(status=st.sampled_from([None, "active", "proposed"]))
     def list_records(self, status: str | None) -> None:
@@ -42,6 +44,7 @@ class ReadRules(LedgerMachineBase):
             args["status"] = status
         self._step("list", args)
 
+    @checks("LED-ASOF.1", "LED-ASOF.2", "LED-ASOF.3", "LED-INT.1", "LED-INT.3")
     @precondition(live)
     @rule(pick=st.integers(0, 1000), nudge=st.sampled_from([-1, 0, 0, 1]))
     def list_as_of(self, pick: int, nudge: int) -> None:
@@ -55,6 +58,7 @@ class ReadRules(LedgerMachineBase):
         at = instants[pick % len(instants)] + nudge
         self._step("list_as_of", {"scopeKey": SCOPE, "at": format_rfc3339(at)})
 
+    @checks("LED-ASOF.1", "LED-ASOF.2", "LED-INT.1", "LED-INT.3", "LED-INT.4")
     @precondition(live)
     @rule()
     def history(self) -> None:
@@ -70,12 +74,14 @@ class ReadRules(LedgerMachineBase):
         at = max(closes) - 1 if closes else self.ledger.now
         self._step("list_as_of", {"scopeKey": SCOPE, "at": format_rfc3339(at)})
 
+    @checks("LED-LIST.2", "LED-STATUS.4")
     @precondition(live)
     @rule()
     def observe(self) -> None:
         """The active set."""
         self._step("list", {"scopeKey": SCOPE})
 
+    @checks("LED-PACKET.1", "LED-PACKET.2", "LED-PACKET.3", "LED-PACKET.5", "LED-CONS.2")
     @precondition(live)
     @rule(settings_too=st.booleans())
     def packet(self, settings_too: bool) -> None:
@@ -83,6 +89,7 @@ class ReadRules(LedgerMachineBase):
         if settings_too:
             self._step("get_settings", {})
 
+    @checks("LED-PACKET.4", "LED-PACKET.3")
     @precondition(live)
     @precondition(room_for_two)
     @rule(target=records, data=st.data(), delta=st.sampled_from([0, 0, -1, 1]))
@@ -111,12 +118,17 @@ class ReadRules(LedgerMachineBase):
 
     # -- invalid calls --------------------------------------------------------------------
 
+    @checks(
+            "LED-WIRE.1", "LED-WIRE.2", "LED-WIRE.3", "LED-WIRE.8", "LED-SAVE.2", "LED-SAVE.3",
+            "LED-REC.2", "LED-LIST.1", "LED-GROUP.5", "LED-ASOF.3",
+        )  # fmt: skip
     @precondition(live)
     @rule(case=st.sampled_from(INVALID_CALLS))
     def invalid_call(self, case: tuple[str, dict[str, Any]]) -> None:
         op, args = case
         self._step(op, args)
 
+    @checks("LED-CRED.1", "LED-CRED.2", "LED-CRED.3")
     @precondition(live)
     @rule(
         body=st.sampled_from(CREDENTIALS + LOOKALIKES),
@@ -133,6 +145,7 @@ class ReadRules(LedgerMachineBase):
         else:
             self._step("save", {"body": body})
 
+    @checks("LED-SAVE.3", "LED-REC.6")
     @precondition(live)
     @rule(
         body=st.sampled_from(BOUNDARY_BODIES),
