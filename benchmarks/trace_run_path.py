@@ -1,15 +1,15 @@
 """The module path ``memspec run``'s arguments travel, from ``cli.main`` to the first scenario.
 
 ``python -m benchmarks.trace_run_path [memspec run options]`` runs ``memspec run`` (default:
-``--spec memory --jobs 1 --quiet`` against the bundled store) under ``sys.setprofile`` and
-prints, in order, the orchestration modules of ``conformance`` the thread of control is in
-(each call and each return that changes module), from the moment ``cli.main`` hands the parsed
-arguments to the command (``args.func(args)`` in ``cli._main``) up to the call of
-``conformance.runner.run_scenario``; then how many times the path climbs back to a module it
-already passed.  Leaf modules (targets, drivers, oracle, scrubbing, ...) are left out: the path
-is the one the options take, not the one a request takes; module imports are left out too.  A
-back-and-forth between the same two modules in a loop (A B A B A) counts once (A B A).
-Not a benchmark: a map, measured.
+``--spec memory --jobs 1 --quiet`` against the bundled store) under ``sys.setprofile`` from
+the moment ``cli.main`` hands the parsed arguments to the command (``args.func(args)`` in
+``cli._main``) up to the call of ``conformance.runner.run_scenario``, and follows the call
+stack of the orchestration modules of ``conformance`` (leaf modules -- targets, drivers,
+oracle, scrubbing -- and module imports are left out: the path is the one the options take,
+not the one a request takes).  It prints each call from one module into another in the order
+first made, and marks a *climb back up*: a call into a module that is already on the stack
+above (a module calling back into one of its callers).  A call that returns to its caller is
+no climb.  Not a benchmark: a map, measured.
 """
 
 from __future__ import annotations
@@ -44,7 +44,8 @@ def _module(frame: FrameType | None) -> str | None:
 
 
 def main(argv: list[str]) -> None:
-    path: list[str] = []
+    calls: list[tuple[str, str, bool]] = []  # (caller, callee, a climb back up)
+    stacks: dict[int, list[str]] = {}  # per thread: the orchestration module of each frame
     lock = threading.Lock()
     started = threading.Event()
 
@@ -62,27 +63,22 @@ def main(argv: list[str]) -> None:
             ):
                 return
             started.set()
-            path.append("conformance.cli")
-        if (
-            event == "call"
-            and frame.f_code.co_name == "run_scenario"
-            and (frame.f_globals.get("__name__") == "conformance.runner")
-        ):
-            with lock:
-                if path[-1] != "conformance.runner":
-                    path.append("conformance.runner")
-                report(path)
-            os._exit(0)
-        here = _module(frame if event == "call" else frame.f_back)
-        if here is None:
-            return
+        name = frame.f_globals.get("__name__", "")
+        here = name if name.startswith(LEVELS) else None
         with lock:
-            if path[-1] == here:
+            stack = stacks.setdefault(threading.get_ident(), ["conformance.cli"])
+            if event == "return":
+                if here is not None and len(stack) > 1 and stack[-1] == here:
+                    stack.pop()
                 return
-            if len(path) >= 3 and path[-2] == here and path[-3] == path[-1]:
-                path.pop()  # A B A + B: the loop goes on, A B A stands for it
+            if here is None:
                 return
-            path.append(here)
+            if name == "conformance.runner" and frame.f_code.co_name == "run_scenario":
+                _add(calls, stack[-1], here, here in stack[:-1])
+                report(calls)
+                os._exit(0)
+            _add(calls, stack[-1], here, here in stack[:-1])
+            stack.append(here)
 
     from conformance.cli import main as memspec
 
@@ -96,6 +92,12 @@ def main(argv: list[str]) -> None:
     sys.exit(1)
 
 
+def _add(calls: list[tuple[str, str, bool]], caller: str, callee: str, climb: bool) -> None:
+    """Record one call between two modules (each distinct call once, in the order first made)."""
+    if caller != callee and (caller, callee, climb) not in calls:
+        calls.append((caller, callee, climb))
+
+
 def _importing(frame: FrameType | None) -> bool:
     """Whether the frame runs inside a module's import (its top-level code)."""
     while frame is not None:
@@ -105,17 +107,14 @@ def _importing(frame: FrameType | None) -> bool:
     return False
 
 
-def report(path: list[str]) -> None:
-    seen: set[str] = set()
-    climbs = 0
-    for i, module in enumerate(path):
-        back = module in seen
-        climbs += back
-        seen.add(module)
-        print(f"{i + 1:3} {'↑ ' if back else '  '}{module}", file=sys.__stdout__)
+def report(calls: list[tuple[str, str, bool]]) -> None:
+    modules = {m for caller, callee, _ in calls for m in (caller, callee)}
+    for caller, callee, climb in calls:
+        mark = "  ↑ climbs back up" if climb else ""
+        print(f"  {caller} -> {callee}{mark}", file=sys.__stdout__)
+    climbs = sum(climb for _, _, climb in calls)
     print(
-        f"{len(path)} hops through {len(seen)} modules; {climbs} climb(s) back to a module"
-        " already passed",
+        f"{len(calls)} distinct calls between {len(modules)} modules; {climbs} climb(s) back up",
         file=sys.__stdout__,
     )
     sys.__stdout__.flush()

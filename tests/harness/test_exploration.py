@@ -127,7 +127,7 @@ def test_a_wrong_state_is_blamed_on_the_step_that_made_it(
                     step_count=12,
                     budget_s=60.0,
                     fixed_seed=5,
-                    shrink_budget_s=5.0,
+                    shrink_budget_s=120.0,  # to its end, on a loaded machine too
                 ),
                 max_findings=1,
             )
