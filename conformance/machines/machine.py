@@ -119,28 +119,7 @@ class DifferentialMachine(RuleBasedStateMachine):
         if outcome.verdict != "pass":  # kept by the session: not the whole answer
             outcome = outcome.kept()
         if outcome.verdict == "diverge":
-            session.met()
-            sig = signature(step, outcome)
-            if sig in session.set_aside:
-                session.set_aside[sig] += 1
-                return self._set_aside(step, outcome)
-            if session.hunting is not None and sig != session.hunting:
-                # Another divergence met while shrinking this one: not this hunt's (a later
-                # batch finds it); a shrink must not slip from one divergence to another.
-                return self._stop(outcome)
-            if session.is_expected(tuple(outcome.clauses)):
-                session.findings.append(Finding(sig, outcome, list(self.recorded), expected=True))
-                session.set_aside[sig] = 0
-                return self._set_aside(step, outcome)
-            if session.hunting is None:
-                session.hunting = sig
-                session.hunt_started = time.monotonic()
-            if session.first_failure_at is None:
-                session.first_failure_at = time.monotonic()
-            # Hypothesis replays the minimal failing run last, so the last one recorded is it.
-            session.failure_steps = list(self.recorded)
-            session.failure = outcome
-            raise Divergence(f"step {outcome.index} ({outcome.op}): {outcome.reason}")
+            return self._diverged(step, outcome)
         if outcome.verdict == "indeterminate":
             if session.hunting is None:
                 session.indeterminate = outcome
@@ -150,6 +129,33 @@ class DifferentialMachine(RuleBasedStateMachine):
             self.recorded.pop()
             return self._stop(outcome)
         return outcome
+
+    def _diverged(self, step: Step, outcome: StepOutcome) -> StepOutcome:
+        """A divergence: set aside when already found or expected, this run stopped when it is
+        another than the one being shrunk, else raised for Hypothesis to shrink."""
+        session = self.session
+        session.met()
+        sig = signature(step, outcome)
+        if sig in session.set_aside:
+            session.set_aside[sig] += 1
+            return self._set_aside(step, outcome)
+        if session.hunting is not None and sig != session.hunting:
+            # Another divergence met while shrinking this one: not this hunt's (a later
+            # batch finds it); a shrink must not slip from one divergence to another.
+            return self._stop(outcome)
+        if session.is_expected(tuple(outcome.clauses)):
+            session.findings.append(Finding(sig, outcome, list(self.recorded), expected=True))
+            session.set_aside[sig] = 0
+            return self._set_aside(step, outcome)
+        if session.hunting is None:
+            session.hunting = sig
+            session.hunt_started = time.monotonic()
+        if session.first_failure_at is None:
+            session.first_failure_at = time.monotonic()
+        # Hypothesis replays the minimal failing run last, so the last one recorded is it.
+        session.failure_steps = list(self.recorded)
+        session.failure = outcome
+        raise Divergence(f"step {outcome.index} ({outcome.op}): {outcome.reason}")
 
     def _set_aside(self, step: Step, outcome: StepOutcome) -> StepOutcome:
         if step.op in self.READ_ONLY_OPS or outcome.details.get("state_kept"):

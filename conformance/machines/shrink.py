@@ -34,30 +34,10 @@ def minimize(
     clauses.  Returns the steps, the failing outcome of the last replay that failed, and how
     many steps were removed.
     """
-    from conformance.runner import run_scenario  # local: the runner imports nothing from here
-
     clauses = set(failure.clauses)
     current = list(steps)
     best = failure
     replays = 0
-
-    def fails_the_same(candidate: list[Step]) -> StepOutcome | None:
-        nonlocal replays
-        replays += 1
-        scenario = Scenario(
-            protocol=protocol,  # type: ignore[arg-type]
-            name="minimize",
-            clauses=list(clauses) or ["MEM-SEAM.2"],
-            steps=candidate,
-        )
-        result = run_scenario(driver, scenario)
-        step = result.failing_step
-        if result.verdict != "fail" or step is None:
-            return None
-        if wanted is not None:
-            return step if signature(candidate[step.index], step) == wanted else None
-        return step if clauses & set(step.clauses) else None
-
     chunk = max(1, (len(current) - 1) // 2)
     while replays < max_replays:
         removed = False
@@ -65,7 +45,8 @@ def minimize(
         while end > 0 and replays < max_replays:
             start = max(0, end - chunk)
             candidate = current[:start] + current[end:]
-            step = fails_the_same(candidate)
+            replays += 1
+            step = _fails_the_same(driver, protocol, clauses, wanted, candidate)
             if step is not None:
                 current = candidate[: step.index + 1]
                 best = step
@@ -77,6 +58,32 @@ def minimize(
             break
         chunk = max(1, chunk // 2)
     return current, best, len(steps) - len(current)
+
+
+def _fails_the_same(
+    driver: Driver,
+    protocol: str,
+    clauses: set[str],
+    wanted: Signature | None,
+    candidate: list[Step],
+) -> StepOutcome | None:
+    """Replay ``candidate`` as a scenario in fresh scopes: its failing step when it fails the
+    way :func:`minimize` keeps (``wanted``'s signature, else one of ``clauses``), else None."""
+    from conformance.runner import run_scenario  # local: the runner imports nothing from here
+
+    scenario = Scenario(
+        protocol=protocol,  # type: ignore[arg-type]
+        name="minimize",
+        clauses=list(clauses) or ["MEM-SEAM.2"],
+        steps=candidate,
+    )
+    result = run_scenario(driver, scenario)
+    step = result.failing_step
+    if result.verdict != "fail" or step is None:
+        return None
+    if wanted is not None:
+        return step if signature(candidate[step.index], step) == wanted else None
+    return step if clauses & set(step.clauses) else None
 
 
 def _replay_scenario(
