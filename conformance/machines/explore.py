@@ -94,22 +94,12 @@ def run_machine(
     seed = pick_seed(profile, seed)
     missing = sorted(cls.requires - driver.capabilities())
     if missing:
-        return MachineResult(
-            protocol,
-            profile.name,
-            seed,
-            "skip",
-            0,
-            0,
-            0.0,
-            reason=f"the target lacks {', '.join(missing)}",
-        )
+        reason = f"the target lacks {', '.join(missing)}"
+        return MachineResult(protocol, profile.name, seed, "skip", 0, 0, 0.0, reason=reason)
     session = MachineSession(driver, protocol, profile.shrink_budget_s, on_step, window=window)
     if is_expected is not None:
         session.is_expected = is_expected
-    started = time.monotonic()
-    drivers = [driver, *lanes]
-    plan = _batch_plan(profile, shard)
+    started, drivers, plan = time.monotonic(), [driver, *lanes], _batch_plan(profile, shard)
     error = _explore(plan, drivers, session, cls, seed, profile, started, shard, max_findings)
     elapsed = time.monotonic() - started
     result = MachineResult(
