@@ -11,7 +11,7 @@ from typing import Any
 REPLY_TEXT = "ok"
 
 
-def _anthropic_reply(index: int, model: str, stream: bool) -> tuple[str, bytes]:
+def _anthropic_reply(index: int, model: str, stream: bool) -> tuple[str, bytes]:  # long: data
     msg_id = f"msg_memspec_audit_{index:06d}"
     usage_in = {"input_tokens": 0, "output_tokens": 0}
     if not stream:
