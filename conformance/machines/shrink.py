@@ -11,7 +11,14 @@ from hypothesis.errors import Flaky
 
 from conformance.drivers.base import Driver, StepOutcome
 from conformance.machines.profiles import Profile
-from conformance.machines.session import Finding, MachineSession, Signature, noted, signature
+from conformance.machines.session import (
+    Finding,
+    Hunt,
+    MachineSession,
+    Signature,
+    noted,
+    signature,
+)
 from conformance.scenario import Scenario, Step
 
 
@@ -107,18 +114,18 @@ def _close_hunt(
     session: MachineSession, driver: Driver, protocol: str, profile: Profile, seed: int, error: Any
 ) -> Finding:
     """The divergence the last batch shrank, minimized further and set aside from now on."""
-    assert session.failure is not None and session.failure_steps is not None
-    sig = session.hunting or signature(session.failure_steps[-1], session.failure)
+    assert session.hunt.failure is not None and session.hunt.failure_steps is not None
+    sig = session.hunt.signature or signature(session.hunt.failure_steps[-1], session.hunt.failure)
     steps, outcome, removed = minimize(
-        driver, protocol, session.failure_steps, session.failure, wanted=sig
+        driver, protocol, session.hunt.failure_steps, session.hunt.failure, wanted=sig
     )
     if 0 <= outcome.index < len(steps):
         outcome = noted(steps[outcome.index], outcome)
     finding = Finding(sig, outcome, steps)
     finding.details["steps_removed_after_shrinking"] = removed
-    finding.details["shrink_s"] = round(time.monotonic() - session.hunt_started, 3)
+    finding.details["shrink_s"] = round(time.monotonic() - session.hunt.started, 3)
     finding.details["found_after"] = {"examples": session.explored, "steps": session.steps}
-    if session.shrink_cut:
+    if session.hunt.cut:
         finding.details["shrink_cut"] = True
         finding.details["note"] = (
             f"shrinking stopped after {profile.shrink_budget_s:g}s: the replay is the smallest"
@@ -129,9 +136,5 @@ def _close_hunt(
         finding.details["note"] = "the failure did not reproduce on every replay"
     session.findings.append(finding)
     session.set_aside[sig] = 0
-    session.hunting = None
-    session.failure = None
-    session.failure_steps = None
-    session.first_failure_at = None
-    session.shrink_cut = False
+    session.hunt = Hunt()
     return finding
