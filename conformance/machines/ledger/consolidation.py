@@ -21,6 +21,37 @@ from conformance.machines.ledger.alphabet import (
 from conformance.machines.ledger.base import LedgerMachineBase
 from reference.ledger.records import settings_for
 
+#: The shapes of a drawn batch element, in the order drawn (merge and correct twice as likely).
+ELEMENT_SHAPES = [
+    "merge",
+    "correct",
+    "expire",
+    "group",
+    "retire",
+    "keep",
+    "merge",
+    "correct",
+    "unknown_op",
+    "not_object",
+    "extra_field",
+    "dup_targets",
+    "bad_value",
+    "foreign_target",
+    "credential",
+]
+#: The shapes the gate must refuse or find invalid.
+MALFORMED_SHAPES = frozenset(
+    {
+        "not_object",
+        "unknown_op",
+        "foreign_target",
+        "credential",
+        "extra_field",
+        "dup_targets",
+        "bad_value",
+    }
+)
+
 
 class ConsolidationRules(LedgerMachineBase):
     """Consolidation batches and gate probes."""
@@ -194,38 +225,6 @@ class ConsolidationRules(LedgerMachineBase):
             body = f"corrected note {self._fresh('')}"
             return {"operation": "correct", "targets": targets, "body": body}
         return {"operation": op, "targets": targets}
-
-
-#: The shapes of a drawn batch element, in the order drawn (merge and correct twice as likely).
-ELEMENT_SHAPES = [
-    "merge",
-    "correct",
-    "expire",
-    "group",
-    "retire",
-    "keep",
-    "merge",
-    "correct",
-    "unknown_op",
-    "not_object",
-    "extra_field",
-    "dup_targets",
-    "bad_value",
-    "foreign_target",
-    "credential",
-]
-#: The shapes the gate must refuse or find invalid.
-MALFORMED_SHAPES = frozenset(
-    {
-        "not_object",
-        "unknown_op",
-        "foreign_target",
-        "credential",
-        "extra_field",
-        "dup_targets",
-        "bad_value",
-    }
-)
 
 
 def _pick(targets: list[str], k: int) -> list[str]:
