@@ -104,28 +104,9 @@ def run_scenario(
         return result
     started = time.perf_counter()
     deviated = False
-    if getattr(driver, "window", 1) > 1 and hasattr(driver, "ahead"):
-        outcomes: Iterable[StepOutcome] = _steps_ahead(driver, scenario)
-    else:
-        if tag is None:
-            driver.begin(scenario.name)
-        else:
-            driver.begin(scenario.name, tag=tag)
-        outcomes = (_step(driver, index, step) for index, step in enumerate(scenario.steps))
+    outcomes = _outcomes(driver, scenario, tag)
     for index, (step, outcome) in enumerate(zip(scenario.steps, outcomes, strict=False)):
-        if outcome.verdict == "indeterminate" and outcome.exchange is not None:
-            if outcome.exchange.status is None:
-                # No answer (a timeout, a reset): blame the scenario and the step that asked,
-                # not the route the request happened to go to.
-                outcome = replace(
-                    outcome,
-                    clauses=tuple(dict.fromkeys((*scenario.clauses, *step.clauses))),
-                )
-        if outcome.verdict == "diverge" and only_reference(outcome.clauses):
-            # A deviation from the reference implementation, not from the seed (every clause
-            # it touches is a reference clause: conformance.sources).
-            outcome = replace(outcome, verdict="deviate")
-        outcome = outcome.kept()  # not the whole answer, once judged
+        outcome = _blamed(scenario, step, outcome)
         result.outcomes.append(outcome)
         if on_step is not None:
             on_step(result, outcome)
@@ -156,6 +137,45 @@ def run_scenario(
                 result.verdict = "skip"
                 result.reason = f"step {index} ({step.op}): {outcome.reason}"
             break
+    _close(result, scenario, deviated)
+    result.elapsed_s = time.perf_counter() - started
+    return result
+
+
+def _outcomes(driver: Driver, scenario: Scenario, tag: str | None) -> Iterable[StepOutcome]:
+    """The scenario's steps run one after another as they are read (steps sent ahead when
+    the driver has a window), starting with ``driver.begin``."""
+    if getattr(driver, "window", 1) > 1 and hasattr(driver, "ahead"):
+        return _steps_ahead(driver, scenario)
+    if tag is None:
+        driver.begin(scenario.name)
+    else:
+        driver.begin(scenario.name, tag=tag)
+    return (_step(driver, index, step) for index, step in enumerate(scenario.steps))
+
+
+def _blamed(scenario: Scenario, step: Step, outcome: StepOutcome) -> StepOutcome:
+    """A step's outcome as the scenario reports it: no answer blamed on the scenario's and the
+    step's clauses, a divergence on reference clauses only made a deviation, the answer kept
+    short."""
+    if outcome.verdict == "indeterminate" and outcome.exchange is not None:
+        if outcome.exchange.status is None:
+            # No answer (a timeout, a reset): blame the scenario and the step that asked,
+            # not the route the request happened to go to.
+            outcome = replace(
+                outcome,
+                clauses=tuple(dict.fromkeys((*scenario.clauses, *step.clauses))),
+            )
+    if outcome.verdict == "diverge" and only_reference(outcome.clauses):
+        # A deviation from the reference implementation, not from the seed (every clause
+        # it touches is a reference clause: conformance.sources).
+        outcome = replace(outcome, verdict="deviate")
+    return outcome.kept()  # not the whole answer, once judged
+
+
+def _close(result: ScenarioResult, scenario: Scenario, deviated: bool) -> None:
+    """After the last step run: the steps a stopped scenario did not reach, skipped; a
+    scenario whose every step was skipped, skipped."""
     stopped = len(result.outcomes)
     after = ", a deviation after which model and store may differ" if deviated else ""
     if result.verdict != "pass" and stopped < len(scenario.steps):
@@ -178,8 +198,6 @@ def run_scenario(
     ):
         result.verdict = "skip"
         result.reason = f"step 0 ({result.outcomes[0].op}): {result.outcomes[0].reason}"
-    result.elapsed_s = time.perf_counter() - started
-    return result
 
 
 def _step(driver: Driver, index: int, step: Step) -> StepOutcome:
@@ -286,56 +304,25 @@ def run_scenarios(
     """
     items = list(scenarios)
     lanes = {p: [d] if not isinstance(d, Sequence) else list(d) for p, d in drivers.items()}
-    results: list[ScenarioResult | None] = [None] * len(items)
-    queues: dict[str, deque[int]] = {p: deque() for p in lanes}
-    lock = threading.Lock()
-
-    def finish(i: int, result: ScenarioResult) -> None:
-        with lock:
-            results[i] = result
-            if on_result is not None:
-                on_result(result)
-
-    def step_hook(result: ScenarioResult, outcome: StepOutcome) -> None:
-        if on_step is not None:
-            with lock:
-                on_step(result, outcome)
-
+    run = _CorpusRun(items, {p: deque() for p in lanes}, on_step, on_result, on_begin)
     for i, (scenario, path) in enumerate(items):
         if lanes.get(scenario.protocol):
-            queues[scenario.protocol].append(i)
+            run.queues[scenario.protocol].append(i)
         else:
-            finish(
+            run.finish(
                 i,
                 ScenarioResult(
                     scenario, "skip", reason=f"no {scenario.protocol} target in this run", path=path
                 ),
             )
-
-    def lane(protocol: str, driver: Driver) -> None:
-        queue = queues[protocol]
-        while True:
-            with lock:
-                if not queue:
-                    return
-                i = queue.popleft()
-                if on_begin is not None:
-                    on_begin(items[i][0])
-            scenario, path = items[i]
-            if getattr(driver, "remote", False) is True:  # a lane in a worker process
-                remote: Any = driver
-                result = remote.run_scenario(scenario, path=path, on_step=step_hook, tag=f"c{i}")
-            else:
-                result = run_scenario(driver, scenario, path=path, on_step=step_hook, tag=f"c{i}")
-            finish(i, result)
-
+    queues = run.queues
     work = [(p, d) for p, ds in lanes.items() for d in ds[: max(1, len(queues[p]))] if queues[p]]
     if len(work) <= 1:
         for protocol, driver in work:
-            lane(protocol, driver)
+            run.lane(protocol, driver)
     else:
         threads = [
-            threading.Thread(target=lane, args=w, name=f"memspec-lane-{w[0]}", daemon=True)
+            threading.Thread(target=run.lane, args=w, name=f"memspec-lane-{w[0]}", daemon=True)
             for w in work
         ]
         for t in threads:
@@ -343,7 +330,55 @@ def run_scenarios(
         for t in threads:
             while t.is_alive():  # a bounded wait, so that Ctrl-C is seen at once
                 t.join(0.2)
-    return [r for r in results if r is not None]
+    return [r for r in run.results if r is not None]
+
+
+class _CorpusRun:
+    """The scenarios of one :func:`run_scenarios`, the queue of each protocol, the results in
+    corpus order and the callbacks, called one at a time."""
+
+    def __init__(
+        self,
+        items: list[tuple[Scenario, str | None]],
+        queues: dict[str, deque[int]],
+        on_step: OnStep | None,
+        on_result: Callable[[ScenarioResult], None] | None,
+        on_begin: Callable[[Scenario], None] | None,
+    ) -> None:
+        self.items, self.queues = items, queues
+        self.results: list[ScenarioResult | None] = [None] * len(items)
+        self.on_step, self.on_result, self.on_begin = on_step, on_result, on_begin
+        self.lock = threading.Lock()
+
+    def finish(self, i: int, result: ScenarioResult) -> None:
+        with self.lock:
+            self.results[i] = result
+            if self.on_result is not None:
+                self.on_result(result)
+
+    def step_hook(self, result: ScenarioResult, outcome: StepOutcome) -> None:
+        if self.on_step is not None:
+            with self.lock:
+                self.on_step(result, outcome)
+
+    def lane(self, protocol: str, driver: Driver) -> None:
+        """Run the protocol's next scenario on ``driver`` while its queue holds one."""
+        queue = self.queues[protocol]
+        while True:
+            with self.lock:
+                if not queue:
+                    return
+                i = queue.popleft()
+                if self.on_begin is not None:
+                    self.on_begin(self.items[i][0])
+            scenario, path = self.items[i]
+            hook, tag = self.step_hook, f"c{i}"
+            if getattr(driver, "remote", False) is True:  # a lane in a worker process
+                remote: Any = driver
+                result = remote.run_scenario(scenario, path=path, on_step=hook, tag=tag)
+            else:
+                result = run_scenario(driver, scenario, path=path, on_step=hook, tag=tag)
+            self.finish(i, result)
 
 
 def load_corpus(

@@ -689,6 +689,19 @@ def worker_main(argv: Sequence[str] | None = None) -> None:
     for t in threads:
         t.start()
     out(("ready", os.getpid()))
+    _serve(conn, lanes)
+    _stop_lanes(lanes, threads)
+    try:
+        out(("bye", time.process_time(), collect() if collect is not None else None))
+    except Exception as exc:  # noqa: BLE001 -- a hook that fails must not hide the run
+        out(("bye", time.process_time(), f"hook failed: {type(exc).__name__}: {exc}"))
+    conn.close()
+    os._exit(0)
+
+
+def _serve(conn: Connection, lanes: list[_WorkerLane]) -> None:
+    """Hand the parent's messages to the lanes until it says stop; the worker exits at once
+    when the parent is gone."""
     try:
         while True:
             msg = conn.recv()
@@ -700,6 +713,11 @@ def worker_main(argv: Sequence[str] | None = None) -> None:
                 break
     except (EOFError, OSError):
         os._exit(0)  # the parent is gone: so is this worker, at once
+
+
+def _stop_lanes(lanes: list[_WorkerLane], threads: list[threading.Thread]) -> None:
+    """Tell every lane to stop and wait a moment for them; their drivers are closed once all
+    have stopped."""
     for ln in lanes:
         ln.inbox.put(None)
     # At the end of a run the lanes are idle; after an interrupt a lane may be mid-unit, whose
@@ -710,12 +728,6 @@ def worker_main(argv: Sequence[str] | None = None) -> None:
     for ln in lanes:
         if not any(t.is_alive() for t in threads):
             ln.driver.close()
-    try:
-        out(("bye", time.process_time(), collect() if collect is not None else None))
-    except Exception as exc:  # noqa: BLE001 -- a hook that fails must not hide the run
-        out(("bye", time.process_time(), f"hook failed: {type(exc).__name__}: {exc}"))
-    conn.close()
-    os._exit(0)
 
 
 def is_remote(lane: object) -> bool:

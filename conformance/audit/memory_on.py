@@ -60,6 +60,7 @@ from conformance.audit.memory_on_block import (
 )
 from conformance.audit.memory_on_slot import (
     Fold,
+    Insert,
     NoBlock,
     locate_anthropic,
     locate_openai,
@@ -135,46 +136,93 @@ def check_pair(
     provider = {ANTHROPIC_PATH: "anthropic", OPENAI_PATH: "openai"}.get(
         baseline.path.split("?", 1)[0]
     )
+    slot = _slot(index, provider, baseline, with_memory, require_block)
+    if isinstance(slot, PairVerdict):
+        return slot
+    a, b = baseline.body, with_memory.body
+    if isinstance(slot, Fold):
+        violations, outside, block = _folded_block(a, b, slot)
+    else:
+        violations, outside, block = _inserted_block(a, b, slot)
+    info: BlockInfo | None = None
+    if block is not None:
+        info, block_violations = check_block(block, slot.how, limit, max_tokens)
+        violations.extend(block_violations)
+    if violations:
+        return _fail(index, provider, violations, outside, info)
+    assert info is not None
+    n = len(info.bullets)
+    return PairVerdict(
+        index,
+        provider,
+        True,
+        "block",
+        f"one block of {n} bullet{'s' if n != 1 else ''} ({info.tokens} estimated tokens) "
+        f"{slot.how}; everything else byte-identical to the baseline",
+        (),
+        info,
+        None,
+    )
 
-    def fail(
-        violations: Sequence[Violation],
-        outside: BodyComparison | None = None,
-        block: BlockInfo | None = None,
-    ) -> PairVerdict:
-        first = violations[0] if violations else None
-        return PairVerdict(
+
+def _fail(
+    index: int,
+    provider: str | None,
+    violations: Sequence[Violation],
+    outside: BodyComparison | None = None,
+    block: BlockInfo | None = None,
+) -> PairVerdict:
+    """A failed pair, its first violation as the reason."""
+    first = violations[0] if violations else None
+    return PairVerdict(
+        index,
+        provider,
+        False,
+        "fail",
+        str(first) if first else "failed",
+        tuple(violations),
+        block,
+        outside,
+    )
+
+
+def _slot(
+    index: int,
+    provider: str | None,
+    baseline: CapturedRequest,
+    with_memory: CapturedRequest,
+    require_block: bool,
+) -> PairVerdict | Fold | Insert:
+    """Where the memory-on request carries its block, or the pair's verdict when that is
+    already decided: another endpoint, identical bodies, an unknown provider, a body that is
+    not a JSON object, no slot or no block."""
+    if baseline.method != with_memory.method or baseline.path != with_memory.path:
+        return _fail(
             index,
             provider,
-            False,
-            "fail",
-            str(first) if first else "failed",
-            tuple(violations),
-            block,
-            outside,
-        )
-
-    if baseline.method != with_memory.method or baseline.path != with_memory.path:
-        return fail(
             [
                 Violation(
                     INJECT_ANTHROPIC if provider == "anthropic" else INJECT_OPENAI,
                     f"a different endpoint: baseline {baseline.label}, "
                     f"memory-on {with_memory.label}",
                 )
-            ]
+            ],
         )
     a, b = baseline.body, with_memory.body
     if a == b:
         if require_block:
-            return fail(
-                [Violation(INJECT_NO_BLOCK, "no advisory block (identical to the baseline)")]
+            return _fail(
+                index,
+                provider,
+                [Violation(INJECT_NO_BLOCK, "no advisory block (identical to the baseline)")],
             )
         return PairVerdict(
             index, provider, True, "no-block", "identical to the baseline (no block injected)"
         )
-    clause = INJECT_ANTHROPIC if provider == "anthropic" else INJECT_OPENAI
     if provider is None:
-        return fail(
+        return _fail(
+            index,
+            provider,
             [
                 Violation(
                     INJECT_ANTHROPIC,
@@ -184,19 +232,30 @@ def check_pair(
             ],
             compare_bodies(a, b, *LABELS),
         )
+    return _located(index, provider, a, b)
+
+
+def _located(index: int, provider: str, a: bytes, b: bytes) -> PairVerdict | Fold | Insert:
+    """Where the memory-on body ``b`` carries its block against the baseline body ``a``, or
+    the failed verdict when either is not a JSON object, or no slot or no block is found."""
+    clause = INJECT_ANTHROPIC if provider == "anthropic" else INJECT_OPENAI
     try:
         base_tree = scan(a)
     except JsonScanError as exc:
-        return fail([Violation(clause, f"the baseline body is not JSON ({exc})")])
+        return _fail(index, provider, [Violation(clause, f"the baseline body is not JSON ({exc})")])
     try:
         on_tree = scan(b)
     except JsonScanError as exc:
-        return fail(
+        return _fail(
+            index,
+            provider,
             [Violation(clause, f"the memory-on body is not JSON ({exc})")],
             compare_bodies(a, b, *LABELS),
         )
     if base_tree.kind != "object" or on_tree.kind != "object":
-        return fail(
+        return _fail(
+            index,
+            provider,
             [Violation(clause, "a request body is not a JSON object")],
             compare_bodies(a, b, *LABELS),
         )
@@ -206,9 +265,11 @@ def check_pair(
         else locate_openai(a, base_tree, b, on_tree)
     )
     if isinstance(slot, Violation):
-        return fail([slot], compare_bodies(a, b, *LABELS))
+        return _fail(index, provider, [slot], compare_bodies(a, b, *LABELS))
     if isinstance(slot, NoBlock):
-        return fail(
+        return _fail(
+            index,
+            provider,
             [
                 Violation(
                     INJECT_NO_BLOCK,
@@ -218,110 +279,116 @@ def check_pair(
             ],
             compare_bodies(a, b, *LABELS),
         )
+    return slot
 
+
+def _folded_block(
+    a: bytes, b: bytes, slot: Fold
+) -> tuple[list[Violation], BodyComparison | None, str | None]:
+    """A block folded into a system string (``slot``): what is wrong with the bytes around
+    it, where the request first differs outside it, and the block (``None``: none)."""
     violations: list[Violation] = []
     outside: BodyComparison | None = None
     block: str | None = None
-    location = slot.how
-    if isinstance(slot, Fold):
-        restored = b[: slot.on.start] + a[slot.base.start : slot.base.end] + b[slot.on.end :]
-        if restored != a:
-            outside = compare_bodies(a, restored, *RESTORED)
-            violations.append(
-                Violation(
-                    slot.clause,
-                    f"bytes outside {slot.where} differ from the baseline "
-                    f"(first at byte {outside.offset} with the system value restored)",
-                )
+    restored = b[: slot.on.start] + a[slot.base.start : slot.base.end] + b[slot.on.end :]
+    if restored != a:
+        outside = compare_bodies(a, restored, *RESTORED)
+        violations.append(
+            Violation(
+                slot.clause,
+                f"bytes outside {slot.where} differ from the baseline "
+                f"(first at byte {outside.offset} with the system value restored)",
             )
-        value = slot.on.text
-        agent = slot.base.text if slot.base.kind == "string" else None
-        on_raw = b[slot.on.start + 1 : slot.on.end - 1]
-        if agent and value == agent:
-            violations.append(
-                Violation(
-                    INJECT_NO_BLOCK,
-                    f"{slot.where} carries no block, yet its bytes differ from the baseline's "
-                    "(the same text, encoded differently)",
-                )
+        )
+    value = slot.on.text
+    agent = slot.base.text if slot.base.kind == "string" else None
+    on_raw = b[slot.on.start + 1 : slot.on.end - 1]
+    if agent and value == agent:
+        violations.append(
+            Violation(
+                INJECT_NO_BLOCK,
+                f"{slot.where} carries no block, yet its bytes differ from the baseline's "
+                "(the same text, encoded differently)",
             )
-        elif agent:
-            tail = PART_JOIN + agent
-            base_raw = a[slot.base.start + 1 : slot.base.end - 1]
-            if not value.endswith(tail):
-                violations.append(
-                    Violation(
-                        INJECT_FOLD,
-                        f"{slot.where} does not end with the baseline's system text after "
-                        f"{PART_JOIN!r}: the agent's own prompt must follow the block unchanged",
-                    )
-                )
-                block = _fence_block(value)
-            else:
-                block = value[: len(value) - len(tail)]
-                head_raw = on_raw[: len(on_raw) - len(base_raw)]
-                if not on_raw.endswith(base_raw) or _decode_raw(head_raw) != block + PART_JOIN:
-                    violations.append(
-                        Violation(
-                            INJECT_FOLD,
-                            f"the baseline's system text inside {slot.where} is re-encoded: "
-                            "its raw bytes must follow the block exactly as the baseline sent them",
-                        )
-                    )
-        else:
-            block = value
-        if block is not None and not block:
+        )
+    elif agent:
+        block = _block_before_agent(a, slot, value, agent, on_raw, violations)
+    else:
+        block = value
+    if block is not None and not block:
+        violations.append(
+            Violation(
+                INJECT_NO_BLOCK,
+                f"{slot.where} differs from the baseline but carries no block",
+            )
+        )
+        block = None
+    if block is not None and fold_memory_block(agent, block) != value and not violations:
+        violations.append(  # pragma: no cover - implied by the checks above
+            Violation(INJECT_FOLD, f"{slot.where} is not fold(system, block)")
+        )
+    return violations, outside, block
+
+
+def _block_before_agent(
+    a: bytes, slot: Fold, value: str, agent: str, on_raw: bytes, violations: list[Violation]
+) -> str | None:
+    """The block ahead of the agent's own system text ``agent`` in the folded ``value``; a
+    text that does not end with it unchanged, or whose bytes are re-encoded, is noted in
+    ``violations``."""
+    tail = PART_JOIN + agent
+    base_raw = a[slot.base.start + 1 : slot.base.end - 1]
+    if not value.endswith(tail):
+        violations.append(
+            Violation(
+                INJECT_FOLD,
+                f"{slot.where} does not end with the baseline's system text after "
+                f"{PART_JOIN!r}: the agent's own prompt must follow the block unchanged",
+            )
+        )
+        return _fence_block(value)
+    block = value[: len(value) - len(tail)]
+    head_raw = on_raw[: len(on_raw) - len(base_raw)]
+    if not on_raw.endswith(base_raw) or _decode_raw(head_raw) != block + PART_JOIN:
+        violations.append(
+            Violation(
+                INJECT_FOLD,
+                f"the baseline's system text inside {slot.where} is re-encoded: "
+                "its raw bytes must follow the block exactly as the baseline sent them",
+            )
+        )
+    return block
+
+
+def _inserted_block(
+    a: bytes, b: bytes, slot: Insert
+) -> tuple[list[Violation], BodyComparison | None, str | None]:
+    """A block inserted as a value of its own (``slot``): whether removing it gives the
+    baseline, where the request first differs if not, and the block (``None``: none)."""
+    violations: list[Violation] = []
+    outside: BodyComparison | None = None
+    block: str | None = None
+    candidates = [b[:s] + put + b[e:] for s, e, put in slot.removals]
+    if a not in candidates:
+        outside = compare_bodies(a, candidates[0], *RESTORED)
+        violations.append(
+            Violation(
+                slot.clause,
+                f"with {slot.where} removed the request is not the baseline "
+                f"(first difference at byte {outside.offset})",
+            )
+        )
+    got = shape_block(slot.node, slot.shape, slot.clause)
+    if isinstance(got, Violation):
+        violations.append(got)
+    else:
+        block = got
+        if not block:
             violations.append(
-                Violation(
-                    INJECT_NO_BLOCK,
-                    f"{slot.where} differs from the baseline but carries no block",
-                )
+                Violation(INJECT_NO_BLOCK, f"{slot.where} is empty: an empty block is no block")
             )
             block = None
-        if block is not None and fold_memory_block(agent, block) != value and not violations:
-            violations.append(  # pragma: no cover - implied by the checks above
-                Violation(INJECT_FOLD, f"{slot.where} is not fold(system, block)")
-            )
-    else:
-        candidates = [b[:s] + put + b[e:] for s, e, put in slot.removals]
-        if a not in candidates:
-            outside = compare_bodies(a, candidates[0], *RESTORED)
-            violations.append(
-                Violation(
-                    slot.clause,
-                    f"with {slot.where} removed the request is not the baseline "
-                    f"(first difference at byte {outside.offset})",
-                )
-            )
-        got = shape_block(slot.node, slot.shape, slot.clause)
-        if isinstance(got, Violation):
-            violations.append(got)
-        else:
-            block = got
-            if not block:
-                violations.append(
-                    Violation(INJECT_NO_BLOCK, f"{slot.where} is empty: an empty block is no block")
-                )
-                block = None
-    info: BlockInfo | None = None
-    if block is not None:
-        info, block_violations = check_block(block, location, limit, max_tokens)
-        violations.extend(block_violations)
-    if violations:
-        return fail(violations, outside, info)
-    assert info is not None
-    n = len(info.bullets)
-    return PairVerdict(
-        index,
-        provider,
-        True,
-        "block",
-        f"one block of {n} bullet{'s' if n != 1 else ''} ({info.tokens} estimated tokens) "
-        f"{location}; everything else byte-identical to the baseline",
-        (),
-        info,
-        None,
-    )
+    return violations, outside, block
 
 
 def _fence_block(value: str) -> str | None:

@@ -157,31 +157,7 @@ def check_block(
     """Check one advisory block against MEM-CONTAIN, MEM-READ.3, MEM-SCOPE and MEM-BUDGET."""
     v: list[Violation] = []
     lines = block.split("\n")
-    head = lines[0]
-    resource = ""
-    if head.startswith(PREFIX_HEAD) and head.endswith(PREFIX_TAIL):
-        resource = head[len(PREFIX_HEAD) : len(head) - len(PREFIX_TAIL)]
-        if memory_prefix_line(resource) != head:  # pragma: no cover - same construction
-            v.append(Violation(CONTAIN_FORM, f"prefix line is not exact: {head!r}"))
-        v.extend(_resource_problems(resource))
-    else:
-        dash = _DASHLIKE.search(head)
-        if head.startswith(PREFIX_HEAD) and dash:
-            shown = ", ".join(f"U+{ord(c):04X}" for c in dash.group(1))
-            v.append(
-                Violation(
-                    CONTAIN_FORM,
-                    f"prefix line uses {shown} where the spec has U+2014 EM DASH: {head!r}",
-                )
-            )
-        else:
-            v.append(
-                Violation(
-                    CONTAIN_FORM,
-                    "the block does not start with the prefix line "
-                    f"{PREFIX_HEAD}<resource>{PREFIX_TAIL!s}; found {head[:80]!r}",
-                )
-            )
+    resource = _prefix_line(lines[0], v)
     if len(lines) < 2 or lines[1] != FENCE_OPEN:
         found = lines[1][:60] if len(lines) > 1 else "end of block"
         v.append(Violation(CONTAIN_FORM, f"line 2 must be {FENCE_OPEN!r}; found {found!r}"))
@@ -196,6 +172,59 @@ def check_block(
                 READ_NO_RECORDS, "the block has no bullets (no records must mean no block at all)"
             )
         )
+    records = _bullet_records(bullets, v)
+    if len(bullets) > limit:
+        v.append(Violation(BUDGET_LIMIT, f"{len(bullets)} bullets, more than the limit of {limit}"))
+    tokens = sum(estimate_tokens(b) for b in bullets)
+    if len(bullets) > 1 and tokens > max_tokens:
+        v.append(
+            Violation(
+                BUDGET_TOKENS,
+                f"the {len(bullets)} bullets are estimated at {tokens} tokens, over the "
+                f"budget of {max_tokens} (only a single bullet may exceed it)",
+            )
+        )
+    if not v and render_memory_block(records, resource) != block:  # pragma: no cover
+        v.append(Violation(CONTAIN_FORM, "the block is not what the reference renderer renders"))
+    info = BlockInfo(
+        location=location, resource=resource, bullets=tuple(bullets), tokens=tokens, text=block
+    )
+    return info, v
+
+
+def _prefix_line(head: str, v: list[Violation]) -> str:
+    """The resource the block's prefix line names (``""`` when it is not a prefix line); what
+    is wrong with the line, or with the resource, is noted in ``v`` (MEM-CONTAIN.1)."""
+    resource = ""
+    if head.startswith(PREFIX_HEAD) and head.endswith(PREFIX_TAIL):
+        resource = head[len(PREFIX_HEAD) : len(head) - len(PREFIX_TAIL)]
+        if memory_prefix_line(resource) != head:  # pragma: no cover - same construction
+            v.append(Violation(CONTAIN_FORM, f"prefix line is not exact: {head!r}"))
+        v.extend(_resource_problems(resource))
+        return resource
+    dash = _DASHLIKE.search(head)
+    if head.startswith(PREFIX_HEAD) and dash:
+        shown = ", ".join(f"U+{ord(c):04X}" for c in dash.group(1))
+        v.append(
+            Violation(
+                CONTAIN_FORM,
+                f"prefix line uses {shown} where the spec has U+2014 EM DASH: {head!r}",
+            )
+        )
+    else:
+        v.append(
+            Violation(
+                CONTAIN_FORM,
+                "the block does not start with the prefix line "
+                f"{PREFIX_HEAD}<resource>{PREFIX_TAIL!s}; found {head[:80]!r}",
+            )
+        )
+    return resource
+
+
+def _bullet_records(bullets: list[str], v: list[Violation]) -> list[MemoryRecord]:
+    """A stand-in record per well-formed bullet (for the reference renderer); a fence line
+    among the bullets, a malformed bullet or a bad field is noted in ``v``."""
     records: list[MemoryRecord] = []
     for n, line in enumerate(bullets, start=1):
         where = f"bullet {n} (line {n + 2})"
@@ -215,23 +244,7 @@ def check_block(
         text, source, probs = _split_bullet(line)
         v.extend(Violation(p.clause, f"{where}: {p.message}") for p in probs)
         records.append(_stand_in(_unescape(text), _unescape(source), n))
-    if len(bullets) > limit:
-        v.append(Violation(BUDGET_LIMIT, f"{len(bullets)} bullets, more than the limit of {limit}"))
-    tokens = sum(estimate_tokens(b) for b in bullets)
-    if len(bullets) > 1 and tokens > max_tokens:
-        v.append(
-            Violation(
-                BUDGET_TOKENS,
-                f"the {len(bullets)} bullets are estimated at {tokens} tokens, over the "
-                f"budget of {max_tokens} (only a single bullet may exceed it)",
-            )
-        )
-    if not v and render_memory_block(records, resource) != block:  # pragma: no cover
-        v.append(Violation(CONTAIN_FORM, "the block is not what the reference renderer renders"))
-    info = BlockInfo(
-        location=location, resource=resource, bullets=tuple(bullets), tokens=tokens, text=block
-    )
-    return info, v
+    return records
 
 
 def _stand_in(text: str, source: str, n: int) -> MemoryRecord:

@@ -199,6 +199,12 @@ def locate_openai(a: bytes, base: Node, b: bytes, on: Node) -> Slot:
             INJECT_OPENAI,
         )
     assert base_first is not None
+    return _locate_in_system_message(b, base_first, on_first)
+
+
+def _locate_in_system_message(b: bytes, base_first: Node, on_first: Node) -> Slot:
+    """Where the block sits in a leading system message the baseline has too: folded into
+    its string content, or a text part before its parts (MEM-INJECT.4)."""
     if on_first.kind != "object":
         return Violation(INJECT_OPENAI, "messages[0] is not an object")
     on_c = on_first.member("content")

@@ -13,7 +13,6 @@ REPLY_TEXT = "ok"
 
 def _anthropic_reply(index: int, model: str, stream: bool) -> tuple[str, bytes]:
     msg_id = f"msg_memspec_audit_{index:06d}"
-    usage_in = {"input_tokens": 0, "output_tokens": 0}
     if not stream:
         body = {
             "id": msg_id,
@@ -39,7 +38,7 @@ def _anthropic_reply(index: int, model: str, stream: bool) -> tuple[str, bytes]:
                     "content": [],
                     "stop_reason": None,
                     "stop_sequence": None,
-                    "usage": usage_in,
+                    "usage": {"input_tokens": 0, "output_tokens": 0},
                 },
             },
         ),

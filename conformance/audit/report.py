@@ -17,7 +17,7 @@ from typing import Any
 
 from conformance.audit.capture import Capture, CapturedRequest
 from conformance.audit.diff import BodyComparison, CaptureDiff
-from conformance.audit.memory_on import MemoryOnResult
+from conformance.audit.memory_on import MemoryOnResult, PairVerdict
 
 REPORT_FORMAT = "memspec.audit.report/1"
 
@@ -128,74 +128,57 @@ def diff_report(a: Capture, b: Capture, result: CaptureDiff) -> dict[str, Any]:
     return rep
 
 
+#: The clauses ``audit memory-on`` checks.
+_MEMORY_ON_CLAUSES = frozenset(
+    {
+        "MEM-INJECT.1",
+        "MEM-INJECT.2",
+        "MEM-INJECT.3",
+        "MEM-INJECT.4",
+        "MEM-CONTAIN.1",
+        "MEM-CONTAIN.2",
+        "MEM-CONTAIN.3",
+        "MEM-CONTAIN.4",
+        "MEM-BUDGET.1",
+        "MEM-BUDGET.3",
+        "MEM-READ.3",
+        "MEM-READ.4",
+        "MEM-SCOPE.1",
+        "MEM-SCOPE.3",
+        "MEM-SCOPE.4",
+    }
+)
+#: What ``audit memory-on`` checks, as its report lists it.
+_MEMORY_ON_CHECKS = (
+    "request counts are equal; request i of each capture has the same method and path",
+    "a memory-on request byte-identical to its baseline carries no block (allowed unless "
+    "--require-block)",
+    "every byte outside the system prompt's span is identical to the baseline "
+    "(MEM-INJECT.3, MEM-INJECT.4)",
+    "the system prompt is the block, then '\\n\\n' and the baseline's system text in the "
+    "baseline's own bytes (MEM-INJECT.1); an added key, message or text part removes "
+    "cleanly to the baseline bytes",
+    "the block: exact prefix line with U+2014, fences, n+3 lines (MEM-CONTAIN.4); bullets "
+    "'- <text> (source: <thread>)' with sanitized fields (MEM-CONTAIN.1, MEM-CONTAIN.2, "
+    "MEM-CONTAIN.3)",
+    "the prefix's scopes: namespaced keys, org present, each kind once, in org, repo, "
+    "channel, user order (MEM-READ.3, MEM-SCOPE.1, MEM-SCOPE.3, MEM-SCOPE.4)",
+    "the budget: bullets <= limit, estimated tokens <= max_tokens unless exactly one bullet "
+    "(MEM-BUDGET.1, MEM-BUDGET.3)",
+)
+
+
 def memory_on_report(baseline: Capture, memory: Capture, result: MemoryOnResult) -> dict[str, Any]:
     """The report of ``memspec audit memory-on``."""
     rep = _envelope("memory-on", [_input("baseline", baseline), _input("with-memory", memory)])
-    rep["clauses"] = sorted(
-        {
-            "MEM-INJECT.1",
-            "MEM-INJECT.2",
-            "MEM-INJECT.3",
-            "MEM-INJECT.4",
-            "MEM-CONTAIN.1",
-            "MEM-CONTAIN.2",
-            "MEM-CONTAIN.3",
-            "MEM-CONTAIN.4",
-            "MEM-BUDGET.1",
-            "MEM-BUDGET.3",
-            "MEM-READ.3",
-            "MEM-READ.4",
-            "MEM-SCOPE.1",
-            "MEM-SCOPE.3",
-            "MEM-SCOPE.4",
-        }
-    )
+    rep["clauses"] = sorted(_MEMORY_ON_CLAUSES)
     rep["parameters"] = {
         "limit": result.limit,
         "max_tokens": result.max_tokens,
         "require_block": result.require_block,
     }
-    rep["checks"] = [
-        "request counts are equal; request i of each capture has the same method and path",
-        "a memory-on request byte-identical to its baseline carries no block (allowed unless "
-        "--require-block)",
-        "every byte outside the system prompt's span is identical to the baseline "
-        "(MEM-INJECT.3, MEM-INJECT.4)",
-        "the system prompt is the block, then '\\n\\n' and the baseline's system text in the "
-        "baseline's own bytes (MEM-INJECT.1); an added key, message or text part removes "
-        "cleanly to the baseline bytes",
-        "the block: exact prefix line with U+2014, fences, n+3 lines (MEM-CONTAIN.4); bullets "
-        "'- <text> (source: <thread>)' with sanitized fields (MEM-CONTAIN.1, MEM-CONTAIN.2, "
-        "MEM-CONTAIN.3)",
-        "the prefix's scopes: namespaced keys, org present, each kind once, in org, repo, "
-        "channel, user order (MEM-READ.3, MEM-SCOPE.1, MEM-SCOPE.3, MEM-SCOPE.4)",
-        "the budget: bullets <= limit, estimated tokens <= max_tokens unless exactly one bullet "
-        "(MEM-BUDGET.1, MEM-BUDGET.3)",
-    ]
-    out = []
-    for p in result.pairs:
-        entry: dict[str, Any] = {
-            "index": p.index,
-            "provider": p.provider,
-            "verdict": "pass" if p.ok else "fail",
-            "status": p.status,
-            "summary": p.summary,
-            "baseline": _req(baseline.requests[p.index]),
-            "with_memory": _req(memory.requests[p.index]),
-            "violations": [{"clause": v.clause, "message": v.message} for v in p.violations],
-        }
-        if p.block is not None:
-            entry["block"] = {
-                "location": p.block.location,
-                "resource": p.block.resource,
-                "bullets": len(p.block.bullets),
-                "estimated_tokens": p.block.tokens,
-                "text": p.block.text,
-            }
-        if p.outside is not None:
-            entry["outside_difference"] = _body(p.outside)
-        out.append(entry)
-    rep["requests"] = out
+    rep["checks"] = list(_MEMORY_ON_CHECKS)
+    rep["requests"] = [_pair_entry(p, baseline, memory) for p in result.pairs]
     rep["problems"] = [{"clause": v.clause, "message": v.message} for v in result.problems]
     rep["summary"] = {
         "requests_baseline": result.count_baseline,
@@ -207,6 +190,32 @@ def memory_on_report(baseline: Capture, memory: Capture, result: MemoryOnResult)
     rep["verdict"] = "PASS" if result.ok else "FAIL"
     rep["exit_code"] = 0 if result.ok else 1
     return rep
+
+
+def _pair_entry(p: PairVerdict, baseline: Capture, memory: Capture) -> dict[str, Any]:
+    """One pair's entry of the ``memory-on`` report: its verdict, both requests, its violations,
+    the block found and where the bodies first differ outside it."""
+    entry: dict[str, Any] = {
+        "index": p.index,
+        "provider": p.provider,
+        "verdict": "pass" if p.ok else "fail",
+        "status": p.status,
+        "summary": p.summary,
+        "baseline": _req(baseline.requests[p.index]),
+        "with_memory": _req(memory.requests[p.index]),
+        "violations": [{"clause": v.clause, "message": v.message} for v in p.violations],
+    }
+    if p.block is not None:
+        entry["block"] = {
+            "location": p.block.location,
+            "resource": p.block.resource,
+            "bullets": len(p.block.bullets),
+            "estimated_tokens": p.block.tokens,
+            "text": p.block.text,
+        }
+    if p.outside is not None:
+        entry["outside_difference"] = _body(p.outside)
+    return entry
 
 
 def _md_cell(text: str) -> str:
@@ -240,22 +249,7 @@ def to_markdown(rep: dict[str, Any]) -> str:
     lines += [f"- {c}" for c in rep["checks"]]
     lines += ["", "## Requests", "", "| # | verdict | detail |", "|---|---|---|"]
     for r in rep["requests"]:
-        if rep["command"] == "diff":
-            detail = "; ".join(r["problems"])
-            body = r.get("body_difference")
-            if body:
-                first = body["json_differences"][0] if body["json_differences"] else None
-                detail = "; ".join(
-                    x
-                    for x in (
-                        detail,
-                        f"first differing byte {body['first_differing_byte']}",
-                        f"{first['path']}: {first['detail']}" if first else "",
-                    )
-                    if x
-                )
-        else:
-            detail = r["summary"]
+        detail = _request_detail(r) if rep["command"] == "diff" else r["summary"]
         lines.append(f"| {r['index']} | {r['verdict']} | {_md_cell(detail)} |")
     problems = rep.get("problems") or []
     if problems:
@@ -265,26 +259,53 @@ def to_markdown(rep: dict[str, Any]) -> str:
     if failing:
         lines += ["", "## Details", ""]
         for r in failing:
-            lines.append(f"### request {r['index']}")
-            lines.append("")
-            for v in r.get("violations", []):
-                lines.append(f"- {v['clause']}: {v['message']}")
-            for p in r.get("problems", []):
-                lines.append(f"- {p}")
-            body = r.get("body_difference") or r.get("outside_difference")
-            if body:
-                lines.append(f"- first differing byte: {body['first_differing_byte']}")
-                lines.append("")
-                lines.append("```")
-                lines.append(f"A text: {body['context_a']['text']}")
-                lines.append(f"B text: {body['context_b']['text']}")
-                lines.append(f"A hex:  {body['context_a']['hex']}")
-                lines.append(f"B hex:  {body['context_b']['hex']}")
-                lines.extend(f"{d['path']}: {d['detail']}" for d in body["json_differences"])
-                lines.append("```")
-            lines.append("")
+            lines += _request_details(r)
     lines += ["", f"**Verdict: {rep['verdict']}**", ""]
     return "\n".join(lines)
+
+
+def _request_detail(r: dict[str, Any]) -> str:
+    """The table cell of one request of ``audit diff``: its problems and where its body first
+    differs."""
+    detail = "; ".join(r["problems"])
+    body = r.get("body_difference")
+    if body:
+        first = body["json_differences"][0] if body["json_differences"] else None
+        detail = "; ".join(
+            x
+            for x in (
+                detail,
+                f"first differing byte {body['first_differing_byte']}",
+                f"{first['path']}: {first['detail']}" if first else "",
+            )
+            if x
+        )
+    return str(detail)
+
+
+def _request_details(r: dict[str, Any]) -> list[str]:
+    """The Markdown section of one failing request: its violations or problems, and the bytes
+    around its first difference."""
+    out: list[str] = []
+    out.append(f"### request {r['index']}")
+    out.append("")
+    for v in r.get("violations", []):
+        out.append(f"- {v['clause']}: {v['message']}")
+    for p in r.get("problems", []):
+        out.append(f"- {p}")
+    body = r.get("body_difference") or r.get("outside_difference")
+    if body:
+        out.append(f"- first differing byte: {body['first_differing_byte']}")
+        out.append("")
+        out.append("```")
+        out.append(f"A text: {body['context_a']['text']}")
+        out.append(f"B text: {body['context_b']['text']}")
+        out.append(f"A hex:  {body['context_a']['hex']}")
+        out.append(f"B hex:  {body['context_b']['hex']}")
+        out.extend(f"{d['path']}: {d['detail']}" for d in body["json_differences"])
+        out.append("```")
+    out.append("")
+    return out
 
 
 def report_paths(path: Path) -> tuple[Path, Path]:

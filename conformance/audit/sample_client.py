@@ -82,7 +82,7 @@ class Turn:
     query: str
 
 
-def conversation() -> list[Turn]:
+def conversation() -> list[Turn]:  # long: a table of the toy agent's requests
     """The toy agent's fixed model calls, in order."""
     sys_text = "You are Deployer, a careful release assistant. Answer briefly."
     return [

@@ -260,61 +260,77 @@ def shrink(
     been found with a larger bound than the one each shrink step gets).
     """
     started = time.perf_counter()
-    cpu_started = time.process_time()  # the budget is CPU time: load does not shrink it
-    checks = 0
-
-    def illegal(cand: Sequence[Op]) -> PartitionResult | None:
-        nonlocal checks
-        checks += 1
-        r = check_operations(
-            cand,
-            proto.model_for(partition),
-            partition=partition,
-            max_states=max_states,
-            max_seconds=max_seconds,
-        )
-        return r if r.verdict == "illegal" else None
-
+    search = _ShrinkSearch(proto, partition, max_states, max_seconds, budget_s)
     current = list(ops)
-    result = first if first is not None else illegal(current)
+    result = first if first is not None else search.illegal(current)
     if result is None:
         return None
-
-    def out_of_time() -> bool:
-        return time.process_time() - cpu_started > budget_s
-
-    def prune(ops_: list[Op]) -> list[Op]:
-        """Drop blurred ops, latest first, while the rest stays closed (no check needed: an
-        illegal history stays illegal without an op that was optional anyway)."""
-        kept = list(ops_)
-        for op in sorted(ops_, key=lambda o: -o.call):
-            if not op.determinate:
-                cand = [o for o in kept if o.id != op.id]
-                if cand and _closed(cand, proto):
-                    kept = cand
-        return kept
-
     # 1. The shortest prefix (by invocation) that is illegal with everything later blurred.
     order = sorted(current, key=lambda o: (o.call, o.id))
     lo, hi = 1, len(order)
-    while lo < hi and not out_of_time():
+    while lo < hi and not search.out_of_time():
         mid = (lo + hi) // 2
         cand = [*order[:mid], *(_blurred(o, proto) for o in order[mid:])]
-        if _closed(cand, proto) and (r := illegal(cand)) is not None:
+        if _closed(cand, proto) and (r := search.illegal(cand)) is not None:
             hi, current, result = mid, cand, r
         else:
             lo = mid + 1
-    current = prune(current)
+    current = _prune(current, proto)
     # 2. Blur each determinate op whose answer is not needed (latest first), then prune.
     changed = True
-    while changed and not out_of_time():
+    while changed and not search.out_of_time():
         changed = False
         for op in sorted(current, key=lambda o: -o.call):
-            if out_of_time():
+            if search.out_of_time():
                 break
             if not op.determinate or not any(o.id == op.id for o in current):
                 continue
             cand = [_blurred(o, proto) if o.id == op.id else o for o in current]
-            if _closed(cand, proto) and (r := illegal(cand)) is not None:
-                current, result, changed = prune(cand), r, True
-    return Shrunk(current, result, checks, time.perf_counter() - started)
+            if _closed(cand, proto) and (r := search.illegal(cand)) is not None:
+                current, result, changed = _prune(cand, proto), r, True
+    return Shrunk(current, result, search.checks, time.perf_counter() - started)
+
+
+class _ShrinkSearch:
+    """The checks one :func:`shrink` makes, counted, and the CPU time it may spend (the budget
+    is CPU time: load does not shrink it)."""
+
+    def __init__(
+        self,
+        proto: Protocol,
+        partition: str,
+        max_states: int,
+        max_seconds: float,
+        budget_s: float,
+    ) -> None:
+        self.proto, self.partition = proto, partition
+        self.max_states, self.max_seconds, self.budget_s = max_states, max_seconds, budget_s
+        self.cpu_started = time.process_time()
+        self.checks = 0
+
+    def illegal(self, cand: Sequence[Op]) -> PartitionResult | None:
+        """The checker's result on ``cand`` when it is illegal, else ``None``."""
+        self.checks += 1
+        r = check_operations(
+            cand,
+            self.proto.model_for(self.partition),
+            partition=self.partition,
+            max_states=self.max_states,
+            max_seconds=self.max_seconds,
+        )
+        return r if r.verdict == "illegal" else None
+
+    def out_of_time(self) -> bool:
+        return time.process_time() - self.cpu_started > self.budget_s
+
+
+def _prune(ops: list[Op], proto: Protocol) -> list[Op]:
+    """Drop blurred ops, latest first, while the rest stays closed (no check needed: an
+    illegal history stays illegal without an op that was optional anyway)."""
+    kept = list(ops)
+    for op in sorted(ops, key=lambda o: -o.call):
+        if not op.determinate:
+            cand = [o for o in kept if o.id != op.id]
+            if cand and _closed(cand, proto):
+                kept = cand
+    return kept

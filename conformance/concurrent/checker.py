@@ -186,7 +186,7 @@ def paused_gc() -> Iterator[None]:
             gc.enable()
 
 
-def _search(
+def _search(  # long: Wing & Gong's search loop, its state kept in locals for speed
     ops: Sequence[Op],
     model: Model,
     partition: str,

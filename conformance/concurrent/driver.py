@@ -225,24 +225,15 @@ def run_plan(
         client: MemoryClient | LedgerClient = (
             LedgerClient(scopes) if protocol == "ledger" else MemoryClient(scopes)
         )
+
+        def run(op: PlannedOp) -> None:
+            results[c].append(_run_one(c, op, client, target, start[0], on_op))
+
         try:
             barrier.wait()
-            t0 = start[0]
-            if step is not None and phases is not None:
-                mine = dict(zip(phases[c], plan[c], strict=True))
-                for ph in range(n_phases):
-                    step.wait(PHASE_WAIT_S)
-                    if ph in mine:
-                        one(c, mine[ph], client, target, t0)
-                return
-            for i, op in enumerate(plan[c]):
-                if offsets is not None:
-                    wait = t0 + offsets[c][i] - time.monotonic()
-                    if wait > 0:
-                        time.sleep(wait)
-                elif op.delay_ms:
-                    time.sleep(op.delay_ms / 1000)
-                one(c, op, client, target, t0)
+            at = offsets[c] if offsets is not None else None
+            in_phase = phases[c] if phases is not None else None
+            _run_client_ops(plan[c], start[0], run, at, in_phase, step, n_phases)
         except BaseException as exc:  # pragma: no cover - surfaced below
             errors.append(exc)
             if step is not None:
@@ -251,32 +242,25 @@ def run_plan(
             if targets is None:
                 target.close()
 
-    def one(
-        c: int, op: PlannedOp, client: MemoryClient | LedgerClient, target: HttpTarget, t0: float
-    ) -> None:
-        route, body = client.request(op)
-        invoke = time.monotonic()
-        ex = target.request("POST", route, body)
-        done = time.monotonic()
-        indeterminate = ex.status is None
-        ev = Event(
-            id=-1,
-            client=c,
-            seq=op.seq,
-            scope=client.partition(route, body),
-            route=route,
-            request=body,
-            invoke=invoke - t0,
-            complete=None if indeterminate else done - t0,
-            status=ex.status,
-            answer=ex.body,
-            error=ex.transport_error or ex.body_error,
-        )
-        results[c].append(ev)
-        client.learn(route, body, ex)
-        if on_op is not None:
-            on_op(ev)
+    wall = _run_clients(worker, n, barrier, start)
+    if errors:
+        raise errors[0]
+    return _history(results, scopes, wall)
 
+
+def _history(results: list[list[Event]], scopes: Sequence[str], wall: float) -> History:
+    """The clients' events in invocation order, numbered in that order."""
+    events = sorted((e for evs in results for e in evs), key=lambda e: (e.invoke, e.client))
+    for i, e in enumerate(events):
+        e.id = i
+    return History(events, list(scopes), len(results), wall)
+
+
+def _run_clients(
+    worker: Callable[[int], None], n: int, barrier: threading.Barrier, start: list[float]
+) -> float:
+    """Run ``worker(c)`` for the ``n`` clients on threads of their own, released together
+    through ``barrier`` once ``start[0]`` is set; the wall time until the last one ended."""
     threads = [threading.Thread(target=worker, args=(c,), daemon=True) for c in range(n)]
     for t in threads:
         t.start()
@@ -284,10 +268,66 @@ def run_plan(
     barrier.wait()
     for t in threads:
         t.join()
-    wall = time.monotonic() - start[0]
-    if errors:
-        raise errors[0]
-    events = sorted((e for evs in results for e in evs), key=lambda e: (e.invoke, e.client))
-    for i, e in enumerate(events):
-        e.id = i
-    return History(events, list(scopes), n, wall)
+    return time.monotonic() - start[0]
+
+
+def _run_client_ops(
+    ops: Sequence[PlannedOp],
+    t0: float,
+    run: Callable[[PlannedOp], None],
+    offsets: Sequence[float] | None,
+    phases: Sequence[int] | None,
+    step: threading.Barrier | None,
+    n_phases: int,
+) -> None:
+    """One client's ops in order: each in its phase (all clients wait at ``step`` at the start
+    of every phase), else at its recorded offset from ``t0``, else after its own delay."""
+    if step is not None and phases is not None:
+        mine = dict(zip(phases, ops, strict=True))
+        for ph in range(n_phases):
+            step.wait(PHASE_WAIT_S)
+            if ph in mine:
+                run(mine[ph])
+        return
+    for i, op in enumerate(ops):
+        if offsets is not None:
+            wait = t0 + offsets[i] - time.monotonic()
+            if wait > 0:
+                time.sleep(wait)
+        elif op.delay_ms:
+            time.sleep(op.delay_ms / 1000)
+        run(op)
+
+
+def _run_one(
+    c: int,
+    op: PlannedOp,
+    client: MemoryClient | LedgerClient,
+    target: HttpTarget,
+    t0: float,
+    on_op: Callable[[Event], None] | None,
+) -> Event:
+    """Send client ``c``'s ``op`` and record it as an event (times from ``t0``); the client
+    learns from the answer, and ``on_op`` hears the event."""
+    route, body = client.request(op)
+    invoke = time.monotonic()
+    ex = target.request("POST", route, body)
+    done = time.monotonic()
+    indeterminate = ex.status is None
+    ev = Event(
+        id=-1,
+        client=c,
+        seq=op.seq,
+        scope=client.partition(route, body),
+        route=route,
+        request=body,
+        invoke=invoke - t0,
+        complete=None if indeterminate else done - t0,
+        status=ex.status,
+        answer=ex.body,
+        error=ex.transport_error or ex.body_error,
+    )
+    client.learn(route, body, ex)
+    if on_op is not None:
+        on_op(ev)
+    return ev

@@ -146,22 +146,7 @@ class MemoryModel(MemoryHints):
             # One reading of the ids (the usual case): its successors as built, lazily.
             return parts[0] if len(parts) == 1 else [s for part in parts for s in part]
         if isinstance(body, ForgetBody):
-            out = []
-            for mapping, new in self._translations(state, [body.id]):
-                draft = Draft(self, state)
-                for p, t in new:
-                    self._pair(draft, p, t)
-                forgotten = False
-                at = self.position(mapping[body.id], state.n)
-                if at is not None:
-                    r = state.rec(at)
-                    after, forgotten = store_forget(self._store((r,)), self.scope, r.id)
-                    if forgotten:
-                        draft.set(at, after.records(self.scope)[0])
-                if call.determinate and not same_json(call, {"ok": True, "forgotten": forgotten}):
-                    continue
-                out.append(draft.done())
-            return out
+            return self._forgot(state, body, call)
         if isinstance(body, ListBody):
             if not call.determinate:
                 return [state]  # a list changes nothing
@@ -186,6 +171,26 @@ class MemoryModel(MemoryHints):
             self.incomplete = True
             answers = possible_answers(active, body, cut=True) or []
         return [self._bump(Draft(self, state), ids).done() for ids in answers]
+
+    def _forgot(self, state: State, body: ForgetBody, call: MemoryCall) -> list[State]:
+        """The states a ``/forget`` may leave, one per reading of the ids whose answer is the
+        one the store gave (any, when it gave none)."""
+        out = []
+        for mapping, new in self._translations(state, [body.id]):
+            draft = Draft(self, state)
+            for p, t in new:
+                self._pair(draft, p, t)
+            forgotten = False
+            at = self.position(mapping[body.id], state.n)
+            if at is not None:
+                r = state.rec(at)
+                after, forgotten = store_forget(self._store((r,)), self.scope, r.id)
+                if forgotten:
+                    draft.set(at, after.records(self.scope)[0])
+            if call.determinate and not same_json(call, {"ok": True, "forgotten": forgotten}):
+                continue
+            out.append(draft.done())
+        return out
 
     def _store(self, recs: tuple[MemoryRecord, ...]) -> StoreState:
         return StoreState(scopes=MappingProxyType({self.scope: recs}))

@@ -371,77 +371,104 @@ def _shrink_schedule(
     max_states: int,
     history_budget_s: float,
 ) -> Counterexample:
-    proto = PROTOCOLS[protocol]
+    """``found`` with a schedule cut down by running smaller ones against the target: whole
+    clients, then ops, dropped while the violation still reproduces (within ``budget`` runs)."""
+    runs = _ScheduleRuns(
+        config, protocol, pool, scope_key, budget, search_s, max_states, history_budget_s
+    )
+    runs.checks = found.shrink_checks
     best = found
-    runs = 0
-    checks = found.shrink_checks
     started = time.perf_counter()
-
-    def attempt(sched: Schedule, tries: int = TRIES) -> Counterexample | None:
-        nonlocal runs, checks
-        plan, phases, offsets = sched
-        pool.extend(HttpTarget(config) for _ in range(len(plan) - len(pool)))
-        for t in range(tries):
-            if runs >= budget:
-                return None
-            runs += 1
-            _setup(config, protocol)
-            history = run_plan(
-                config,
-                plan,
-                [scope_key(runs)],
-                offsets=offsets,
-                phases=phases if t % 2 else None,
-                protocol=protocol,
-                targets=pool[: len(plan)],
-            )
-            results = check_events(
-                history.events, proto, max_states=max_states, max_seconds=search_s
-            )
-            bad = [r for r in results if r.verdict == "illegal"]
-            if bad:
-                c = _counterexample(protocol, history, plan, bad[0], history_budget_s, max_states)
-                if c is not None:
-                    checks += c.shrink_checks
-                    return c
-        return None
-
-    def done() -> Counterexample:
-        return replace(
-            best,
-            full_ops=found.full_ops,
-            shrink_checks=checks,
-            shrink_s=found.shrink_s + time.perf_counter() - started,
-            reruns=runs,
-        )
-
     # A schedule that does not reproduce cannot be shrunk this way: start from the first that
     # does (``found``'s, else the whole partition's); ``base`` is the schedule being cut down.
     base = None
     for start in (found, whole):
         if start is not None:
-            base = attempt((start.plan, start.phases, start.offsets), START_TRIES)
+            base = runs.attempt((start.plan, start.phases, start.offsets), START_TRIES)
             if base is not None:
                 break
     # Passes over the candidates; a pass that cut nothing is repeated (each candidate gets
     # TRIES more runs of luck) up to PASSES times while the budget lasts.
     stale = 0
-    while base is not None and stale < PASSES and runs < budget and _size(base) > (GOOD_ENOUGH, 0):
+    while (
+        base is not None
+        and stale < PASSES
+        and runs.runs < budget
+        and _size(base) > (GOOD_ENOUGH, 0)
+    ):
         best = min(best, base, key=_size)
         stale += 1
         for drop in _candidates(base):
             cand = _without(base, drop)
             if cand is None:
                 continue
-            c = attempt(cand)
+            c = runs.attempt(cand)
             if c is not None and _size(c) < _size(base):
                 base, stale = c, 0
                 break
-            if runs >= budget:
+            if runs.runs >= budget:
                 break
     if base is not None:
         best = min(best, base, key=_size)
-    return done()
+    return replace(
+        best,
+        full_ops=found.full_ops,
+        shrink_checks=runs.checks,
+        shrink_s=found.shrink_s + time.perf_counter() - started,
+        reruns=runs.runs,
+    )
+
+
+@dataclass
+class _ScheduleRuns:
+    """The schedule shrinker's runs against the target: counted against ``budget``, with the
+    checker's work on what they recorded."""
+
+    config: TargetConfig
+    protocol: str
+    pool: list[HttpTarget]
+    scope_key: Callable[[int], str]
+    budget: int
+    search_s: float
+    max_states: int
+    history_budget_s: float
+    runs: int = 0
+    checks: int = 0
+
+    def attempt(self, sched: Schedule, tries: int = TRIES) -> Counterexample | None:
+        """Run ``sched`` up to ``tries`` times (every other try phased); the first violation
+        it reproduces, shrunk, else ``None``."""
+        plan, phases, offsets = sched
+        self.pool.extend(HttpTarget(self.config) for _ in range(len(plan) - len(self.pool)))
+        for t in range(tries):
+            if self.runs >= self.budget:
+                return None
+            self.runs += 1
+            _setup(self.config, self.protocol)
+            history = run_plan(
+                self.config,
+                plan,
+                [self.scope_key(self.runs)],
+                offsets=offsets,
+                phases=phases if t % 2 else None,
+                protocol=self.protocol,
+                targets=self.pool[: len(plan)],
+            )
+            results = check_events(
+                history.events,
+                PROTOCOLS[self.protocol],
+                max_states=self.max_states,
+                max_seconds=self.search_s,
+            )
+            bad = [r for r in results if r.verdict == "illegal"]
+            if bad:
+                c = _counterexample(
+                    self.protocol, history, plan, bad[0], self.history_budget_s, self.max_states
+                )
+                if c is not None:
+                    self.checks += c.shrink_checks
+                    return c
+        return None
 
 
 def _rerun_scopes(
@@ -535,33 +562,19 @@ def run_concurrent(
     rounds = rounds or d_rounds
     shrink_s = shrink_budget_s if shrink_budget_s is not None else shrink_s
     reruns = shrink_reruns if shrink_reruns is not None else RERUNS[profile]
-    proto = PROTOCOLS[protocol]
-    written: list[str] = []
-    total_ops = 0
-    wall = check_s = 0.0
+    acc = _Rounds()
     results: list[PartitionResult] = []
     history: History | None = None
-    verdict = "linearizable"
-    counter: Counterexample | None = None
-    failed: tuple[list[PartitionResult], History] | None = None  # the counterexample's round
     round_no = 0
     for round_no in range(1, rounds + 1):
-        round_seed = seed * 1000 + round_no
         keys = scope_keys(protocol, run_id, round_no, scopes)
-        written.extend(k for k in keys if k not in written)
-        plan = _plan(protocol, round_seed, clients, ops_per_client, scopes)
-        _setup(config, protocol)
-        history = run_plan(config, plan, keys, protocol=protocol)
-        if on_round is not None:
-            on_round(round_no, history)
-        total_ops += len(history.events)
-        wall += history.wall_s
-        started = time.perf_counter()
-        results = check_events(history.events, proto, max_states=max_states, max_seconds=search_s)
-        check_s += time.perf_counter() - started
+        acc.written.extend(k for k in keys if k not in acc.written)
+        plan = _plan(protocol, seed * 1000 + round_no, clients, ops_per_client, scopes)
+        history, results = acc.run_round(
+            config, protocol, plan, keys, search_s, max_states, on_round, round_no
+        )
         v = overall(results)
         if v == "illegal":
-            verdict = "not linearizable"
             c = _shrink_round(
                 config,
                 protocol,
@@ -572,32 +585,94 @@ def run_concurrent(
                 reruns=reruns,
                 search_s=search_s,
                 max_states=max_states,
-                scope_key=_rerun_scopes(protocol, run_id, round_no, written),
+                scope_key=_rerun_scopes(protocol, run_id, round_no, acc.written),
             )
             reruns -= c.reruns if c is not None else 0  # one budget for the whole run
-            if failed is None or (c is not None and (counter is None or _size(c) < _size(counter))):
-                counter, failed = c, (results, history)
-            # A large counterexample: the profile's remaining rounds may race more simply.
-            if counter is not None and len(counter.events) <= GOOD_ENOUGH:
+            if acc.violation(c, results, history):
                 break
-        elif v == "unknown" and verdict == "linearizable":
-            verdict = "unknown"
-    if failed is not None:
-        results, history = failed
-    return ConcurrentResult(
-        protocol,
-        clients,
-        seed,
-        round_no,
-        verdict,
-        results,
-        history,
-        counter,
-        total_ops,
-        wall,
-        check_s,
-        written,
-    )
+        elif v == "unknown" and acc.verdict == "linearizable":
+            acc.verdict = "unknown"
+    if acc.failed is not None:
+        results, history = acc.failed
+    return acc.result(protocol, clients, seed, round_no, results, history)
+
+
+@dataclass
+class _Rounds:
+    """What the rounds of one :func:`run_concurrent` add up to: the scopes written, the
+    operations and times, the verdict so far, and the smallest counterexample with its round's
+    results and history."""
+
+    written: list[str] = field(default_factory=list)
+    total_ops: int = 0
+    wall: float = 0.0
+    check_s: float = 0.0
+    verdict: str = "linearizable"
+    counter: Counterexample | None = None
+    failed: tuple[list[PartitionResult], History] | None = None
+
+    def run_round(
+        self,
+        config: TargetConfig,
+        protocol: str,
+        plan: list[list[PlannedOp]],
+        keys: list[str],
+        search_s: float,
+        max_states: int,
+        on_round: Callable[[int, History], None] | None,
+        round_no: int,
+    ) -> tuple[History, list[PartitionResult]]:
+        """Run one round's plan on a fresh setup and check its history, counted here."""
+        _setup(config, protocol)
+        history = run_plan(config, plan, keys, protocol=protocol)
+        if on_round is not None:
+            on_round(round_no, history)
+        self.total_ops += len(history.events)
+        self.wall += history.wall_s
+        started = time.perf_counter()
+        results = check_events(
+            history.events, PROTOCOLS[protocol], max_states=max_states, max_seconds=search_s
+        )
+        self.check_s += time.perf_counter() - started
+        return history, results
+
+    def violation(
+        self, c: Counterexample | None, results: list[PartitionResult], history: History
+    ) -> bool:
+        """A round that is not linearizable, with its shrunk counterexample ``c``: kept when it
+        is the first violation or a smaller one; whether the one kept is small enough to stop
+        (a large counterexample: the profile's remaining rounds may race more simply)."""
+        self.verdict = "not linearizable"
+        if self.failed is None or (
+            c is not None and (self.counter is None or _size(c) < _size(self.counter))
+        ):
+            self.counter, self.failed = c, (results, history)
+        return self.counter is not None and len(self.counter.events) <= GOOD_ENOUGH
+
+    def result(
+        self,
+        protocol: str,
+        clients: int,
+        seed: int,
+        round_no: int,
+        results: list[PartitionResult],
+        history: History | None,
+    ) -> ConcurrentResult:
+        """The run's result once ``round_no`` rounds ran."""
+        return ConcurrentResult(
+            protocol,
+            clients,
+            seed,
+            round_no,
+            self.verdict,
+            results,
+            history,
+            self.counter,
+            self.total_ops,
+            self.wall,
+            self.check_s,
+            self.written,
+        )
 
 
 def _shrink_round(

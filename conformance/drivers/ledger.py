@@ -126,7 +126,7 @@ _DEFERRED = "deferred"
 MAX_WORLDS = 32
 
 
-class LedgerDriver:
+class LedgerDriver:  # long: the model, its correspondences, its clock and the window in flight
     """Drives one ledger binding in lockstep with ``reference.ledger.wire.handle``."""
 
     protocol = "ledger"
@@ -470,31 +470,14 @@ class LedgerDriver:
 
     def _judge(self, call: Call, ex: Exchange, pinned: Exchange | None) -> StepOutcome:
         index, step, base = call.index, call.step, call.base
-        method, params_m = call.method, call.params_m
-        worlds = [(self.model, self.octx), *self._others]
+        method = call.method
         options = self._options(call)
         if call.pin is not None:
             assert pinned is not None
             problem = self._pinned(call.pin, pinned)
             if problem is not None:
                 return _unpinned(index, step.op, base, problem)
-        passes: list[tuple[LedgerState, Outcome, oracle.Judgement]] = []
-        for (state, ctx), alts in zip(worlds, options, strict=True):
-            full_listing, packet = read_extras(state, method, params_m, alts[0][1])
-            for new_state, alt in alts:
-                trial = oracle.judge(
-                    method,
-                    alt,
-                    ex.status,
-                    ex.body,
-                    ctx,
-                    transport_error=ex.transport_error,
-                    body_error=ex.body_error,
-                    full_listing=full_listing,
-                    packet=packet,
-                )
-                if trial.verdict == "pass":
-                    passes.append((new_state, alt, trial))
+        passes = self._passes(call, ex, options)
         state_kept = False
         if passes:
             new_state, outcome, j = passes[0]
@@ -506,48 +489,90 @@ class LedgerDriver:
                 : MAX_WORLDS - 1
             ]
         else:
-            full_listing, packet = read_extras(self.model, method, params_m, options[0][0][1])
-            j, best = oracle.judge_any(
-                method,
-                [o for _s, o in options[0]],
-                ex.status,
-                ex.body,
-                self.octx,
-                transport_error=ex.transport_error,
-                body_error=ex.body_error,
-                full_listing=full_listing,
-                packet=packet,
-            )
-            new_state, outcome = options[0][best]
-            # Every allowed answer refuses and so did the target: neither ledger changed, and the
-            # worlds still possible stay possible (a run may go on past a deviation here).
-            state_kept = (
-                all(isinstance(o, Refused) for alts in options for _s, o in alts)
-                and ex.status is not None
-                and ex.status != 200
-            )
-            if not state_kept:
-                self._others = []
+            new_state, outcome, j, state_kept = self._no_pass(call, ex, options)
         self.model = new_state
         if method in ("_test/set_clock", "_test/reset"):
             self._target_clock = None  # whatever the store's clock is now, pin it again
         if j.verdict == "pass":
-            assert j.context is not None
-            self.octx = j.context
-            if method == "_test/reset":
-                # A new ledger: ids may be minted afresh, and the store runs on its real clock.
-                self.octx = self._fresh_context()
-                self._others = []
-                self.symbols = {}
-            if step.bind and isinstance(outcome, Ok):
-                problem = self._bind(step.bind, outcome)
-                if problem:
-                    j = replace(j, verdict="indeterminate", reason=problem)
-            if call.expect is not None and j.verdict == "pass":
-                problem = check_expect(call.expect, ex, _bodies(ex, self._foreign), "bodies")
-                if problem:
-                    j = replace(j, verdict="diverge", reason=f"hand-written expectation: {problem}")
+            j = self._passed(call, ex, outcome, j)
         return self._outcome(index, step, base, j, ex, state_kept=state_kept)
+
+    def _passes(
+        self, call: Call, ex: Exchange, options: list[list[tuple[LedgerState, Outcome]]]
+    ) -> list[tuple[LedgerState, Outcome, oracle.Judgement]]:
+        """Every allowed answer, in every world still possible, that the target's answer
+        matches: the ledger it leaves, the answer, and the judgement."""
+        worlds = [(self.model, self.octx), *self._others]
+        passes: list[tuple[LedgerState, Outcome, oracle.Judgement]] = []
+        for (state, ctx), alts in zip(worlds, options, strict=True):
+            full_listing, packet = read_extras(state, call.method, call.params_m, alts[0][1])
+            for new_state, alt in alts:
+                trial = oracle.judge(
+                    call.method,
+                    alt,
+                    ex.status,
+                    ex.body,
+                    ctx,
+                    transport_error=ex.transport_error,
+                    body_error=ex.body_error,
+                    full_listing=full_listing,
+                    packet=packet,
+                )
+                if trial.verdict == "pass":
+                    passes.append((new_state, alt, trial))
+        return passes
+
+    def _no_pass(
+        self, call: Call, ex: Exchange, options: list[list[tuple[LedgerState, Outcome]]]
+    ) -> tuple[LedgerState, Outcome, oracle.Judgement, bool]:
+        """The model's closest answer when the target matched none: the ledger it leaves, the
+        answer, the judgement, and whether both sides refused (the state kept)."""
+        full_listing, packet = read_extras(self.model, call.method, call.params_m, options[0][0][1])
+        j, best = oracle.judge_any(
+            call.method,
+            [o for _s, o in options[0]],
+            ex.status,
+            ex.body,
+            self.octx,
+            transport_error=ex.transport_error,
+            body_error=ex.body_error,
+            full_listing=full_listing,
+            packet=packet,
+        )
+        new_state, outcome = options[0][best]
+        # Every allowed answer refuses and so did the target: neither ledger changed, and the
+        # worlds still possible stay possible (a run may go on past a deviation here).
+        state_kept = (
+            all(isinstance(o, Refused) for alts in options for _s, o in alts)
+            and ex.status is not None
+            and ex.status != 200
+        )
+        if not state_kept:
+            self._others = []
+        return new_state, outcome, j, state_kept
+
+    def _passed(
+        self, call: Call, ex: Exchange, outcome: Outcome, j: oracle.Judgement
+    ) -> oracle.Judgement:
+        """After a passing answer: its correspondences kept (a fresh ledger after a reset),
+        the step's ids bound and its hand-written expectation checked; the judgement as they
+        leave it."""
+        assert j.context is not None
+        self.octx = j.context
+        if call.method == "_test/reset":
+            # A new ledger: ids may be minted afresh, and the store runs on its real clock.
+            self.octx = self._fresh_context()
+            self._others = []
+            self.symbols = {}
+        if call.step.bind and isinstance(outcome, Ok):
+            problem = self._bind(call.step.bind, outcome)
+            if problem:
+                j = replace(j, verdict="indeterminate", reason=problem)
+        if call.expect is not None and j.verdict == "pass":
+            problem = check_expect(call.expect, ex, _bodies(ex, self._foreign), "bodies")
+            if problem:
+                j = replace(j, verdict="diverge", reason=f"hand-written expectation: {problem}")
+        return j
 
     def _before_mutation(self, defer: bool = False) -> str | None:
         """``defer``: a clock pin is left to the caller (:data:`_DEFERRED`), which sends it
@@ -659,6 +684,20 @@ class LedgerDriver:
         if isinstance(call, StepOutcome):
             self._load(snapshot)
             return self._in_turn(index, step), False
+        return self._send_ahead(index, step, base, key, call, snapshot)
+
+    def _send_ahead(
+        self,
+        index: int,
+        step: Step,
+        base: tuple[str, ...],
+        key: Any,
+        call: Call,
+        snapshot: dict[str, Any],
+    ) -> tuple[StepOutcome, bool]:
+        """Send a prepared ``call`` ahead with the model's own first answer as its prediction
+        (the driver's state follows it) and return its provisional pass; when its ids cannot
+        be bound or the connection takes no more, it runs in turn from ``snapshot``."""
         first = allowed(self.model, call.method, call.parsed, self.now)
         call.predicted = (self.model, self.now, first)
         new_state, outcome = first[0]

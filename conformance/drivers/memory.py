@@ -130,7 +130,7 @@ def infer_requires(scenario: Scenario) -> set[str]:
     return scenario_requires(scenario, step_requires)
 
 
-class MemoryDriver:
+class MemoryDriver:  # long: the oracle, the run's scopes and symbols, the clock and the spacing
     """Drives one Memory Worker target in lockstep with the model (see module docstring)."""
 
     protocol = "memory"
@@ -356,30 +356,9 @@ class MemoryDriver:
     def _execute(self, index: int, step: Step, clauses: tuple[str, ...]) -> StepOutcome:
         op = step.op
         if op == "pause_ms":
-            ms = step.args.get("ms")
-            if not isinstance(ms, int) or not 0 <= ms <= 60_000:
-                raise StepError("pause_ms needs 0 <= ms <= 60000")
-            time.sleep(ms / 1000)
-            return StepOutcome(
-                index=index, op=op, verdict="pass", clauses=clauses, expected="(pause)"
-            )
+            return _pause(index, step, clauses)
         follow, self._follow = self._follow, None
-        if op not in ROUTES and op not in ("healthz", "raw"):
-            raise StepError(f"unknown memory op {op!r}")
-        for cap in step_requires(step):
-            if cap not in self._caps:
-                raise StepError(f"the target lacks capability {cap}")
-        args = self.expand(step.args)
-        send: Callable[[], Exchange]
-        if op == "healthz":
-            self._drain()
-            sent = SentRequest("GET", "/healthz", None, b"", None, False)
-            send = self.target.healthz
-        elif op == "raw":
-            self._drain()
-            sent, send = self._raw(args)
-        else:
-            sent, send = self._route_request(ROUTES[op], args, follow)
+        sent, send = self._request(step, follow)
         # The model answers first (at model time ``now``): the allowed answers say whether this
         # step may change a scope — only then is it a mutating step, spaced on that scope.
         now = self._clock()
@@ -426,6 +405,40 @@ class MemoryDriver:
                 reason=f"hand-written expectation: {problem}",
             )
         self.oracle.commit(judgement)
+        return self._passed(step, clauses, sent, ex, judgement.expected, outcome)
+
+    def _request(
+        self, step: Step, follow: tuple[str, dict[str, Any]] | None = None
+    ) -> tuple[SentRequest, Callable[[], Exchange]]:
+        """The request ``step`` sends (its arguments expanded) and how to send it (a data-route
+        request with ``follow`` written behind it: :meth:`follow_with`); a step the driver or
+        the target cannot run is a ``StepError``."""
+        op = step.op
+        if op not in ROUTES and op not in ("healthz", "raw"):
+            raise StepError(f"unknown memory op {op!r}")
+        for cap in step_requires(step):
+            if cap not in self._caps:
+                raise StepError(f"the target lacks capability {cap}")
+        args = self.expand(step.args)
+        if op == "healthz":
+            self._drain()
+            return SentRequest("GET", "/healthz", None, b"", None, False), self.target.healthz
+        if op == "raw":
+            self._drain()
+            return self._raw(args)
+        return self._route_request(ROUTES[op], args, follow)
+
+    def _passed(
+        self,
+        step: Step,
+        clauses: tuple[str, ...],
+        sent: SentRequest,
+        ex: Exchange,
+        expected: str,
+        outcome: Callable[..., StepOutcome],
+    ) -> StepOutcome:
+        """A step whose answer the model allows, its judgement committed: several possible
+        states settled by a look, its ids bound."""
         if len(self.oracle.worlds) > 1:
             settled = self._settle(sent)
             if settled is not None:
@@ -433,29 +446,19 @@ class MemoryDriver:
                 return outcome(
                     verdict=verdict,
                     clauses=tuple(dict.fromkeys((*settle_clauses, *step.clauses))),
-                    expected=judgement.expected,
+                    expected=expected,
                     reason=reason,
                 )
         if step.bind:
             bind_problem = self._bind(step.bind, ex)
             if bind_problem is not None:
-                return StepOutcome(
-                    index=index,
-                    op=op,
+                return outcome(
                     verdict="indeterminate",
                     clauses=clauses,
-                    expected=judgement.expected,
-                    exchange=ex,
+                    expected=expected,
                     reason=bind_problem,
                 )
-        return StepOutcome(
-            index=index,
-            op=op,
-            verdict="pass",
-            clauses=clauses,
-            expected=judgement.expected,
-            exchange=ex,
-        )
+        return outcome(verdict="pass", clauses=clauses, expected=expected)
 
     def _settle(self, sent: SentRequest) -> tuple[JudgementVerdict, str, tuple[str, ...]] | None:
         """After a step that left several model states possible (an eviction among equally old
@@ -587,3 +590,12 @@ def _texts(ex: Exchange) -> list[Any] | None:
     if not isinstance(records, list):
         return None
     return [r.get("text") for r in records if isinstance(r, dict)]
+
+
+def _pause(index: int, step: Step, clauses: tuple[str, ...]) -> StepOutcome:
+    """A ``pause_ms`` step: wait, and pass."""
+    ms = step.args.get("ms")
+    if not isinstance(ms, int) or not 0 <= ms <= 60_000:
+        raise StepError("pause_ms needs 0 <= ms <= 60000")
+    time.sleep(ms / 1000)
+    return StepOutcome(index=index, op=step.op, verdict="pass", clauses=clauses, expected="(pause)")

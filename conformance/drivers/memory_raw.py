@@ -58,19 +58,7 @@ def build_raw(
     auth = args.get("auth", True)
     if auth not in (True, False, "wrong", "scheme", "empty"):
         raise StepError(f"raw: unknown auth form {auth!r}")
-    body_arg = args.get("body", None)
-    parsed: Any = None
-    if body_arg is None:
-        raw = b""
-    elif isinstance(body_arg, str):
-        raw = body_arg.encode("utf-8", "surrogatepass")
-        try:
-            parsed = json.loads(body_arg)
-        except ValueError:
-            parsed = None
-    else:
-        raw = json.dumps(body_arg, ensure_ascii=False, separators=(",", ":")).encode()
-        parsed = body_arg
+    raw, parsed = _raw_body(args.get("body", None))
     if isinstance(parsed, dict):
         check_body(path, parsed)
     pad_to = args.get("pad_to")
@@ -86,24 +74,7 @@ def build_raw(
         raise StepError("raw: chunked is true or false")
     if chunked and any(k.lower() in ("content-length", "transfer-encoding") for k in headers_arg):
         raise StepError("raw: a chunked body carries no Content-Length or Transfer-Encoding")
-    headers: list[tuple[str, str]] = []
-    content_length: str | None = str(len(raw))
-    explicit_cl = False
-    for k, v in headers_arg.items():
-        if k.lower() == "content-length":
-            explicit_cl = True
-            if isinstance(v, dict) and set(v) == {"zero_pad"} and isinstance(v["zero_pad"], int):
-                content_length = str(len(raw)).zfill(v["zero_pad"])  # the true length, 0-padded
-            elif v is None or isinstance(v, str):
-                content_length = v
-            else:
-                raise StepError('raw: Content-Length is a string, null or {"zero_pad": n}')
-            continue
-        if k.lower() == "authorization":
-            raise StepError("raw: set the Authorization form with auth, not a header")
-        if not isinstance(v, str):
-            raise StepError(f"raw: header {k} must be a string")
-        headers.append((k, v))
+    headers, content_length, explicit_cl = _raw_headers(headers_arg, len(raw))
     if chunked:
         headers.append(("Transfer-Encoding", "chunked"))
         content_length = None
@@ -114,6 +85,50 @@ def build_raw(
     if RAW_HTTP not in caps and explicit_cl and content_length is not None:
         raise StepError("raw: a hand-made Content-Length needs the raw_http capability")
     return RawRequest(method, path, auth, raw, parsed, headers, content_length, chunked)
+
+
+def _raw_body(body_arg: Any) -> tuple[bytes, Any]:
+    """A ``raw`` step's body bytes (a string sent as UTF-8 byte for byte, any other JSON value
+    serialized) and the JSON it parses to (``None``: none)."""
+    parsed: Any = None
+    if body_arg is None:
+        raw = b""
+    elif isinstance(body_arg, str):
+        raw = body_arg.encode("utf-8", "surrogatepass")
+        try:
+            parsed = json.loads(body_arg)
+        except ValueError:
+            parsed = None
+    else:
+        raw = json.dumps(body_arg, ensure_ascii=False, separators=(",", ":")).encode()
+        parsed = body_arg
+    return raw, parsed
+
+
+def _raw_headers(
+    headers_arg: dict[str, Any], length: int
+) -> tuple[list[tuple[str, str]], str | None, bool]:
+    """A ``raw`` step's own headers, the Content-Length to send for a body of ``length`` bytes
+    (as given, or the true length zero-padded) and whether the step gave one."""
+    headers: list[tuple[str, str]] = []
+    content_length: str | None = str(length)
+    explicit_cl = False
+    for k, v in headers_arg.items():
+        if k.lower() == "content-length":
+            explicit_cl = True
+            if isinstance(v, dict) and set(v) == {"zero_pad"} and isinstance(v["zero_pad"], int):
+                content_length = str(length).zfill(v["zero_pad"])  # the true length, 0-padded
+            elif v is None or isinstance(v, str):
+                content_length = v
+            else:
+                raise StepError('raw: Content-Length is a string, null or {"zero_pad": n}')
+            continue
+        if k.lower() == "authorization":
+            raise StepError("raw: set the Authorization form with auth, not a header")
+        if not isinstance(v, str):
+            raise StepError(f"raw: header {k} must be a string")
+        headers.append((k, v))
+    return headers, content_length, explicit_cl
 
 
 def _framing(sent: SentRequest) -> tuple[bool, int | None]:

@@ -312,32 +312,42 @@ class Handler(BaseHTTPRequestHandler):
             self._early(503, {"error": "server is shutting down"})
             return
         path = _route_path(self.requestline)
-        kind: str | None
-        if path == "/healthz":
-            kind, allowed = "health", "GET"
-        elif path in memory_http.ROUTES:
-            kind, allowed = "memory", "POST"
-        elif path.startswith(_LEDGER_TEST_PREFIX) and len(path) > len(_LEDGER_TEST_PREFIX):
-            kind, allowed = ("ledger_test", "POST") if self.server.test_control else (None, "")
-        elif path.startswith(_LEDGER_PREFIX) and len(path) > len(_LEDGER_PREFIX):
-            kind, allowed = "ledger", "POST"
-        else:
-            kind, allowed = None, ""
+        kind, allowed = self._route(path)
         ledger = path.startswith(_LEDGER_PREFIX)
+        if not self._routed(kind, allowed, ledger) or kind is None:
+            return
+        raw = self._admitted_body(kind, ledger)
+        if raw is not None:
+            self._answer(kind, path, raw, ledger)
 
+    def _route(self, path: str) -> tuple[str | None, str]:
+        """The kind of route ``path`` names (``None``: none) and the method it allows."""
+        if path == "/healthz":
+            return "health", "GET"
+        if path in memory_http.ROUTES:
+            return "memory", "POST"
+        if path.startswith(_LEDGER_TEST_PREFIX) and len(path) > len(_LEDGER_TEST_PREFIX):
+            return ("ledger_test", "POST") if self.server.test_control else (None, "")
+        if path.startswith(_LEDGER_PREFIX) and len(path) > len(_LEDGER_PREFIX):
+            return "ledger", "POST"
+        return None, ""
+
+    def _routed(self, kind: str | None, allowed: str, ledger: bool) -> bool:
+        """Answer an unknown route (404), a wrong method (405) and ``/healthz`` here; whether
+        the request goes on to the bearer and the body."""
         if kind is None:
             self._early(404, _error(ledger, -32601, "not found"))
-            return
+            return False
         if kind == "health" and self.command == "POST" and self.server.quirks("post-healthz-404"):
             self._early(404, {"error": "not found"})
-            return
+            return False
         if kind == "memory" and self.server.quirks("mem-auth-before-method"):
             if not self._authorized():  # mutant: the bearer is checked before the method
                 self._early(401, _error(ledger, -32600, "unauthorized"))
-                return
+                return False
         if self.command != allowed:
             self._early(405, _error(ledger, -32600, "method not allowed"), allow=allowed)
-            return
+            return False
         if kind == "health":
             self._early(
                 200,
@@ -347,25 +357,30 @@ class Handler(BaseHTTPRequestHandler):
                     "ledger": self.server.ledger is not None,
                 },
             )
-            return
+            return False
+        return True
+
+    def _admitted_body(self, kind: str, ledger: bool) -> bytes | None:
+        """The request's body once the bearer and the length fences pass; ``None`` when one
+        of them (401, 411, 413) or a short body (400) has been answered."""
         if kind == "memory" and self.server.quirks("mem-length-before-auth"):
             _, early = self._declared_length()  # mutant: the length fence before the bearer
             if early:
                 self.close_connection = True
                 self._early(early, _error(ledger, -32600, "length required"))
-                return
+                return None
         if not self._authorized():
             self._early(401, _error(ledger, -32600, "unauthorized"))
-            return
+            return None
         length, problem = self._declared_length()
         if problem == 411:
             self.close_connection = True
             self._early(411, _error(ledger, -32600, "length required"))
-            return
+            return None
         if problem == 413:
             self.close_connection = True
             self._early(413, _error(ledger, -32600, "payload too large"))
-            return
+            return None
         assert length is not None
         raw = self._read_body(length)
         if raw is None:
@@ -373,7 +388,11 @@ class Handler(BaseHTTPRequestHandler):
                 400, _error(ledger, -32700, "body shorter than its Content-Length"), close=True
             )
             self._access(400)
-            return
+        return raw
+
+    def _answer(self, kind: str, path: str, raw: bytes, ledger: bool) -> None:
+        """Run an admitted request and send its answer; a storage fault is a 503 naming its
+        cause, any other exception a 500."""
         component = "memory" if kind == "memory" else "ledger"
         try:
             if kind == "memory":

@@ -25,7 +25,7 @@ HEAD_TIMEOUT_S = 10.0
 BODY_TIMEOUT_S = 30.0
 
 
-class Server(ThreadingHTTPServer):
+class Server(ThreadingHTTPServer):  # long: what the handler reads per request + the pool's state
     daemon_threads = True
     allow_reuse_address = True
     request_queue_size = LISTEN_BACKLOG  # the stdlib's 5 drops SYNs under a burst of clients

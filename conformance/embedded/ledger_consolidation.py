@@ -87,6 +87,21 @@ class Consolidation:
 
     def apply(self, element: object) -> None:
         """Shape first (invalid), then the gate (refused), then keep (declined), else apply."""
+        operation, targets, element = self._shape(element)
+        fields = _OPERATION_FIELDS[operation]
+        body = self._body(element) if "body" in fields else ""
+        after_days = self._after_days(element) if "afterDays" in fields else 0
+        subject = self._subject(element) if "subject" in fields else ""
+        rows = self._gate(operation, targets, body, after_days)
+        if operation == "keep" and not self.service.quirks("led-keep-counted-applied"):
+            raise Verdict("declined", "keep")
+        if operation == "keep":
+            return
+        self._perform(operation, rows, body, after_days, subject)
+
+    def _shape(self, element: object) -> tuple[str, list[str], dict[str, Any]]:
+        """The element's operation and targets once its shape holds, else ``Verdict``
+        (invalid; an operation outside the vocabulary is refused)."""
         if not isinstance(element, dict):
             raise Verdict("invalid", "not an object")
         operation = element.get("operation")
@@ -114,10 +129,11 @@ class Consolidation:
             or not lo <= len(targets) <= hi
         ):
             raise Verdict("invalid", "targets")
-        body = self._body(element) if "body" in fields else ""
-        after_days = self._after_days(element) if "afterDays" in fields else 0
-        subject = self._subject(element) if "subject" in fields else ""
+        return operation, targets, element
 
+    def _gate(self, operation: str, targets: list[str], body: str, after_days: int) -> list[Row]:
+        """The target rows of a well-shaped element the gate lets through, else ``Verdict``
+        (refused)."""
         rows: list[Row] = []
         for target in targets:
             row = self.store.get(target)
@@ -143,11 +159,12 @@ class Consolidation:
         if operation == "expire" and self.at + after_days * DAY_MS > MAX_INSTANT_MS:
             # Not in the spec: an expiry past 9999-12-31 has no RFC 3339 form to answer with.
             raise Verdict("refused", "expiry beyond the representable range")
+        return rows
 
-        if operation == "keep" and not self.service.quirks("led-keep-counted-applied"):
-            raise Verdict("declined", "keep")
-        if operation == "keep":
-            return
+    def _perform(
+        self, operation: str, rows: list[Row], body: str, after_days: int, subject: str
+    ) -> None:
+        """Apply an element the gate let through (any operation but ``keep``)."""
         if operation == "merge":
             self._merge(rows, body)
         elif operation == "correct":

@@ -142,7 +142,7 @@ _NEWEST_UPDATE_FIRST = "ORDER BY updated_at DESC, seq DESC"
 
 
 @dataclass(frozen=True)
-class Row:
+class Row:  # long: one field per column of the seed's memory_records table
     """One ``memory_records`` row as stored (times in epoch milliseconds)."""
 
     id: str

@@ -37,6 +37,7 @@ import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
+from typing import Any
 
 from conformance.embedded.catalogue import NONE as NO_QUIRKS
 from conformance.embedded.catalogue import Quirks
@@ -56,6 +57,7 @@ from reference.memory.engine import (
     DEFAULT_SCOPE_CAP,
     Dedup,
     Insert,
+    WritePlan,
     candidate_cap,
     eviction_key,
     fts_match_tokens,
@@ -351,7 +353,7 @@ class MemoryStore:
     ) -> WriteCounts:
         """Apply one batch in one transaction: plan, dedup/supersede/insert, then evict."""
         cap = self.cap_default if cap is None else cap
-        inserted = deduped = superseded = evicted = 0
+        inserted = deduped = superseded = 0
         with self._tx() as c:
             now = self.now()
             last = c.execute(
@@ -369,64 +371,19 @@ class MemoryStore:
             for i, cand in enumerate(candidates):
                 if i and self.quirks("race-batch-split"):
                     self._race_window(c)
-                    (seq,) = c.execute(
-                        "SELECT COALESCE(MAX(seq), 0) FROM records WHERE scope_key = ?",
-                        (scope_key,),
-                    ).fetchone()
+                    seq = self._last_seq(c, scope_key)
                 pool = self._write_pool(c, scope_key, cand)
                 if self.quirks("race-dedup-unlocked"):
                     self._race_window(c)
-                    (seq,) = c.execute(
-                        "SELECT COALESCE(MAX(seq), 0) FROM records WHERE scope_key = ?",
-                        (scope_key,),
-                    ).fetchone()
-                if self.quirks("unicode-newer-lowercase"):
-                    plan = plan_write(pool, cand, newer_unicode=True)
-                else:
-                    plan = plan_write(pool, cand)
-                if cand.supersedes and self.quirks("mem-collision-guard-missing"):
-                    # mutant: a correction restating another record dedups against it
-                    loose = plan_write(pool, replace(cand, supersedes=None))
-                    plan = loose if isinstance(loose, Dedup) else plan
-                if (
-                    plan == Insert(None)
-                    and cand.supersedes
-                    and self.quirks("mem-unresolved-supersede-dedups")
-                ):  # mutant: an unresolved supersede falls back to plain dedup
-                    pool = self._write_pool(c, scope_key, replace(cand, supersedes=None))
-                    plan = plan_write(pool, replace(cand, supersedes=None))
+                    seq = self._last_seq(c, scope_key)
+                plan = self._plan_candidate(c, scope_key, cand, pool)
                 if isinstance(plan, Dedup):
-                    c.execute(
-                        "UPDATE records SET use_count = use_count + 1"
-                        " WHERE id = ? AND scope_key = ? AND status = 'active'",
-                        (plan.target_id, scope_key),
-                    )
-                    if self.quirks("mem-dedup-sets-last-used"):  # mutant: dedup is a "use"
-                        c.execute(
-                            "UPDATE records SET last_used_at = ? WHERE id = ?",
-                            (now, plan.target_id),
-                        )
+                    self._dedup(c, scope_key, plan, now)
                     deduped += 1
                 else:
-                    if plan.supersede_id is not None:
-                        owner = scope_key
-                        if self.quirks("mem-supersede-across-scopes"):
-                            owner = plan.supersede_id[4:].rsplit(":", 1)[0]
-                        if self.quirks("mem-supersede-no-status-flip"):
-                            superseded += 1  # mutant: counted, but the old record stays active
-                        elif self._soft_delete(c, owner, plan.supersede_id, "superseded"):
-                            superseded += 1
+                    superseded += self._supersede(c, scope_key, plan)
                     seq += 1
-                    if self.quirks("keywords-as-given") and cand.keywords is None:
-                        cand = replace(cand, keywords=())
-                    if self.quirks("unresolved-supersedes-dropped") and plan.supersede_id is None:
-                        cand = replace(cand, supersedes=None)
-                    if self.quirks("mem-batch-stamps-each-record"):  # mutant: clock per insert
-                        now = self.now() + i
-                    rec = mint_record(cand, scope_key, self._mint_id(scope_key, seq), now)
-                    if self.quirks("last-used-at-on-mint"):
-                        rec = replace(rec, last_used_at=rec.created_at)
-                    self._insert(c, rec, seq)
+                    now = self._insert_candidate(c, scope_key, cand, plan, seq, now, i)
                     inserted += 1
                 if i == 0 and self._write_hook is not None:
                     self._write_hook()
@@ -439,41 +396,129 @@ class MemoryStore:
             ).fetchone()
             if not candidates and self.quirks("empty-batch-is-a-no-op"):
                 return WriteCounts(0, 0, 0, 0)
-            if self.quirks("mem-eviction-counts-superseded"):  # mutant: dead rows fill the cap
-                (dead,) = c.execute(
-                    "SELECT COUNT(*) FROM records WHERE scope_key = ? AND status = 'superseded'",
-                    (scope_key,),
-                ).fetchone()
-                active, cap = active + dead, max(cap - dead, 0)
-            if self.quirks("mem-cap-checked-before-batch"):  # mutant: judged on the old count
-                active = before
-            if active > cap:
-                newest_first = self.quirks("evict-newest-of-a-tie-first")
-                rows = c.execute(
-                    f"SELECT {COLUMNS} FROM records"
-                    " WHERE scope_key = ? AND status = 'active'"
-                    f" ORDER BY seq {'DESC' if newest_first else 'ASC'}",
-                    (scope_key,),
-                ).fetchall()
-                victims = plan_eviction([row_record(r) for r in rows], cap)
-                live = [row_record(r) for r in rows]
-                if self.quirks("mem-evict-most-recently-used"):
-                    victims = [r.id for r in sorted(live, key=eviction_key)[::-1][: len(victims)]]
-                if self.quirks("mem-evict-by-creation-only"):  # mutant: FIFO, not LRU
-                    victims = [r.id for r in sorted(live, key=lambda r: r.created_at)][
-                        : len(victims)
-                    ]
-                if self.quirks("mem-evict-ties-newer-first"):  # mutant: ties by newer createdAt
-                    victims = [
-                        r.id
-                        for r in sorted(live, key=lambda r: (eviction_key(r)[0], -r.created_at))
-                    ][: len(victims)]
-                if self.quirks("mem-evicted-not-counted"):  # mutant: the answer says 0
-                    evicted -= len(victims)
-                for rid in victims:
-                    if self._soft_delete(c, scope_key, rid, "evicted"):
-                        evicted += 1
+            evicted = self._evict_over_cap(c, scope_key, active, cap, before)
         return WriteCounts(inserted, deduped, superseded, evicted)
+
+    def _last_seq(self, c: sqlite3.Connection, scope_key: str) -> int:
+        """The highest write sequence number of a scope, 0 for none (race mutants reread it)."""
+        (seq,) = c.execute(
+            "SELECT COALESCE(MAX(seq), 0) FROM records WHERE scope_key = ?",
+            (scope_key,),
+        ).fetchone()
+        return int(seq)
+
+    def _plan_candidate(
+        self,
+        c: sqlite3.Connection,
+        scope_key: str,
+        cand: MemoryCandidate,
+        pool: list[MemoryRecord],
+    ) -> WritePlan:
+        """The reference write plan of one candidate against ``pool``, as altered by a quirk."""
+        if self.quirks("unicode-newer-lowercase"):
+            plan = plan_write(pool, cand, newer_unicode=True)
+        else:
+            plan = plan_write(pool, cand)
+        if cand.supersedes and self.quirks("mem-collision-guard-missing"):
+            # mutant: a correction restating another record dedups against it
+            loose = plan_write(pool, replace(cand, supersedes=None))
+            plan = loose if isinstance(loose, Dedup) else plan
+        if (
+            plan == Insert(None)
+            and cand.supersedes
+            and self.quirks("mem-unresolved-supersede-dedups")
+        ):  # mutant: an unresolved supersede falls back to plain dedup
+            pool = self._write_pool(c, scope_key, replace(cand, supersedes=None))
+            plan = plan_write(pool, replace(cand, supersedes=None))
+        return plan
+
+    def _dedup(self, c: sqlite3.Connection, scope_key: str, plan: Dedup, now: int) -> None:
+        """Bump the use count of the active record a candidate restates."""
+        c.execute(
+            "UPDATE records SET use_count = use_count + 1"
+            " WHERE id = ? AND scope_key = ? AND status = 'active'",
+            (plan.target_id, scope_key),
+        )
+        if self.quirks("mem-dedup-sets-last-used"):  # mutant: dedup is a "use"
+            c.execute(
+                "UPDATE records SET last_used_at = ? WHERE id = ?",
+                (now, plan.target_id),
+            )
+
+    def _supersede(self, c: sqlite3.Connection, scope_key: str, plan: Insert) -> int:
+        """Retire the record an insert supersedes, if any: how many were superseded (0 or 1)."""
+        if plan.supersede_id is None:
+            return 0
+        owner = scope_key
+        if self.quirks("mem-supersede-across-scopes"):
+            owner = plan.supersede_id[4:].rsplit(":", 1)[0]
+        if self.quirks("mem-supersede-no-status-flip"):
+            return 1  # mutant: counted, but the old record stays active
+        return 1 if self._soft_delete(c, owner, plan.supersede_id, "superseded") else 0
+
+    def _insert_candidate(
+        self,
+        c: sqlite3.Connection,
+        scope_key: str,
+        cand: MemoryCandidate,
+        plan: Insert,
+        seq: int,
+        now: int,
+        i: int,
+    ) -> int:
+        """Mint the ``i``-th candidate of a batch as a record at ``seq`` and insert it; the
+        batch's clock afterwards (a mutant moves it)."""
+        if self.quirks("keywords-as-given") and cand.keywords is None:
+            cand = replace(cand, keywords=())
+        if self.quirks("unresolved-supersedes-dropped") and plan.supersede_id is None:
+            cand = replace(cand, supersedes=None)
+        if self.quirks("mem-batch-stamps-each-record"):  # mutant: clock per insert
+            now = self.now() + i
+        rec = mint_record(cand, scope_key, self._mint_id(scope_key, seq), now)
+        if self.quirks("last-used-at-on-mint"):
+            rec = replace(rec, last_used_at=rec.created_at)
+        self._insert(c, rec, seq)
+        return now
+
+    def _evict_over_cap(
+        self, c: sqlite3.Connection, scope_key: str, active: int, cap: int, before: int
+    ) -> int:
+        """Evict a scope's ``active`` records down to ``cap`` (least recently used first):
+        how many the answer counts as evicted."""
+        evicted = 0
+        if self.quirks("mem-eviction-counts-superseded"):  # mutant: dead rows fill the cap
+            (dead,) = c.execute(
+                "SELECT COUNT(*) FROM records WHERE scope_key = ? AND status = 'superseded'",
+                (scope_key,),
+            ).fetchone()
+            active, cap = active + dead, max(cap - dead, 0)
+        if self.quirks("mem-cap-checked-before-batch"):  # mutant: judged on the old count
+            active = before
+        if active <= cap:
+            return evicted
+        newest_first = self.quirks("evict-newest-of-a-tie-first")
+        rows = c.execute(
+            f"SELECT {COLUMNS} FROM records"
+            " WHERE scope_key = ? AND status = 'active'"
+            f" ORDER BY seq {'DESC' if newest_first else 'ASC'}",
+            (scope_key,),
+        ).fetchall()
+        victims = plan_eviction([row_record(r) for r in rows], cap)
+        live = [row_record(r) for r in rows]
+        if self.quirks("mem-evict-most-recently-used"):
+            victims = [r.id for r in sorted(live, key=eviction_key)[::-1][: len(victims)]]
+        if self.quirks("mem-evict-by-creation-only"):  # mutant: FIFO, not LRU
+            victims = [r.id for r in sorted(live, key=lambda r: r.created_at)][: len(victims)]
+        if self.quirks("mem-evict-ties-newer-first"):  # mutant: ties by newer createdAt
+            victims = [
+                r.id for r in sorted(live, key=lambda r: (eviction_key(r)[0], -r.created_at))
+            ][: len(victims)]
+        if self.quirks("mem-evicted-not-counted"):  # mutant: the answer says 0
+            evicted -= len(victims)
+        for rid in victims:
+            if self._soft_delete(c, scope_key, rid, "evicted"):
+                evicted += 1
+        return evicted
 
     def retrieve(self, scope_key: str, query: str, limit: int) -> list[MemoryRecord]:
         """FTS prefilter (bm25, capped) -> ``rank_records`` -> one batched usage bump.
@@ -490,39 +535,7 @@ class MemoryStore:
             return []
         with self._tx() as c:
             now = self.now()
-            # CROSS JOIN pins the FTS match as the outer loop (never a scan of the scope).
-            trusting = self.quirks("mem-dead-fts-rows-kept")
-            rows = c.execute(
-                # mutant: trusting the FTS table to hold only active rows, the candidate LIMIT
-                # is taken before the status check (which then drops the dead ones)
-                (
-                    f"SELECT {COLUMNS} FROM (SELECT r.*, bm25(records_fts) AS fts_rank"
-                    if trusting
-                    else f"SELECT {R_COLUMNS}"
-                )
-                + " FROM records_fts CROSS JOIN records r"
-                " ON r.rid = records_fts.rowid"
-                + (
-                    " WHERE records_fts MATCH ? AND r.scope_key = ?"
-                    if trusting
-                    else " WHERE records_fts MATCH ? AND r.scope_key = ? AND r.status = 'active'"
-                )
-                + (
-                    # mutant: the seed's own red-verified bug -- candidates by recency
-                    " ORDER BY coalesce(r.last_used_at, r.created_at) DESC, r.seq DESC LIMIT ?"
-                    if self.quirks("mem-prefilter-by-recency")
-                    else " ORDER BY bm25(records_fts) LIMIT ?"
-                )
-                + (") WHERE status = 'active' ORDER BY fts_rank" if trusting else ""),
-                (
-                    # mutant: the user's text reaches the FTS5 query parser as syntax
-                    query if self.quirks("mem-fts-raw-query") else match_expression(tokens),
-                    scope_key,
-                    limit
-                    if self.quirks("mem-prefilter-cut-at-limit")
-                    else self._candidate_cap(limit),
-                ),
-            ).fetchall()
+            rows = self._fts_candidates(c, scope_key, query, tokens, limit)
             if self.quirks("ties-newest-first"):
                 rows.sort(key=lambda r: -seq_of(r[0]))
             pool = [row_record(r) for r in rows]
@@ -540,32 +553,82 @@ class MemoryStore:
             cut = limit + 1 if self.quirks("mem-retrieve-limit-off-by-one") else limit
             by_id = {r.id: r for r in map(row_record, rows)}
             ranked = [by_id[r.id] for r in rank_records(pool, query, cut, now)]
-            bumped = ranked
-            if self.quirks("mem-usage-bumps-every-candidate"):  # mutant: the whole pool
-                bumped = list(by_id.values())
-            if self.quirks("mem-usage-not-bumped"):  # mutant: retrieve forgets the bump
-                bumped = []
-            if self.quirks("mem-usage-bump-capped"):  # mutant: one statement binds <= 32 ids
-                bumped = bumped[:32]
-            if bumped and self.quirks("race-usage-rmw"):
-                self._race_window(c)
-                for r in bumped:
-                    c.execute(
-                        "UPDATE records SET last_used_at = ?, use_count = ? WHERE id = ?",
-                        (now, r.use_count + 1, r.id),
-                    )
-            elif bumped:
-                marks = ", ".join("?" for _ in bumped)
-                c.execute(
-                    "UPDATE records SET last_used_at = ?, use_count = use_count + 1"
-                    f" WHERE id IN ({marks}) AND +scope_key = ?",
-                    (now, *(r.id for r in bumped), scope_key),
-                )
+            self._bump_usage(c, scope_key, ranked, list(by_id.values()), now)
         if self.quirks("mem-retrieve-reversed"):  # mutant: lowest score first
             ranked.reverse()
         if self.quirks("retrieve-shows-usage-before-bump"):
             return ranked
         return [replace(r, last_used_at=now, use_count=r.use_count + 1) for r in ranked]
+
+    def _fts_candidates(
+        self, c: sqlite3.Connection, scope_key: str, query: str, tokens: list[str], limit: int
+    ) -> list[Any]:
+        """The prefilter: the scope's active rows the FTS match finds, the candidate cap's
+        best by bm25 (a ``seq`` first, then :data:`COLUMNS`)."""
+        # CROSS JOIN pins the FTS match as the outer loop (never a scan of the scope).
+        trusting = self.quirks("mem-dead-fts-rows-kept")
+        rows: list[Any] = c.execute(
+            # mutant: trusting the FTS table to hold only active rows, the candidate LIMIT
+            # is taken before the status check (which then drops the dead ones)
+            (
+                f"SELECT {COLUMNS} FROM (SELECT r.*, bm25(records_fts) AS fts_rank"
+                if trusting
+                else f"SELECT {R_COLUMNS}"
+            )
+            + " FROM records_fts CROSS JOIN records r"
+            " ON r.rid = records_fts.rowid"
+            + (
+                " WHERE records_fts MATCH ? AND r.scope_key = ?"
+                if trusting
+                else " WHERE records_fts MATCH ? AND r.scope_key = ? AND r.status = 'active'"
+            )
+            + (
+                # mutant: the seed's own red-verified bug -- candidates by recency
+                " ORDER BY coalesce(r.last_used_at, r.created_at) DESC, r.seq DESC LIMIT ?"
+                if self.quirks("mem-prefilter-by-recency")
+                else " ORDER BY bm25(records_fts) LIMIT ?"
+            )
+            + (") WHERE status = 'active' ORDER BY fts_rank" if trusting else ""),
+            (
+                # mutant: the user's text reaches the FTS5 query parser as syntax
+                query if self.quirks("mem-fts-raw-query") else match_expression(tokens),
+                scope_key,
+                limit if self.quirks("mem-prefilter-cut-at-limit") else self._candidate_cap(limit),
+            ),
+        ).fetchall()
+        return rows
+
+    def _bump_usage(
+        self,
+        c: sqlite3.Connection,
+        scope_key: str,
+        ranked: list[MemoryRecord],
+        pool: list[MemoryRecord],
+        now: int,
+    ) -> None:
+        """One batched usage bump (``lastUsedAt = now``, ``useCount + 1``) of the records a
+        retrieve returned."""
+        bumped = ranked
+        if self.quirks("mem-usage-bumps-every-candidate"):  # mutant: the whole pool
+            bumped = pool
+        if self.quirks("mem-usage-not-bumped"):  # mutant: retrieve forgets the bump
+            bumped = []
+        if self.quirks("mem-usage-bump-capped"):  # mutant: one statement binds <= 32 ids
+            bumped = bumped[:32]
+        if bumped and self.quirks("race-usage-rmw"):
+            self._race_window(c)
+            for r in bumped:
+                c.execute(
+                    "UPDATE records SET last_used_at = ?, use_count = ? WHERE id = ?",
+                    (now, r.use_count + 1, r.id),
+                )
+        elif bumped:
+            marks = ", ".join("?" for _ in bumped)
+            c.execute(
+                "UPDATE records SET last_used_at = ?, use_count = use_count + 1"
+                f" WHERE id IN ({marks}) AND +scope_key = ?",
+                (now, *(r.id for r in bumped), scope_key),
+            )
 
     def _candidate_cap(self, limit: int) -> int:
         if self.quirks("candidate-cap-doubled"):

@@ -192,21 +192,9 @@ def start_server(
     connection may wait before a request, ``head_timeout`` / ``body_timeout`` the deadlines for
     a request's whole head and body (MEM-WIRE.19).
     """
-    if not is_loopback(host) and not allow_non_loopback:
-        raise ValueError(
-            f"refusing to bind non-loopback host {host!r} (pass it explicitly to allow)"
-        )
-    if not 1 <= cap_default <= memory_http.MAX_CAP:
-        raise ValueError("cap_default must be an integer from 1 to 10000")
-    if max_workers < 1:
-        raise ValueError("max_workers must be at least 1")
-    for name, value in (
-        ("head_timeout", head_timeout),
-        ("body_timeout", body_timeout),
-        ("idle_timeout", idle_timeout),
-    ):
-        if not 0 < value < float("inf"):
-            raise ValueError(f"{name} must be a positive number of seconds")
+    _check_options(
+        host, allow_non_loopback, cap_default, max_workers, head_timeout, body_timeout, idle_timeout
+    )
     store = MemoryStore(
         db, clock=clock, cap_default=cap_default, write_hook=write_hook, quirks=quirks
     )
@@ -226,9 +214,40 @@ def start_server(
     server.quirks = quirks
     server.faults = FaultLog(error_log)
     server.slots = threading.BoundedSemaphore(max_workers)
-    server.idle_timeout = idle_timeout
-    server.head_timeout = head_timeout
+    server.idle_timeout, server.head_timeout = idle_timeout, head_timeout
     server.body_timeout = body_timeout
+    return _serve_in_background(server)
+
+
+def _check_options(
+    host: str,
+    allow_non_loopback: bool,
+    cap_default: int,
+    max_workers: int,
+    head_timeout: float,
+    body_timeout: float,
+    idle_timeout: float,
+) -> None:
+    """Refuse (``ValueError``) the options :func:`start_server` cannot serve with."""
+    if not is_loopback(host) and not allow_non_loopback:
+        raise ValueError(
+            f"refusing to bind non-loopback host {host!r} (pass it explicitly to allow)"
+        )
+    if not 1 <= cap_default <= memory_http.MAX_CAP:
+        raise ValueError("cap_default must be an integer from 1 to 10000")
+    if max_workers < 1:
+        raise ValueError("max_workers must be at least 1")
+    for name, value in (
+        ("head_timeout", head_timeout),
+        ("body_timeout", body_timeout),
+        ("idle_timeout", idle_timeout),
+    ):
+        if not 0 < value < float("inf"):
+            raise ValueError(f"{name} must be a positive number of seconds")
+
+
+def _serve_in_background(server: Server) -> ServerHandle:
+    """Serve ``server`` on a daemon thread; its handle, with the URL it is bound to."""
     thread = threading.Thread(
         target=server.serve_forever,
         kwargs={"poll_interval": 0.05},
@@ -237,7 +256,7 @@ def start_server(
     )
     thread.start()
     bound_host, bound_port = str(server.server_address[0]), int(server.server_address[1])
-    shown = f"[{bound_host}]" if cls is Server6 else bound_host
+    shown = f"[{bound_host}]" if isinstance(server, Server6) else bound_host
     return ServerHandle(server, thread, f"http://{shown}:{bound_port}")
 
 

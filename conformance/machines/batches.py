@@ -124,7 +124,7 @@ def _explore_batch(
         # from a state the one-at-a-time run would not have had.  The batch runs again (its
         # examples follow its seed), that step in turn; so the result is the one-at-a-time one.
         in_turn.add(mispredicted)
-    if session.failure is not None:
+    if session.hunt.failure is not None:
         _close_hunt(session, driver, main.protocol, profile, seed, error)
         if isinstance(error, Flaky):
             error = None

@@ -95,36 +95,73 @@ def run_machine(
     seed = pick_seed(profile, seed)
     missing = sorted(cls.requires - driver.capabilities())
     if missing:
-        return MachineResult(
-            protocol,
-            profile.name,
-            seed,
-            "skip",
-            0,
-            0,
-            0.0,
-            reason=f"the target lacks {', '.join(missing)}",
-        )
+        reason = f"the target lacks {', '.join(missing)}"
+        return MachineResult(protocol, profile.name, seed, "skip", 0, 0, 0.0, reason=reason)
     session = MachineSession(driver, protocol, profile.shrink_budget_s, on_step, window=window)
     if is_expected is not None:
         session.is_expected = is_expected
-    run_settings = machine_settings(profile)
-    started = time.monotonic()
-    error: BaseException | None = None
-    drivers = [driver, *lanes]
-    # Examples run in batches of at most BATCH, each batch a Hypothesis run with its own seed
-    # derived from the run's seed.  A batch never looks at the clock, so a batch is exactly
-    # reproducible.  The plan (batch b: its seed and min(BATCH, max_examples - b * BATCH)
-    # examples) is fixed up front, so that N shards, each taking every N-th batch, run exactly
-    # the batches of one run.  A batch that meets a new divergence ends there and shrinks it;
-    # later batches set it aside, and batches past the plan make up the runs it left.  The time
-    # budget (quick/deep only) is checked between
-    # windows of batches.
-    plan = [
+    started, drivers, plan = time.monotonic(), [driver, *lanes], _batch_plan(profile, shard)
+    error = _explore(plan, drivers, session, cls, seed, profile, started, shard, max_findings)
+    elapsed = time.monotonic() - started
+    result = MachineResult(
+        protocol,
+        profile.name,
+        seed,
+        "pass",
+        session.examples,
+        session.steps,
+        elapsed,
+        details={"skipped_steps": dict(session.skipped)},
+        findings=session.findings,
+    )
+    result.details["explored"] = _explored_details(session)
+    if window > 1:
+        result.details["window"] = _window_details(window, session, drivers)
+    for n, finding in enumerate(session.findings):
+        finding.replay = _replay_scenario(
+            protocol, profile, seed, n, finding.steps, finding.failure
+        )
+    if session.findings:
+        _conclude_with_findings(result, session, error)
+    else:
+        _conclude_without_findings(result, session, error, plan, shard)
+    return result
+
+
+def _batch_plan(profile: Profile, shard: tuple[int, int]) -> list[tuple[int, int]]:
+    """The batches this shard owes, each ``(b, examples)``.
+
+    Examples run in batches of at most BATCH, each batch a Hypothesis run with its own seed
+    derived from the run's seed.  A batch never looks at the clock, so a batch is exactly
+    reproducible.  The plan (batch b: its seed and min(BATCH, max_examples - b * BATCH)
+    examples) is fixed up front, so that N shards, each taking every N-th batch, run exactly
+    the batches of one run."""
+    return [
         (b, min(BATCH, profile.max_examples - b * BATCH))
         for b in range(-(-profile.max_examples // BATCH))
         if b % shard[1] == shard[0] - 1
     ]
+
+
+def _explore(
+    plan: list[tuple[int, int]],
+    drivers: list[Driver],
+    session: MachineSession,
+    cls: type[DifferentialMachine],
+    seed: int,
+    profile: Profile,
+    started: float,
+    shard: tuple[int, int],
+    max_findings: int,
+) -> BaseException | None:
+    """Run the batches of ``plan`` on ``drivers`` into ``session``; the error that stopped a
+    batch, if any.
+
+    A batch that meets a new divergence ends there and shrinks it; later batches set it aside,
+    and batches past the plan (appended to ``plan``) make up the runs it left.  The time
+    budget (quick/deep only) is checked between windows of batches."""
+    run_settings = machine_settings(profile)
+    error: BaseException | None = None
     owed = sum(n for _, n in plan)  # runs of exploration this shard owes
     i = 0
     while i < len(plan) or (plan and session.explored < owed):
@@ -156,18 +193,12 @@ def run_machine(
                 break
         if stop or session.examples == before:  # stopped, or nothing could run at all
             break
-    elapsed = time.monotonic() - started
-    result = MachineResult(
-        protocol,
-        profile.name,
-        seed,
-        "pass",
-        session.examples,
-        session.steps,
-        elapsed,
-        details={"skipped_steps": dict(session.skipped)},
-        findings=session.findings,
-    )
+    return error
+
+
+def _explored_details(session: MachineSession) -> dict[str, Any]:
+    """The report's ``explored`` details: how much ran, and how much after the first
+    divergence and what was set aside."""
     explored: dict[str, Any] = {
         "examples": session.examples,
         "exploring_examples": session.explored,
@@ -181,39 +212,46 @@ def run_machine(
             "steps": session.steps - first["steps"],
         }
         explored["set_aside"] = dict(session.set_aside)
-    result.details["explored"] = explored
-    if window > 1:
-        result.details["window"] = _window_details(window, session, drivers)
-    for n, finding in enumerate(session.findings):
-        finding.replay = _replay_scenario(
-            protocol, profile, seed, n, finding.steps, finding.failure
-        )
-    if session.findings:
-        # The first unexpected finding speaks for the machine in single-result views.
-        lead = next((f for f in session.findings if not f.expected), session.findings[0])
-        result.verdict = "fail"
-        result.failure = lead.failure
-        result.clauses = lead.clauses
-        result.replay = lead.replay
-        result.reason = lead.reason + (
-            f" ({lead.details['note']})" if "note" in lead.details else ""
-        )
-        result.details.update({k: v for k, v in lead.details.items() if k != "note"})
-        if len(session.findings) > 1:
-            result.reason += f" — and {len(session.findings) - 1} more distinct divergence(s)"
-        stopped_by = session.harness_error or error
-        if stopped_by is not None:  # what ended exploration early is not hidden by a finding
-            result.details["stopped_by"] = shown(f"{type(stopped_by).__name__}: {stopped_by}")
-        if session.indeterminate is not None:
-            result.details["stopped_by"] = shown(f"indeterminate: {session.indeterminate.reason}")
-        return result
+    return explored
+
+
+def _conclude_with_findings(
+    result: MachineResult, session: MachineSession, error: BaseException | None
+) -> None:
+    """A ``fail`` verdict: the first unexpected finding speaks for the machine in
+    single-result views; what ended exploration early is not hidden by a finding."""
+    lead = next((f for f in session.findings if not f.expected), session.findings[0])
+    result.verdict = "fail"
+    result.failure = lead.failure
+    result.clauses = lead.clauses
+    result.replay = lead.replay
+    result.reason = lead.reason + (f" ({lead.details['note']})" if "note" in lead.details else "")
+    result.details.update({k: v for k, v in lead.details.items() if k != "note"})
+    if len(session.findings) > 1:
+        result.reason += f" — and {len(session.findings) - 1} more distinct divergence(s)"
+    stopped_by = session.harness_error or error
+    if stopped_by is not None:
+        result.details["stopped_by"] = shown(f"{type(stopped_by).__name__}: {stopped_by}")
+    if session.indeterminate is not None:
+        result.details["stopped_by"] = shown(f"indeterminate: {session.indeterminate.reason}")
+
+
+def _conclude_without_findings(
+    result: MachineResult,
+    session: MachineSession,
+    error: BaseException | None,
+    plan: list[tuple[int, int]],
+    shard: tuple[int, int],
+) -> None:
+    """The verdict of a run with no finding: ``indeterminate`` (a step, or a harness error),
+    ``skip`` (no step ran) or the ``pass`` it already holds."""
     if session.indeterminate is not None:
         outcome = session.indeterminate
         result.verdict = "indeterminate"
         result.failure = outcome
         result.clauses = tuple(outcome.clauses)
         result.reason = f"step {outcome.index} ({outcome.op}): {outcome.reason}"
-        return result
+        return
     error = session.harness_error or error
     if error is not None:
         import traceback
@@ -224,7 +262,7 @@ def run_machine(
         result.verdict = "indeterminate"
         first_line = str(error).splitlines()[0] if str(error) else ""
         result.reason = f"harness error: {type(error).__name__}: {first_line}"
-        return result
+        return
     if session.steps == 0:
         result.verdict = "skip"
         result.reason = (
@@ -232,7 +270,6 @@ def run_machine(
             if plan
             else f"no batch of examples falls in shard {shard[0]}/{shard[1]}"
         )
-    return result
 
 
 def _window_details(window: int, session: MachineSession, drivers: list[Driver]) -> dict[str, Any]:

@@ -45,15 +45,15 @@ class DifferentialMachine(RuleBasedStateMachine):
         self.driver = session.driver
         if session.harness_error is not None:
             assume(False)  # a bug in the harness itself: report it, do not shrink it
-        if session.first_failure_at is not None and (
-            time.monotonic() - session.first_failure_at > session.shrink_budget_s
+        if session.hunt.first_failure_at is not None and (
+            time.monotonic() - session.hunt.first_failure_at > session.shrink_budget_s
         ):
             # Shrinking has had its time: every further candidate is rejected unseen, so
             # Hypothesis stops; the smallest failing run found so far is the replay.
-            session.shrink_cut = True
+            session.hunt.cut = True
             assume(False)
         session.examples += 1
-        if session.hunting is None:
+        if session.hunt.signature is None:
             session.explored += 1  # a run of exploration, not a shrink attempt
         self.example_no = session.examples
         self.recorded: list[Step] = []
@@ -73,7 +73,7 @@ class DifferentialMachine(RuleBasedStateMachine):
         session = self.session
         return (
             session.window > 1
-            and session.hunting is None
+            and session.hunt.signature is None
             and key not in session.in_turn
             and hasattr(self.driver, "ahead")
         )
@@ -102,7 +102,7 @@ class DifferentialMachine(RuleBasedStateMachine):
         session = self.session
         if self.stopped is not None:
             return self.stopped
-        if session.indeterminate is not None and session.hunting is None:
+        if session.indeterminate is not None and session.hunt.signature is None:
             return self._stop(session.indeterminate)  # the target stopped answering
         key = (self.example_no, len(self.recorded))
         try:
@@ -128,30 +128,9 @@ class DifferentialMachine(RuleBasedStateMachine):
         if outcome.verdict != "pass":  # kept by the session: not the whole answer
             outcome = outcome.kept()
         if outcome.verdict == "diverge":
-            session.met()
-            sig = signature(step, outcome)
-            if sig in session.set_aside:
-                session.set_aside[sig] += 1
-                return self._set_aside(step, outcome)
-            if session.hunting is not None and sig != session.hunting:
-                # Another divergence met while shrinking this one: not this hunt's (a later
-                # batch finds it); a shrink must not slip from one divergence to another.
-                return self._stop(outcome)
-            if session.is_expected(tuple(outcome.clauses)):
-                session.findings.append(Finding(sig, outcome, list(self.recorded), expected=True))
-                session.set_aside[sig] = 0
-                return self._set_aside(step, outcome)
-            if session.hunting is None:
-                session.hunting = sig
-                session.hunt_started = time.monotonic()
-            if session.first_failure_at is None:
-                session.first_failure_at = time.monotonic()
-            # Hypothesis replays the minimal failing run last, so the last one recorded is it.
-            session.failure_steps = list(self.recorded)
-            session.failure = outcome
-            raise Divergence(f"step {outcome.index} ({outcome.op}): {outcome.reason}")
+            return self._diverged(step, outcome)
         if outcome.verdict == "indeterminate":
-            if session.hunting is None:
+            if session.hunt.signature is None:
                 session.indeterminate = outcome
             return self._stop(outcome)
         if outcome.verdict == "skip":
@@ -159,6 +138,33 @@ class DifferentialMachine(RuleBasedStateMachine):
             self.recorded.pop()
             return self._stop(outcome)
         return outcome
+
+    def _diverged(self, step: Step, outcome: StepOutcome) -> StepOutcome:
+        """A divergence: set aside when already found or expected, this run stopped when it is
+        another than the one being shrunk, else raised for Hypothesis to shrink."""
+        session = self.session
+        session.met()
+        sig = signature(step, outcome)
+        if sig in session.set_aside:
+            session.set_aside[sig] += 1
+            return self._set_aside(step, outcome)
+        if session.hunt.signature is not None and sig != session.hunt.signature:
+            # Another divergence met while shrinking this one: not this hunt's (a later
+            # batch finds it); a shrink must not slip from one divergence to another.
+            return self._stop(outcome)
+        if session.is_expected(tuple(outcome.clauses)):
+            session.findings.append(Finding(sig, outcome, list(self.recorded), expected=True))
+            session.set_aside[sig] = 0
+            return self._set_aside(step, outcome)
+        if session.hunt.signature is None:
+            session.hunt.signature = sig
+            session.hunt.started = time.monotonic()
+        if session.hunt.first_failure_at is None:
+            session.hunt.first_failure_at = time.monotonic()
+        # Hypothesis replays the minimal failing run last, so the last one recorded is it.
+        session.hunt.failure_steps = list(self.recorded)
+        session.hunt.failure = outcome
+        raise Divergence(f"step {outcome.index} ({outcome.op}): {outcome.reason}")
 
     def _set_aside(self, step: Step, outcome: StepOutcome) -> StepOutcome:
         if step.op in self.READ_ONLY_OPS or outcome.details.get("state_kept"):

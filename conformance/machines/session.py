@@ -67,7 +67,21 @@ class Finding:
 
 
 @dataclass
-class MachineSession:
+class Hunt:
+    """The divergence a batch is shrinking: its signature, the last failing run Hypothesis
+    replayed (it replays the minimal one last), when the divergence was first met and when its
+    shrinking began, and whether the shrink budget cut shrinking short."""
+
+    signature: Signature | None = None
+    failure_steps: list[Step] | None = None
+    failure: StepOutcome | None = None
+    first_failure_at: float | None = None
+    started: float = 0.0
+    cut: bool = False
+
+
+@dataclass
+class MachineSession:  # long: the counters, findings and window state every example shares
     """What all examples of one machine exploration share: the driver, counters, findings."""
 
     driver: Driver
@@ -80,13 +94,8 @@ class MachineSession:
     examples: int = 0  # every run, shrink attempts included
     explored: int = 0  # runs of exploration (the profile's max_examples bounds these)
     steps: int = 0
-    # the divergence the current batch is shrinking
-    hunting: Signature | None = None
-    failure_steps: list[Step] | None = None
-    failure: StepOutcome | None = None
-    first_failure_at: float | None = None
-    hunt_started: float = 0.0
-    shrink_cut: bool = False
+    #: the divergence the current batch is shrinking
+    hunt: Hunt = field(default_factory=Hunt)
     # across the whole exploration
     findings: list[Finding] = field(default_factory=list)
     set_aside: dict[Signature, int] = field(default_factory=dict)  # met again after found

@@ -11,7 +11,14 @@ from hypothesis.errors import Flaky
 
 from conformance.drivers.base import Driver
 from conformance.machines.profiles import Profile
-from conformance.machines.session import Finding, MachineSession, Signature, noted, signature
+from conformance.machines.session import (
+    Finding,
+    Hunt,
+    MachineSession,
+    Signature,
+    noted,
+    signature,
+)
 from conformance.scenario import Scenario, Step
 from conformance.vocabulary import StepOutcome
 
@@ -35,30 +42,10 @@ def minimize(
     clauses.  Returns the steps, the failing outcome of the last replay that failed, and how
     many steps were removed.
     """
-    from conformance.runner import run_scenario  # local: the runner imports nothing from here
-
     clauses = set(failure.clauses)
     current = list(steps)
     best = failure
     replays = 0
-
-    def fails_the_same(candidate: list[Step]) -> StepOutcome | None:
-        nonlocal replays
-        replays += 1
-        scenario = Scenario(
-            protocol=protocol,  # type: ignore[arg-type]
-            name="minimize",
-            clauses=list(clauses) or ["MEM-SEAM.2"],
-            steps=candidate,
-        )
-        result = run_scenario(driver, scenario)
-        step = result.failing_step
-        if result.verdict != "fail" or step is None:
-            return None
-        if wanted is not None:
-            return step if signature(candidate[step.index], step) == wanted else None
-        return step if clauses & set(step.clauses) else None
-
     chunk = max(1, (len(current) - 1) // 2)
     while replays < max_replays:
         removed = False
@@ -66,7 +53,8 @@ def minimize(
         while end > 0 and replays < max_replays:
             start = max(0, end - chunk)
             candidate = current[:start] + current[end:]
-            step = fails_the_same(candidate)
+            replays += 1
+            step = _fails_the_same(driver, protocol, clauses, wanted, candidate)
             if step is not None:
                 current = candidate[: step.index + 1]
                 best = step
@@ -78,6 +66,32 @@ def minimize(
             break
         chunk = max(1, chunk // 2)
     return current, best, len(steps) - len(current)
+
+
+def _fails_the_same(
+    driver: Driver,
+    protocol: str,
+    clauses: set[str],
+    wanted: Signature | None,
+    candidate: list[Step],
+) -> StepOutcome | None:
+    """Replay ``candidate`` as a scenario in fresh scopes: its failing step when it fails the
+    way :func:`minimize` keeps (``wanted``'s signature, else one of ``clauses``), else None."""
+    from conformance.runner import run_scenario  # local: the runner imports nothing from here
+
+    scenario = Scenario(
+        protocol=protocol,  # type: ignore[arg-type]
+        name="minimize",
+        clauses=list(clauses) or ["MEM-SEAM.2"],
+        steps=candidate,
+    )
+    result = run_scenario(driver, scenario)
+    step = result.failing_step
+    if result.verdict != "fail" or step is None:
+        return None
+    if wanted is not None:
+        return step if signature(candidate[step.index], step) == wanted else None
+    return step if clauses & set(step.clauses) else None
 
 
 def _replay_scenario(
@@ -101,18 +115,18 @@ def _close_hunt(
     session: MachineSession, driver: Driver, protocol: str, profile: Profile, seed: int, error: Any
 ) -> Finding:
     """The divergence the last batch shrank, minimized further and set aside from now on."""
-    assert session.failure is not None and session.failure_steps is not None
-    sig = session.hunting or signature(session.failure_steps[-1], session.failure)
+    assert session.hunt.failure is not None and session.hunt.failure_steps is not None
+    sig = session.hunt.signature or signature(session.hunt.failure_steps[-1], session.hunt.failure)
     steps, outcome, removed = minimize(
-        driver, protocol, session.failure_steps, session.failure, wanted=sig
+        driver, protocol, session.hunt.failure_steps, session.hunt.failure, wanted=sig
     )
     if 0 <= outcome.index < len(steps):
         outcome = noted(steps[outcome.index], outcome)
     finding = Finding(sig, outcome, steps)
     finding.details["steps_removed_after_shrinking"] = removed
-    finding.details["shrink_s"] = round(time.monotonic() - session.hunt_started, 3)
+    finding.details["shrink_s"] = round(time.monotonic() - session.hunt.started, 3)
     finding.details["found_after"] = {"examples": session.explored, "steps": session.steps}
-    if session.shrink_cut:
+    if session.hunt.cut:
         finding.details["shrink_cut"] = True
         finding.details["note"] = (
             f"shrinking stopped after {profile.shrink_budget_s:g}s: the replay is the smallest"
@@ -123,9 +137,5 @@ def _close_hunt(
         finding.details["note"] = "the failure did not reproduce on every replay"
     session.findings.append(finding)
     session.set_aside[sig] = 0
-    session.hunting = None
-    session.failure = None
-    session.failure_steps = None
-    session.first_failure_at = None
-    session.shrink_cut = False
+    session.hunt = Hunt()
     return finding

@@ -57,7 +57,32 @@ def print_summary(
 
     Everything printed comes from the cleaned report (the token blanked in every form)."""
     data = clean(data)
-    rows = data["clauses"]
+    _write_clause_table(out, data["clauses"])
+    _write_counts(out, data)
+    _write_divergences(out, data, verbose)
+    for stale in data["expectations"]["stale"]:
+        e = stale["entry"]
+        name = f"clause {e['clause']}" if "clause" in e else f"scenario {e['scenario']}"
+        out.write(
+            f"  STALE expectation {name}: {stale['status']}"
+            " — remove it from the expectations file\n"
+        )
+    scopes = sum(len(v) for v in data["scopes_written"].values())
+    out.write(f"\nrun {data['run_id']} wrote into {scopes} scope key(s), all listed in the report")
+    out.write(f"; report in {report_dir}/\n" if report_dir else "\n")
+    devs = data.get("deviations") or []
+    verdict = "CONFORMANT" if data["exit_code"] == 0 else "NOT CONFORMANT"
+    if data["exit_code"] == 0 and data["divergences"]:
+        verdict += " (only expected divergences)"
+    if devs:
+        level = data.get("level", "seed")
+        verdict += f" at level {level}, {len(devs)} deviation(s) from the reference implementation"
+    out.write(f"{verdict}\n")
+
+
+def _write_clause_table(out: TextIO, rows: list[dict[str, Any]]) -> None:
+    """The clause table: counts per clause, a mark for failed, expected, deviating and
+    unanswered ones, and the first skip reasons."""
     out.write("\n")
     if rows:
         out.write(
@@ -86,6 +111,10 @@ def print_summary(
                 for reason in r["skip_reasons"][:2]:
                     pad = f"{'':<16} {'':>6} {'':>6} {'':>8} {'':>7}"
                     out.write(f"{pad}    skipped: {_trim(reason, 70)}\n")
+
+
+def _write_counts(out: TextIO, data: dict[str, Any]) -> None:
+    """The verdict counts of the scenarios, probes and contract, and a line per machine."""
     s = data["summary"]
 
     def counts(d: dict[str, int]) -> str:
@@ -110,6 +139,11 @@ def print_summary(
                 f" {first['steps']} steps ({first['elapsed_s']:.1f}s); then {after['examples']}"
                 f" runs, {after['steps']} steps more with each one set aside\n"
             )
+
+
+def _write_divergences(out: TextIO, data: dict[str, Any], verbose: bool) -> None:
+    """The divergences, then the deviations from the reference implementation."""
+    s = data["summary"]
     divs = data["divergences"]
     if divs:
         out.write(f"\n{len(divs)} divergence(s), {s['unexpected']} unexpected:\n")
@@ -133,22 +167,6 @@ def print_summary(
         for d in devs:
             tag = "EXPECTED" if d["expected_by"] else "DIFFERS FROM THE REFERENCE"
             _write_divergence(out, d, tag, verbose)
-    for stale in data["expectations"]["stale"]:
-        e = stale["entry"]
-        name = f"clause {e['clause']}" if "clause" in e else f"scenario {e['scenario']}"
-        out.write(
-            f"  STALE expectation {name}: {stale['status']}"
-            " — remove it from the expectations file\n"
-        )
-    scopes = sum(len(v) for v in data["scopes_written"].values())
-    out.write(f"\nrun {data['run_id']} wrote into {scopes} scope key(s), all listed in the report")
-    out.write(f"; report in {report_dir}/\n" if report_dir else "\n")
-    verdict = "CONFORMANT" if data["exit_code"] == 0 else "NOT CONFORMANT"
-    if data["exit_code"] == 0 and divs:
-        verdict += " (only expected divergences)"
-    if devs:
-        verdict += f" at level {level}, {len(devs)} deviation(s) from the reference implementation"
-    out.write(f"{verdict}\n")
 
 
 def _write_divergence(out: TextIO, d: dict[str, Any], tag: str, verbose: bool) -> None:

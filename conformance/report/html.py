@@ -133,6 +133,21 @@ def _divergence_blocks(data: dict[str, Any], divs: list[dict[str, Any]], kind: s
 
 
 def report_html(data: dict[str, Any]) -> str:
+    """``report.html``: one self-contained page of a ``report.json``."""
+    parts = [
+        *_head_html(data),
+        *_clauses_html(data),
+        *_divergences_html(data),
+        *_scenarios_html(data),
+        *_machines_html(data),
+        *_expectations_html(data),
+        *_scopes_html(data),
+    ]
+    return "".join(parts)
+
+
+def _head_html(data: dict[str, Any]) -> list[str]:
+    """The page's head and the run's verdict, target, counts, options and capabilities."""
     ok = data["exit_code"] == 0
     s = data["summary"]
     parts = [
@@ -165,7 +180,12 @@ def report_html(data: dict[str, Any]) -> str:
             + "; ".join(f"{escape(p)}: {escape(', '.join(c) or '—')}" for p, c in caps.items())
             + "</p>"
         )
-    # clause matrix
+    return parts
+
+
+def _clauses_html(data: dict[str, Any]) -> list[str]:
+    """The clause matrix."""
+    parts: list[str] = []
     parts.append(
         "<h2>Clauses</h2><table><tr><th>clause</th><th>title</th><th>source</th><th>passed</th>"
         "<th>failed</th><th>deviates</th><th>skipped</th><th>notes</th></tr>"
@@ -196,7 +216,12 @@ def report_html(data: dict[str, Any]) -> str:
             f"<td>{escape(notes)}</td></tr>"
         )
     parts.append("</table>")
-    # divergences
+    return parts
+
+
+def _divergences_html(data: dict[str, Any]) -> list[str]:
+    """The divergences, then the deviations from the reference implementation."""
+    parts: list[str] = []
     parts.append(f"<h2>Divergences ({len(data['divergences'])})</h2>")
     if not data["divergences"]:
         parts.append("<p class='ok'>None: every answer was one the model allows.</p>")
@@ -215,7 +240,12 @@ def report_html(data: dict[str, Any]) -> str:
     parts += _divergence_blocks(data, devs, " deviate")
     if data.get("concurrent"):
         parts.append(concurrent_html(data["concurrent"]))
-    # scenarios
+    return parts
+
+
+def _scenarios_html(data: dict[str, Any]) -> list[str]:
+    """The scenarios table."""
+    parts: list[str] = []
     parts.append(
         f"<h2>Scenarios ({len(data['scenarios'])})</h2><table><tr><th>scenario</th><th>verdict</th>"
         "<th>clauses</th><th>reason</th></tr>"
@@ -231,6 +261,12 @@ def report_html(data: dict[str, Any]) -> str:
             f"<td>{escape(x['reason'])}</td></tr>"
         )
     parts.append("</table>")
+    return parts
+
+
+def _machines_html(data: dict[str, Any]) -> list[str]:
+    """The state machines table (none when no machine ran)."""
+    parts: list[str] = []
     if data["machines"]:
         parts.append(
             "<h2>State machines</h2><table><tr><th>machine</th><th>verdict</th><th>runs</th>"
@@ -247,6 +283,12 @@ def report_html(data: dict[str, Any]) -> str:
                 f"<td>{escape(m['profile'])} / {m['seed']}</td><td>{escape(m['reason'])}</td></tr>"
             )
         parts.append("</table>")
+    return parts
+
+
+def _expectations_html(data: dict[str, Any]) -> list[str]:
+    """The ``--expect`` entries and the stale ones."""
+    parts: list[str] = []
     stale = data["expectations"]["stale"]
     if data["expectations"]["entries"]:
         parts.append(
@@ -261,6 +303,12 @@ def report_html(data: dict[str, Any]) -> str:
                 f"<p class='warn'>stale: {escape(json.dumps(st['entry']))} — {escape(st['status'])}"
                 "</p>"
             )
+    return parts
+
+
+def _scopes_html(data: dict[str, Any]) -> list[str]:
+    """The scope keys written, the notes and the page's end."""
+    parts: list[str] = []
     scopes = data["scopes_written"]
     total = sum(len(v) for v in scopes.values())
     parts.append(
@@ -280,7 +328,7 @@ def report_html(data: dict[str, Any]) -> str:
         f"<p class='muted'>schema {escape(data['schema'])}"
         f" · memspec {escape(data['memspec_version'])}</p></body></html>\n"
     )
-    return "".join(parts)
+    return parts
 
 
 def concurrent_html(sections: list[dict[str, Any]]) -> str:

@@ -47,65 +47,10 @@ def junit_xml(data: dict[str, Any]) -> str:
         for kind, item in items:
             n += 1
             total += item["elapsed_s"]
-            case = ET.SubElement(
-                suite,
-                "testcase",
-                classname=f"memspec.{protocol}.{'corpus' if kind == 'scenario' else 'machines'}",
-                name=item["name"],
-                time=f"{item['elapsed_s']:.3f}",
-            )
-            props = ET.SubElement(case, "properties")
-            for cid in item["clauses"]:
-                ET.SubElement(props, "property", name="clause", value=cid)
-            deviations = [
-                d
-                for d in data.get("deviations") or []
-                if d["source"] == kind and d["name"] == item["name"]
-            ]
-            for d in deviations:
-                text = f"[{', '.join(d['clauses'])}] step {d['step']} ({d['op']}): {d['reason']}"
-                ET.SubElement(props, "property", name="deviation", value=text[:500])
-            verdict = item["verdict"]
-            step = None
-            if kind == "scenario":
-                step = next(
-                    (o for o in item["steps"] if o["verdict"] in ("diverge", "indeterminate")), None
-                )
-            else:
-                step = next(
-                    (
-                        d
-                        for d in data["divergences"]
-                        if d["source"] == "machine" and d["name"] == item["name"]
-                    ),
-                    None,
-                )
-            if verdict in ("fail", "indeterminate") and item.get("expected_by"):
-                skipped += 1
-                ET.SubElement(
-                    case, "skipped", message=f"expected: {item['expected_by']['reason']}"
-                ).text = _failure_text(step, item["reason"])
-            elif verdict == "fail":
-                failures += 1
-                el = ET.SubElement(
-                    case, "failure", message=shown(item["reason"], 500), type="divergence"
-                )
-                el.text = _failure_text(step, item["reason"])
-            elif verdict == "indeterminate":
-                errors += 1
-                el = ET.SubElement(
-                    case, "error", message=shown(item["reason"], 500), type="indeterminate"
-                )
-                el.text = _failure_text(step, item["reason"])
-            elif verdict == "skip":
-                skipped += 1
-                ET.SubElement(case, "skipped", message=shown(item["reason"], 500))
-            elif verdict == "deviate" and data.get("level") == "reference":
-                failures += 1
-                el = ET.SubElement(
-                    case, "failure", message=shown(item["reason"], 500), type="deviation"
-                )
-                el.text = _failure_text(deviations[0] if deviations else None, item["reason"])
+            counted = _testcase(suite, data, protocol, kind, item)
+            failures += counted == "failure"
+            errors += counted == "error"
+            skipped += counted == "skipped"
         suite.set("tests", str(n))
         suite.set("failures", str(failures))
         suite.set("errors", str(errors))
@@ -115,3 +60,64 @@ def junit_xml(data: dict[str, Any]) -> str:
     return (
         '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
     )
+
+
+def _testcase(
+    suite: ET.Element, data: dict[str, Any], protocol: str, kind: str, item: dict[str, Any]
+) -> str:
+    """Add one scenario's or machine's ``testcase`` to ``suite``: its clauses and deviations
+    as properties, and its failure, error or skip; which of ``failure``, ``error``, ``skipped``
+    it counts as (``""``: none)."""
+    counted = ""
+    case = ET.SubElement(
+        suite,
+        "testcase",
+        classname=f"memspec.{protocol}.{'corpus' if kind == 'scenario' else 'machines'}",
+        name=item["name"],
+        time=f"{item['elapsed_s']:.3f}",
+    )
+    props = ET.SubElement(case, "properties")
+    for cid in item["clauses"]:
+        ET.SubElement(props, "property", name="clause", value=cid)
+    deviations = [
+        d for d in data.get("deviations") or [] if d["source"] == kind and d["name"] == item["name"]
+    ]
+    for d in deviations:
+        text = f"[{', '.join(d['clauses'])}] step {d['step']} ({d['op']}): {d['reason']}"
+        ET.SubElement(props, "property", name="deviation", value=text[:500])
+    verdict = item["verdict"]
+    step = None
+    if kind == "scenario":
+        step = next(
+            (o for o in item["steps"] if o["verdict"] in ("diverge", "indeterminate")), None
+        )
+    else:
+        step = next(
+            (
+                d
+                for d in data["divergences"]
+                if d["source"] == "machine" and d["name"] == item["name"]
+            ),
+            None,
+        )
+    if verdict in ("fail", "indeterminate") and item.get("expected_by"):
+        counted = "skipped"
+        ET.SubElement(
+            case, "skipped", message=f"expected: {item['expected_by']['reason']}"
+        ).text = _failure_text(step, item["reason"])
+    elif verdict == "fail":
+        counted = "failure"
+        el = ET.SubElement(case, "failure", message=shown(item["reason"], 500), type="divergence")
+        el.text = _failure_text(step, item["reason"])
+    elif verdict == "indeterminate":
+        counted = "error"
+        el = ET.SubElement(case, "error", message=shown(item["reason"], 500), type="indeterminate")
+        el.text = _failure_text(step, item["reason"])
+    elif verdict == "skip":
+        counted = "skipped"
+        ET.SubElement(case, "skipped", message=shown(item["reason"], 500))
+    elif verdict == "deviate" and data.get("level") == "reference":
+        counted = "failure"
+        el = ET.SubElement(case, "failure", message=shown(item["reason"], 500), type="deviation")
+        el.text = _failure_text(deviations[0] if deviations else None, item["reason"])
+    return counted

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -255,12 +256,7 @@ def _stale(
 def merge_reports(shards: list[tuple[Path, dict[str, Any]]]) -> dict[str, Any]:
     """One report from the (checked) shard reports."""
     first = shards[0][1]
-    protocols: list[str] = []
-    for _, data in shards:
-        for p in [*data["capabilities"], *(s["protocol"] for s in data["scenarios"])]:
-            if p not in protocols:
-                protocols.append(p)
-    order = {p: i for i, p in enumerate(["memory", "ledger", *protocols])}
+    order = _protocol_order(shards)
     scenarios = sorted(
         (s for _, data in shards for s in data["scenarios"]),
         key=lambda s: (order.get(s["protocol"], 99), s.get("path") or "", s["name"]),
@@ -268,31 +264,10 @@ def merge_reports(shards: list[tuple[Path, dict[str, Any]]]) -> dict[str, Any]:
     merged_machines = sorted(_merge_machines(shards), key=lambda x: order.get(x[0]["protocol"], 99))
     machines = [m for m, _ in merged_machines]
     by_scenario = {s["name"]: i for i, s in enumerate(scenarios)}
-    divergences = sorted(
-        (d for _, data in shards for d in data["divergences"] if d["source"] == "scenario"),
-        key=lambda d: by_scenario.get(d["name"], 0),
+    divergences = _merged_found(shards, merged_machines, by_scenario, lambda d: d["divergences"])
+    deviations = _merged_found(
+        shards, merged_machines, by_scenario, lambda data: data.get("deviations") or []
     )
-    for m, source in merged_machines:  # the machine's divergence, from the shard its verdict is
-        divergences += [
-            d
-            for d in shards[source][1]["divergences"]
-            if d["source"] == "machine" and d["name"] == m["name"]
-        ]
-    deviations = sorted(
-        (
-            d
-            for _, data in shards
-            for d in data.get("deviations") or []
-            if d["source"] == "scenario"
-        ),
-        key=lambda d: by_scenario.get(d["name"], 0),
-    )
-    for m, source in merged_machines:
-        deviations += [
-            d
-            for d in shards[source][1].get("deviations") or []
-            if d["source"] == "machine" and d["name"] == m["name"]
-        ]
     level = first.get("level", "seed")
     results = [*scenarios, *machines]
     failing = [r for r in results if r["verdict"] in ("fail", "indeterminate")]
@@ -300,6 +275,81 @@ def merge_reports(shards: list[tuple[Path, dict[str, Any]]]) -> dict[str, Any]:
     if level == "reference":  # a deviation fails the run too, unless an expectation names it
         unexpected += [d for d in deviations if not d.get("expected_by")]
     rows = clause_rows(scenarios, machines)
+    capabilities, scopes, targets = _shard_targets(shards)
+    options = {k: v for k, v in first["options"].items() if k != "shard"}
+    options["shards"] = len(shards)
+    expectations = first["expectations"]
+    return {
+        **{key: first[key] for key in SAME},
+        "run_id": options.get("run_base") or first["run_id"],
+        "started_at": min(data["started_at"] for _, data in shards),
+        "finished_at": max(data["finished_at"] for _, data in shards),
+        "duration_s": max(data["duration_s"] for _, data in shards),
+        "exit_code": 1 if unexpected else 0,
+        "level": level,
+        "target": _merged_target(first, targets, len(shards)),
+        "options": options,
+        "capabilities": capabilities,
+        "scopes_written": {p: sorted(set(k)) for p, k in scopes.items()},
+        "scenarios": scenarios,
+        "machines": machines,
+        "clauses": rows,
+        "divergences": divergences,
+        "deviations": deviations,
+        "expectations": {
+            "file": expectations.get("file"),
+            "entries": expectations.get("entries", []),
+            "stale": _stale(expectations.get("entries", []), results, rows),
+        },
+        "summary": {
+            **_verdict_counts(scenarios, machines),
+            "divergences": len(divergences),
+            "deviations": len(deviations),
+            "unexpected": len(unexpected),
+            "indeterminate": sum(1 for r in failing if r["verdict"] == "indeterminate"),
+            "steps": sum(len(s["steps"]) for s in scenarios) + sum(m["steps"] for m in machines),
+        },
+        "notes": _merged_notes(shards),
+        "shards": targets,
+    }
+
+
+def _protocol_order(shards: list[tuple[Path, dict[str, Any]]]) -> dict[str, int]:
+    """The order of protocols in the merged report: memory, ledger, then any other as met."""
+    protocols: list[str] = []
+    for _, data in shards:
+        for p in [*data["capabilities"], *(s["protocol"] for s in data["scenarios"])]:
+            if p not in protocols:
+                protocols.append(p)
+    return {p: i for i, p in enumerate(["memory", "ledger", *protocols])}
+
+
+def _merged_found(
+    shards: list[tuple[Path, dict[str, Any]]],
+    merged_machines: list[tuple[dict[str, Any], int]],
+    by_scenario: dict[str, int],
+    read: Callable[[dict[str, Any]], list[dict[str, Any]]],
+) -> list[dict[str, Any]]:
+    """The divergences (or deviations: what ``read`` takes from a report) of every shard's
+    scenarios in scenario order, then each machine's, from the shard its verdict is from."""
+    found = sorted(
+        (d for _, data in shards for d in read(data) if d["source"] == "scenario"),
+        key=lambda d: by_scenario.get(d["name"], 0),
+    )
+    for m, source in merged_machines:
+        found += [
+            d
+            for d in read(shards[source][1])
+            if d["source"] == "machine" and d["name"] == m["name"]
+        ]
+    return found
+
+
+def _shard_targets(
+    shards: list[tuple[Path, dict[str, Any]]],
+) -> tuple[dict[str, list[str]], dict[str, list[str]], list[dict[str, Any]]]:
+    """The capabilities (joined), the scope keys written (all) and one entry per shard: its
+    shard, run id, target, duration and directory."""
     capabilities: dict[str, list[str]] = {}
     scopes: dict[str, list[str]] = {}
     targets = []
@@ -317,6 +367,11 @@ def merge_reports(shards: list[tuple[Path, dict[str, Any]]]) -> dict[str, Any]:
                 "dir": str(d),
             }
         )
+    return capabilities, scopes, targets
+
+
+def _merged_notes(shards: list[tuple[Path, dict[str, Any]]]) -> list[str]:
+    """The shards' notes, each once, and one for shards that checked one ledger store."""
     notes = list(dict.fromkeys(n for _, data in shards for n in data.get("notes", [])))
     ledger_urls: dict[str, list[str]] = {}
     for _, data in shards:
@@ -331,6 +386,11 @@ def merge_reports(shards: list[tuple[Path, dict[str, Any]]]) -> dict[str, Any]:
                 " one store instance, whose single account scope each shard resets — give every"
                 " ledger shard a fresh store"
             )
+    return notes
+
+
+def _verdict_counts(scenarios: list[Any], machines: list[Any]) -> dict[str, dict[str, int]]:
+    """The summary's verdict counts of scenarios, probes, contract checks and machines."""
     counts: dict[str, dict[str, int]] = {
         "scenarios": {},
         "probes": {},
@@ -342,47 +402,17 @@ def merge_reports(shards: list[tuple[Path, dict[str, Any]]]) -> dict[str, Any]:
         counts[group][s["verdict"]] = counts[group].get(s["verdict"], 0) + 1
     for m in machines:
         counts["machines"][m["verdict"]] = counts["machines"].get(m["verdict"], 0) + 1
-    options = {k: v for k, v in first["options"].items() if k != "shard"}
-    options["shards"] = len(shards)
-    expectations = first["expectations"]
+    return counts
+
+
+def _merged_target(first: dict[str, Any], targets: list[dict[str, Any]], n: int) -> dict[str, Any]:
+    """The first shard's target, labelled with every shard's when they differ."""
     labels = {str(first["target"].get("label") or first["target"].get("url"))}
     labels |= {str(t["target"].get("label") or t["target"].get("url")) for t in targets}
     target = dict(first["target"])
     if len(labels) > 1:
-        target["label"] = f"{len(shards)} shards: " + ", ".join(sorted(labels))
-    return {
-        **{key: first[key] for key in SAME},
-        "run_id": options.get("run_base") or first["run_id"],
-        "started_at": min(data["started_at"] for _, data in shards),
-        "finished_at": max(data["finished_at"] for _, data in shards),
-        "duration_s": max(data["duration_s"] for _, data in shards),
-        "exit_code": 1 if unexpected else 0,
-        "level": level,
-        "target": target,
-        "options": options,
-        "capabilities": capabilities,
-        "scopes_written": {p: sorted(set(k)) for p, k in scopes.items()},
-        "scenarios": scenarios,
-        "machines": machines,
-        "clauses": rows,
-        "divergences": divergences,
-        "deviations": deviations,
-        "expectations": {
-            "file": expectations.get("file"),
-            "entries": expectations.get("entries", []),
-            "stale": _stale(expectations.get("entries", []), results, rows),
-        },
-        "summary": {
-            **counts,
-            "divergences": len(divergences),
-            "deviations": len(deviations),
-            "unexpected": len(unexpected),
-            "indeterminate": sum(1 for r in failing if r["verdict"] == "indeterminate"),
-            "steps": sum(len(s["steps"]) for s in scenarios) + sum(m["steps"] for m in machines),
-        },
-        "notes": notes,
-        "shards": targets,
-    }
+        target["label"] = f"{n} shards: " + ", ".join(sorted(labels))
+    return target
 
 
 def write_merged(

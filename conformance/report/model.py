@@ -121,7 +121,7 @@ def clause_table(items: list[Tally]) -> list[dict[str, Any]]:
 
 
 @dataclass
-class RunReport:
+class RunReport:  # long: one field per part of report.json the run fills in
     run_id: str
     target: dict[str, Any]
     options: dict[str, Any]
@@ -239,102 +239,12 @@ class RunReport:
         return out
 
     def to_json(self) -> dict[str, Any]:
-        divergences = []
-        deviations = []
-        scenarios = []
-        for s in self.scenarios:
-            exp = (
-                self.expected_by(s.name, s.failed_clauses())
-                if s.verdict in ("fail", "indeterminate")
-                else None
-            )
-            replay = self.replays.get(f"scenario:{s.name}")
-            scenarios.append(
-                {
-                    "name": s.name,
-                    "protocol": s.protocol,
-                    "kind": s.kind,
-                    "path": s.path,
-                    "verdict": s.verdict,
-                    "reason": s.reason,
-                    "clauses": s.scenario.all_clauses(),
-                    "declared_clauses": list(s.scenario.clauses),
-                    "failed_clauses": s.failed_clauses(),
-                    "deviation_clauses": s.deviation_clauses(),
-                    "elapsed_s": round(s.elapsed_s, 4),
-                    "steps": [o.to_json() for o in s.outcomes],
-                    "replay": replay,
-                    "expected_by": exp.to_json() if exp else None,
-                }
-            )
-            step = s.failing_step
-            if step is not None:
-                divergences.append(_divergence("scenario", s.name, s.protocol, step, replay, exp))
-            for o in s.deviating_steps:
-                d_exp = self.expected_by(s.name, list(o.clauses))
-                deviations.append(_divergence("scenario", s.name, s.protocol, o, replay, d_exp))
-        machines = []
-        for m in self.machines:
-            name = machine_name(m)
-            exp = (
-                self.expected_by(name, list(m.clauses))
-                if m.verdict in ("fail", "indeterminate")
-                else None
-            )
-            replay = self.replays.get(f"machine:{name}")
-            machines.append(
-                {
-                    "name": name,
-                    "protocol": m.protocol,
-                    "profile": m.profile,
-                    "seed": m.seed,
-                    "verdict": machine_verdict(m),
-                    "reason": m.reason,
-                    "examples": m.examples,
-                    "steps": m.steps,
-                    "elapsed_s": round(m.elapsed_s, 3),
-                    "clauses": list(self.machine_clauses.get(m.protocol, ())),
-                    "failed_clauses": list(dict.fromkeys(c for f in m.findings for c in f.clauses))
-                    or list(m.clauses),
-                    "replay": replay,
-                    "expected_by": exp.to_json() if exp else None,
-                    "details": m.details,
-                }
-            )
-            found = []
-            for n, f in enumerate(m.findings):
-                f_replay = self.replays.get(f"machine:{finding_key(m.protocol, n)}")
-                f_exp = self.expected_by(name, list(f.clauses))
-                deviation = only_reference(f.clauses)
-                found.append(
-                    {
-                        "deviation": deviation,
-                        "clauses": list(f.clauses),
-                        "reason": f.reason,
-                        "steps": len(f.steps),
-                        "replay": f_replay,
-                        "expected_by": f_exp.to_json() if f_exp else None,
-                        "details": {k: v for k, v in f.details.items() if k != "replay_steps"},
-                    }
-                )
-                (deviations if deviation else divergences).append(
-                    _divergence("machine", name, m.protocol, f.failure, f_replay, f_exp)
-                )
-            machines[-1]["divergences"] = found
-            if not m.findings and m.failure is not None:
-                divergences.append(_divergence("machine", name, m.protocol, m.failure, replay, exp))
-        counts: dict[str, dict[str, int]] = {
-            "scenarios": {},
-            "probes": {},
-            "contract": {},
-            "machines": {},
-        }
-        for s in self.scenarios:
-            group = {"probe": "probes", "contract": "contract"}.get(s.kind, "scenarios")
-            counts[group][s.verdict] = counts[group].get(s.verdict, 0) + 1
-        for m in self.machines:
-            v = machine_verdict(m)
-            counts["machines"][v] = counts["machines"].get(v, 0) + 1
+        """``report.json`` (schema :data:`SCHEMA`)."""
+        divergences: list[dict[str, Any]] = []
+        deviations: list[dict[str, Any]] = []
+        scenarios = [self._scenario_json(s, divergences, deviations) for s in self.scenarios]
+        machines = [self._machine_json(m, divergences, deviations) for m in self.machines]
+        counts = self._verdict_counts()
         steps = sum(
             1 for s in self.scenarios for o in s.outcomes if not o.details.get("not_reached")
         ) + sum(m.steps for m in self.machines)
@@ -371,6 +281,116 @@ class RunReport:
             },
             "notes": self.notes,
         }
+
+    def _scenario_json(
+        self,
+        s: ScenarioResult,
+        divergences: list[dict[str, Any]],
+        deviations: list[dict[str, Any]],
+    ) -> dict[str, Any]:
+        """One scenario's entry of ``report.json``; its divergence and deviations are added to
+        ``divergences`` and ``deviations``."""
+        exp = (
+            self.expected_by(s.name, s.failed_clauses())
+            if s.verdict in ("fail", "indeterminate")
+            else None
+        )
+        replay = self.replays.get(f"scenario:{s.name}")
+        entry: dict[str, Any] = {
+            "name": s.name,
+            "protocol": s.protocol,
+            "kind": s.kind,
+            "path": s.path,
+            "verdict": s.verdict,
+            "reason": s.reason,
+            "clauses": s.scenario.all_clauses(),
+            "declared_clauses": list(s.scenario.clauses),
+            "failed_clauses": s.failed_clauses(),
+            "deviation_clauses": s.deviation_clauses(),
+            "elapsed_s": round(s.elapsed_s, 4),
+            "steps": [o.to_json() for o in s.outcomes],
+            "replay": replay,
+            "expected_by": exp.to_json() if exp else None,
+        }
+        step = s.failing_step
+        if step is not None:
+            divergences.append(_divergence("scenario", s.name, s.protocol, step, replay, exp))
+        for o in s.deviating_steps:
+            d_exp = self.expected_by(s.name, list(o.clauses))
+            deviations.append(_divergence("scenario", s.name, s.protocol, o, replay, d_exp))
+        return entry
+
+    def _machine_json(
+        self,
+        m: MachineResult,
+        divergences: list[dict[str, Any]],
+        deviations: list[dict[str, Any]],
+    ) -> dict[str, Any]:
+        """One machine's entry of ``report.json``, each distinct divergence it found listed;
+        each is also added to ``divergences`` or (only reference clauses) ``deviations``."""
+        name = machine_name(m)
+        exp = (
+            self.expected_by(name, list(m.clauses))
+            if m.verdict in ("fail", "indeterminate")
+            else None
+        )
+        replay = self.replays.get(f"machine:{name}")
+        entry: dict[str, Any] = {
+            "name": name,
+            "protocol": m.protocol,
+            "profile": m.profile,
+            "seed": m.seed,
+            "verdict": machine_verdict(m),
+            "reason": m.reason,
+            "examples": m.examples,
+            "steps": m.steps,
+            "elapsed_s": round(m.elapsed_s, 3),
+            "clauses": list(self.machine_clauses.get(m.protocol, ())),
+            "failed_clauses": list(dict.fromkeys(c for f in m.findings for c in f.clauses))
+            or list(m.clauses),
+            "replay": replay,
+            "expected_by": exp.to_json() if exp else None,
+            "details": m.details,
+        }
+        found = []
+        for n, f in enumerate(m.findings):
+            f_replay = self.replays.get(f"machine:{finding_key(m.protocol, n)}")
+            f_exp = self.expected_by(name, list(f.clauses))
+            deviation = only_reference(f.clauses)
+            found.append(
+                {
+                    "deviation": deviation,
+                    "clauses": list(f.clauses),
+                    "reason": f.reason,
+                    "steps": len(f.steps),
+                    "replay": f_replay,
+                    "expected_by": f_exp.to_json() if f_exp else None,
+                    "details": {k: v for k, v in f.details.items() if k != "replay_steps"},
+                }
+            )
+            (deviations if deviation else divergences).append(
+                _divergence("machine", name, m.protocol, f.failure, f_replay, f_exp)
+            )
+        entry["divergences"] = found
+        if not m.findings and m.failure is not None:
+            divergences.append(_divergence("machine", name, m.protocol, m.failure, replay, exp))
+        return entry
+
+    def _verdict_counts(self) -> dict[str, dict[str, int]]:
+        """The summary's verdict counts of scenarios, probes, contract checks and machines."""
+        counts: dict[str, dict[str, int]] = {
+            "scenarios": {},
+            "probes": {},
+            "contract": {},
+            "machines": {},
+        }
+        for s in self.scenarios:
+            group = {"probe": "probes", "contract": "contract"}.get(s.kind, "scenarios")
+            counts[group][s.verdict] = counts[group].get(s.verdict, 0) + 1
+        for m in self.machines:
+            v = machine_verdict(m)
+            counts["machines"][v] = counts["machines"].get(v, 0) + 1
+        return counts
 
 
 def machine_name(m: MachineResult) -> str:

@@ -87,6 +87,10 @@ def _label(ev: Mapping[str, Any]) -> str:
     return route
 
 
+#: The height of an operation's bar, in pixels.
+_BAR_H = 20
+
+
 def timeline_html(events: Iterable[Mapping[str, Any]], *, title: str = "", note: str = "") -> str:
     """An HTML fragment drawing ``events`` (history events as in ``report.json``)."""
     evs = list(events)
@@ -98,7 +102,7 @@ def timeline_html(events: Iterable[Mapping[str, Any]], *, title: str = "", note:
     clients = sorted({int(e["client"]) for e in evs})
     lane = {c: i for i, c in enumerate(clients)}
     # Stack overlapping bars of one client (a client is sequential, but be safe) in sub-rows.
-    row_h, bar_h = 26, 20
+    row_h, bar_h = 26, _BAR_H
     out = ['<div class="memspec-timeline" style="font:12px sans-serif;margin:8px 0">']
     if title:
         out.append(f"<h3 style='margin:4px 0'>{html.escape(title)}</h3>")
@@ -116,39 +120,7 @@ def timeline_html(events: Iterable[Mapping[str, Any]], *, title: str = "", note:
             f'line-height:{row_h}px;padding-left:4px;color:#555">client {c}</div>'
         )
     for e in sorted(evs, key=lambda x: (float(x["invoke"]), int(x["id"]))):
-        t0 = float(e["invoke"]) - start
-        done = e.get("complete")
-        t1 = (float(done) - start) if done is not None else span
-        left = 80 + t0 / span * 900
-        width = max((t1 - t0) / span * 900, 3)
-        top = lane[int(e["client"])] * row_h + (row_h - bar_h) // 2
-        color = _COLORS.get(str(e.get("route")), "#999")
-        style = [
-            f"position:absolute;left:{left:.1f}px;top:{top}px;width:{width:.1f}px;height:{bar_h}px",
-            f"background:{color}",
-            "color:#fff;overflow:hidden;white-space:nowrap;border-radius:3px;padding:0 3px",
-            f"line-height:{bar_h}px;box-sizing:border-box",
-        ]
-        if done is None:
-            style.append(
-                "background-image:repeating-linear-gradient(45deg,transparent 0 6px,"
-                "rgba(255,255,255,.35) 6px 12px)"
-            )
-        if e.get("blurred"):
-            style.append("opacity:.45")
-        tip = (
-            f"#{e['id']} client {e['client']} {e.get('route')} "
-            f"[{float(e['invoke']):.4f}s → "
-            f"{'∞ (no answer)' if done is None else f'{float(done):.4f}s'}]"
-            f"\nrequest: {_short(e.get('request'))}"
-            f"\nanswer: {e.get('status')} {_short(e.get('answer'))}"
-            + ("\n(answer not needed by the counterexample)" if e.get("blurred") else "")
-            + (f"\nerror: {e.get('error')}" if e.get("error") else "")
-        )
-        out.append(
-            f'<div title="{html.escape(tip, quote=True)}" style="{";".join(style)}">'
-            f"{html.escape(_label(e))}</div>"
-        )
+        out.append(_bar(e, start, span, lane[int(e["client"])] * row_h + (row_h - bar_h) // 2))
     axis_top = row_h * len(clients) + 4
     for k in range(5):
         frac = k / 4
@@ -158,6 +130,44 @@ def timeline_html(events: Iterable[Mapping[str, Any]], *, title: str = "", note:
         )
     out.append("</div></div>")
     return "".join(out)
+
+
+def _bar(e: Mapping[str, Any], start: float, span: float, top: int) -> str:
+    """One operation's bar, ``top`` pixels down: from its invocation to its answer (hatched
+    to the end when none came), its label, and a tooltip with the request and answer."""
+    bar_h = _BAR_H
+    t0 = float(e["invoke"]) - start
+    done = e.get("complete")
+    t1 = (float(done) - start) if done is not None else span
+    left = 80 + t0 / span * 900
+    width = max((t1 - t0) / span * 900, 3)
+    color = _COLORS.get(str(e.get("route")), "#999")
+    style = [
+        f"position:absolute;left:{left:.1f}px;top:{top}px;width:{width:.1f}px;height:{bar_h}px",
+        f"background:{color}",
+        "color:#fff;overflow:hidden;white-space:nowrap;border-radius:3px;padding:0 3px",
+        f"line-height:{bar_h}px;box-sizing:border-box",
+    ]
+    if done is None:
+        style.append(
+            "background-image:repeating-linear-gradient(45deg,transparent 0 6px,"
+            "rgba(255,255,255,.35) 6px 12px)"
+        )
+    if e.get("blurred"):
+        style.append("opacity:.45")
+    tip = (
+        f"#{e['id']} client {e['client']} {e.get('route')} "
+        f"[{float(e['invoke']):.4f}s → "
+        f"{'∞ (no answer)' if done is None else f'{float(done):.4f}s'}]"
+        f"\nrequest: {_short(e.get('request'))}"
+        f"\nanswer: {e.get('status')} {_short(e.get('answer'))}"
+        + ("\n(answer not needed by the counterexample)" if e.get("blurred") else "")
+        + (f"\nerror: {e.get('error')}" if e.get("error") else "")
+    )
+    return (
+        f'<div title="{html.escape(tip, quote=True)}" style="{";".join(style)}">'
+        f"{html.escape(_label(e))}</div>"
+    )
 
 
 def timeline_page(events: Iterable[Mapping[str, Any]], *, title: str, note: str = "") -> str:

@@ -459,7 +459,7 @@ def _bound_each_call(sock: socket.socket, seconds: float) -> None:
         pass
 
 
-class HttpTarget:
+class HttpTarget:  # long: the connection, TLS, deadline watchdog and pipelining state
     """One target's HTTP client.  Subclasses add the protocol's routes and probes.
 
     Every request is written by hand (so the header values a library would refuse — ``Bearer ``,
@@ -867,12 +867,7 @@ class HttpTarget:
         head = self._head_or_why(method, path, headers, auth_value, keep=keep)
         if isinstance(head, str):
             return self._unsendable(method, path, described, shown, head)
-        if chunked:
-            wire_body = (f"{len(body):x}\r\n".encode() + body + b"\r\n" if body else b"") + (
-                b"0\r\n\r\n"
-            )
-        else:
-            wire_body = body
+        wire_body = _chunk_encoded(body) if chunked else body
         honest = chunked or _declared(headers) in (None, len(body))
         if self._silent >= SILENT_LIMIT and honest and not sent:
             self._held += 1
@@ -886,13 +881,40 @@ class HttpTarget:
                     shown,
                 )
         started = time.perf_counter()
+        request, held = (head, wire_body) if hold_body else (head + wire_body, b"")
+        answer = self._answer(
+            method, path, described, shown, started, request, then, keep, sent, honest, held
+        )
+        if isinstance(answer, Exchange):
+            return answer
+        return self._exchange(
+            method, path, described, shown, started, answer, body if record else None
+        )
+
+    def _answer(
+        self,
+        method: str,
+        path: str,
+        described: Any,
+        shown: Any,
+        started: float,
+        request: bytes,
+        then: bytes,
+        keep: bool,
+        sent: bool,
+        honest: bool,
+        held: bytes = b"",
+    ) -> Answer | Exchange:
+        """Write ``request`` (and ``then`` behind it) and read its answer under one deadline;
+        a transport failure is its failed exchange.  A kept-alive connection the target closed
+        as the request went out is tried once more, fresh.  ``held``: a body sent after
+        ``request`` only if no answer came first (:meth:`_roundtrip`)."""
         deadline = time.monotonic() + self.config.timeout_s
         if keep and not sent and self._conn is not None and not _still_open(self._conn):
             self._drop()  # closed by the target while idle: nothing was sent on it
         reused = keep and self._conn is not None
         answer_ok = False
-        held = wire_body if hold_body else b""
-        wire = b"" if sent else head + (b"" if hold_body else wire_body) + then
+        wire = b"" if sent else request + then
         try:
             try:
                 answer = self._roundtrip(method, wire, deadline, keep, bool(then), sent, held)
@@ -905,35 +927,54 @@ class HttpTarget:
                 # one out before the connection went (request_pair reports it unanswered).
                 self._drop()
                 self._then_lost = bool(then)
-                wire = head + wire_body
+                wire = request + held
                 answer = self._roundtrip(method, wire, deadline, keep, False, sent)
                 answer_ok = True
-        except _TIMED_OUT:
+        except (*_TIMED_OUT, OSError, WireError, ValueError) as exc:
             self._drop()
-            return self._failure(
-                method, path, described, started, self._timeout_text(), shown, timeout=True
-            )
-        except ConnectionRefusedError as exc:
-            self._drop()
-            return self._failure(
-                method, path, described, started, f"cannot connect: {_short(exc)}", shown
-            )
-        except ssl.SSLError as exc:
-            self._drop()
-            return self._failure(method, path, described, started, f"TLS: {_short(exc)}", shown)
-        except (OSError, WireError, ValueError) as exc:
-            self._drop()
-            if self._watchdog.fired:
-                return self._failure(
-                    method, path, described, started, self._timeout_text(), shown, timeout=True
-                )
-            return self._failure(
-                method, path, described, started, f"{type(exc).__name__}: {_short(exc)}", shown
-            )
+            return self._transport_failure(exc, method, path, described, started, shown)
         finally:
             self._watchdog.disarm()
             if honest:  # a request declaring more than it sends may be held: not counted
                 self._silent = 0 if answer_ok else self._silent + 1
+        return answer
+
+    def _transport_failure(
+        self, exc: BaseException, method: str, path: str, described: Any, started: float, shown: Any
+    ) -> Exchange:
+        """The failed exchange of a request that got no answer: a timeout (the deadline, or
+        the watchdog that closed the socket), a refused connection, TLS, or another error."""
+        if isinstance(exc, _TIMED_OUT):
+            return self._failure(
+                method, path, described, started, self._timeout_text(), shown, timeout=True
+            )
+        if isinstance(exc, ConnectionRefusedError):
+            return self._failure(
+                method, path, described, started, f"cannot connect: {_short(exc)}", shown
+            )
+        if isinstance(exc, ssl.SSLError):
+            return self._failure(method, path, described, started, f"TLS: {_short(exc)}", shown)
+        if self._watchdog.fired:
+            return self._failure(
+                method, path, described, started, self._timeout_text(), shown, timeout=True
+            )
+        return self._failure(
+            method, path, described, started, f"{type(exc).__name__}: {_short(exc)}", shown
+        )
+
+    def _exchange(
+        self,
+        method: str,
+        path: str,
+        described: Any,
+        shown: Any,
+        started: float,
+        answer: Answer,
+        recorded: bytes | None = None,
+    ) -> Exchange:
+        """The exchange of an answered request: its body parsed (or why not), a large one
+        summed up by size, digest and a head, held by the run's answer gate while it lives.
+        ``recorded``: the body sent, kept with the answer's bytes (``framed``)."""
         parsed, excerpt, body_error, decoded, hold = self._decode_all(answer)
         size = len(answer.data)
         values = 0
@@ -958,8 +999,8 @@ class HttpTarget:
             body_sha256=hashlib.sha256(answer.data).hexdigest(),
             body_values=values,
             body_head=head,
-            request_bytes=body if record else b"",
-            answer=answer.data if record else b"",
+            request_bytes=recorded if recorded is not None else b"",
+            answer=answer.data if recorded is not None else b"",
         )
         budget.tie(hold, exchange)  # the run's answer gate, held while the whole answer lives
         return exchange
@@ -1245,3 +1286,8 @@ def _short(exc: BaseException) -> str:
     text = str(exc) or type(exc).__name__
     lines = text.splitlines()
     return scrub.shown(lines[0] if lines else text, 200)
+
+
+def _chunk_encoded(body: bytes) -> bytes:
+    """``body`` as one chunk (none when empty) and the last chunk."""
+    return (f"{len(body):x}\r\n".encode() + body + b"\r\n" if body else b"") + b"0\r\n\r\n"

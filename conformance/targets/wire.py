@@ -345,6 +345,46 @@ def _body(
     method: str,
     limit: int,
 ) -> Answer:
+    will_close, encoding, chunked, keep_ok, length, no_body = _framing(
+        version, status, fields, method
+    )
+    ctype = _text(fields.get(b"content-type"))
+
+    def make(data: bytes, truncated: bool, complete: bool) -> Answer:
+        return Answer(
+            status,
+            reason,
+            data,
+            truncated,
+            ctype,
+            encoding,
+            keep_ok and complete and not truncated,
+            will_close,
+            bytes(src.buf[src.pos :]),
+        )
+
+    if no_body:
+        return make(b"", False, True)
+    if chunked:
+        return _chunked(src, limit, make)
+    if length is not None:
+        return _by_length(src, length, limit, make)
+    buf = src.buf
+    # Up to the close of the connection.
+    while len(buf) - src.pos <= limit and src.more():
+        pass
+    data = bytes(buf[src.pos : src.pos + limit])
+    truncated = len(buf) - src.pos > limit
+    src.pos = len(buf)
+    return make(data, truncated, False)
+
+
+def _framing(
+    version: int, status: int, fields: dict[bytes, list[bytes]], method: str
+) -> tuple[bool, str, bool, bool, int | None, bool]:
+    """How an answer's body is framed, from its head: whether the connection closes after it,
+    its content (and extra transfer) codings, whether it is chunked, whether the connection
+    may be kept if the body is read whole, its declared length, and whether it has no body."""
     conn = _text(fields.get(b"connection")).lower()
     if version == 11:
         will_close = "close" in conn
@@ -375,45 +415,23 @@ def _body(
     if not no_body and not chunked and length is None:
         will_close = True  # the body ends with the connection
     keep_ok = keep_ok and not will_close
-    ctype = _text(fields.get(b"content-type"))
+    return will_close, encoding, chunked, keep_ok, length, no_body
 
-    def make(data: bytes, truncated: bool, complete: bool) -> Answer:
-        return Answer(
-            status,
-            reason,
-            data,
-            truncated,
-            ctype,
-            encoding,
-            keep_ok and complete and not truncated,
-            will_close,
-            bytes(src.buf[src.pos :]),
-        )
 
-    if no_body:
-        return make(b"", False, True)
-    if chunked:
-        return _chunked(src, limit, make)
+def _by_length(src: _Source, length: int, limit: int, make: _Make) -> Answer:
+    """A body of a declared ``length``: read whole, or its first ``limit`` bytes (truncated)."""
     buf = src.buf
-    if length is not None:
-        want = min(length, limit + 1)
-        while len(buf) - src.pos < want:
-            if not src.more():
-                got = len(buf) - src.pos
-                raise IncompleteRead(got, length - got)
-        start = src.pos
-        if length > limit:
-            src.pos = start + limit + 1
-            return make(bytes(buf[start : start + limit]), True, False)
-        src.pos = start + length
-        return make(bytes(buf[start : src.pos]), False, True)
-    # Up to the close of the connection.
-    while len(buf) - src.pos <= limit and src.more():
-        pass
-    data = bytes(buf[src.pos : src.pos + limit])
-    truncated = len(buf) - src.pos > limit
-    src.pos = len(buf)
-    return make(data, truncated, False)
+    want = min(length, limit + 1)
+    while len(buf) - src.pos < want:
+        if not src.more():
+            got = len(buf) - src.pos
+            raise IncompleteRead(got, length - got)
+    start = src.pos
+    if length > limit:
+        src.pos = start + limit + 1
+        return make(bytes(buf[start : start + limit]), True, False)
+    src.pos = start + length
+    return make(bytes(buf[start : src.pos]), False, True)
 
 
 def _chunked(src: _Source, limit: int, make: _Make) -> Answer:

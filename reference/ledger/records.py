@@ -64,7 +64,7 @@ def trim_body(body: str) -> str:
 
 
 @dataclass(frozen=True)
-class LedgerRecord:
+class LedgerRecord:  # long: one field per column of the seed's memory_records row
     """One row of ``memory_records`` with every field of the seed (LED-REC.1)."""
 
     id: str
@@ -115,7 +115,7 @@ RunOutcome = Literal["completed", "failed", "replaced", "cancelled", "skipped"]
 
 
 @dataclass(frozen=True)
-class Run:
+class Run:  # long: one field per column of the seed's run row, plus the claim's settings
     """A consolidation run of one scope (LED-RUN.*)."""
 
     id: str

@@ -235,6 +235,24 @@ def retrieval_problem(
                 f"a query without tokens returned {len(answer)} record(s)",
             )
         return None
+    problem = _returned_records_problem(by_id, query, limit, answer)
+    if problem is not None:
+        return problem
+    score = {r.id: score_record(query, r, now) for r in active}
+    for i in range(1, len(answer)):
+        if score[answer[i]] > score[answer[i - 1]]:
+            return _order_problem(
+                query, by_id[answer[i - 1]], by_id[answer[i]], f"is at position {i}, below"
+            )
+    return _left_out_problem(active, by_id, score, query, limit, answer, prefiltered)
+
+
+def _returned_records_problem(
+    by_id: dict[str, MemoryRecord], query: str, limit: int, answer: Sequence[str]
+) -> Problem | None:
+    """``None`` when every id of ``answer`` is an active record (MEM-STORE.4) matching the
+    query by whole tokens (MEM-SCORE.4), none twice (MEM-WIRE.16) and at most ``limit`` of
+    them (MEM-SCORE.5), else the first of these that fails."""
     for i, rid in enumerate(answer):
         rec = by_id.get(rid)
         if rec is None:
@@ -252,12 +270,21 @@ def retrieval_problem(
         return Problem(
             ("MEM-SCORE.5", "MEM-WIRE.11"), f"{len(answer)} records over the limit {limit}"
         )
-    score = {r.id: score_record(query, r, now) for r in active}
-    for i in range(1, len(answer)):
-        if score[answer[i]] > score[answer[i - 1]]:
-            return _order_problem(
-                query, by_id[answer[i - 1]], by_id[answer[i]], f"is at position {i}, below"
-            )
+    return None
+
+
+def _left_out_problem(
+    active: Sequence[MemoryRecord],
+    by_id: dict[str, MemoryRecord],
+    score: dict[str, float],
+    query: str,
+    limit: int,
+    answer: Sequence[str],
+    prefiltered: bool,
+) -> Problem | None:
+    """``None`` when the matching records an ordered ``answer`` leaves out can be explained by
+    the prefilter (MEM-STORE.5), bm25's choice of candidates (MEM-STORE.6) and the cut at
+    ``limit`` (MEM-SCORE.5), else why not; see :func:`retrieval_problem`."""
     matching = [r for r in active if keyword_match(query, r) > 0]
     must = [r for r in matching if not prefiltered or prefilter_must_pass(r, query)]
     chosen = set(answer)

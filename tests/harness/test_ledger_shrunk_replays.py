@@ -16,7 +16,11 @@ from tests.common.ledger_harness import MUTANTS, break_store, bundled_store, mak
 
 PROFILE = Profile(
     # shrinking to its end on a loaded machine too (a quiet one ends well within it)
-    "ledger-broken", max_examples=120, step_count=15, budget_s=30.0, shrink_budget_s=180.0
+    "ledger-broken",
+    max_examples=120,
+    step_count=15,
+    budget_s=30.0,
+    shrink_budget_s=180.0,
 )
 
 

@@ -22,6 +22,37 @@ from conformance.machines.ledger.alphabet import (
 from conformance.machines.ledger.base import LedgerMachineBase
 from reference.ledger.records import settings_for
 
+#: The shapes of a drawn batch element, in the order drawn (merge and correct twice as likely).
+ELEMENT_SHAPES = [
+    "merge",
+    "correct",
+    "expire",
+    "group",
+    "retire",
+    "keep",
+    "merge",
+    "correct",
+    "unknown_op",
+    "not_object",
+    "extra_field",
+    "dup_targets",
+    "bad_value",
+    "foreign_target",
+    "credential",
+]
+#: The shapes the gate must refuse or find invalid.
+MALFORMED_SHAPES = frozenset(
+    {
+        "not_object",
+        "unknown_op",
+        "foreign_target",
+        "credential",
+        "extra_field",
+        "dup_targets",
+        "bad_value",
+    }
+)
+
 
 def has_active_or_dead(machine: Any) -> bool:
     """Some record is active or dead (a named function, not a lambda: see
@@ -73,91 +104,30 @@ class ConsolidationRules(LedgerMachineBase):
         return [name for name in bind if name in self.ledger.symbols]
 
     def _element(self, targets: list[str], data: st.DataObject) -> tuple[Any, str | None]:
-        shape = data.draw(
-            st.sampled_from(
-                [
-                    "merge",
-                    "correct",
-                    "expire",
-                    "group",
-                    "retire",
-                    "keep",
-                    "merge",
-                    "correct",
-                    "unknown_op",
-                    "not_object",
-                    "extra_field",
-                    "dup_targets",
-                    "bad_value",
-                    "foreign_target",
-                    "credential",
-                ]
-            ),
-            label="shape",
-        )
-
-        def pick(k: int) -> list[str]:
-            return targets[:k] if len(targets) >= k else list(targets)
-
-        if shape == "not_object":
-            return data.draw(st.sampled_from([5, "merge", None, ["keep"]])), None
-        if shape == "unknown_op":
-            return {
-                "operation": data.draw(st.sampled_from(["delete", "Merge", "rename"])),
-                "targets": pick(1),
-            }, None
-        if shape == "foreign_target":
-            return {"operation": "keep", "targets": ["no-such-record"]}, None
-        if shape == "credential":
-            return {
-                "operation": "correct",
-                "targets": pick(1),
-                "body": data.draw(st.sampled_from(CREDENTIALS)),
-            }, None
-        if shape == "extra_field":
-            field = data.draw(
-                st.sampled_from(["status", "provenance", "scopeKey", "expiresAt", "validFrom"])
-            )
-            return {"operation": "keep", "targets": pick(1), field: "active"}, None
-        if shape == "dup_targets":
-            t = pick(1)
-            return {"operation": "merge", "targets": t + t, "body": "dup"}, None
-        if shape == "bad_value":
-            return data.draw(
-                st.sampled_from(
-                    [
-                        {"operation": "expire", "targets": pick(1), "afterDays": 0},
-                        {"operation": "expire", "targets": pick(1), "afterDays": 3651},
-                        {"operation": "expire", "targets": pick(1), "afterDays": 1.5},
-                        {"operation": "group", "targets": pick(2), "subject": "   "},
-                        {"operation": "group", "targets": pick(2), "subject": "s" * 81},
-                        {"operation": "merge", "targets": pick(2), "body": "  "},
-                        {"operation": "keep", "targets": pick(1), "body": "why"},
-                        {"operation": "correct", "targets": pick(1)},
-                        {"operation": "retire", "targets": []},
-                        {"operation": "keep", "targets": "x"},
-                    ]
-                )
-            ), None
+        """One element of a drawn batch and the body it writes (``None``: none); a shape of
+        :data:`ELEMENT_SHAPES`, well-formed or not."""
+        shape = data.draw(st.sampled_from(ELEMENT_SHAPES), label="shape")
+        if shape in MALFORMED_SHAPES:
+            return _malformed_element(shape, targets, data), None
         if shape in ("merge", "correct"):
             body = f"{shape}d note {self._fresh('')}"
             k = 2 if shape == "merge" else 1
             return {
                 "operation": shape,
-                "targets": pick(k if shape == "correct" else max(2, len(targets))),
+                "targets": _pick(targets, k if shape == "correct" else max(2, len(targets))),
                 "body": body,
             }, body
         if shape == "expire":
             days = data.draw(st.sampled_from([1, 2, 3650]))
-            return {"operation": "expire", "targets": pick(1), "afterDays": days}, None
+            return {"operation": "expire", "targets": _pick(targets, 1), "afterDays": days}, None
         if shape == "group":
             subject = data.draw(st.sampled_from(GROUPS))
             return {
                 "operation": "group",
-                "targets": pick(max(2, len(targets))),
+                "targets": _pick(targets, max(2, len(targets))),
                 "subject": subject,
             }, None
-        return {"operation": shape, "targets": pick(1)}, None
+        return {"operation": shape, "targets": _pick(targets, 1)}, None
 
     @checks(
             "LED-GATE.3", "LED-GATE.4", "LED-GATE.6", "LED-GATE.7", "LED-VOCAB.5", "LED-VOCAB.6",
@@ -271,3 +241,52 @@ class ConsolidationRules(LedgerMachineBase):
             body = f"corrected note {self._fresh('')}"
             return {"operation": "correct", "targets": targets, "body": body}
         return {"operation": op, "targets": targets}
+
+
+def _pick(targets: list[str], k: int) -> list[str]:
+    """The first ``k`` targets, or all of them when there are fewer."""
+    return targets[:k] if len(targets) >= k else list(targets)
+
+
+def _malformed_element(shape: str, targets: list[str], data: st.DataObject) -> Any:
+    """An element of one of the :data:`MALFORMED_SHAPES`."""
+    if shape == "not_object":
+        return data.draw(st.sampled_from([5, "merge", None, ["keep"]]))
+    if shape == "unknown_op":
+        return {
+            "operation": data.draw(st.sampled_from(["delete", "Merge", "rename"])),
+            "targets": _pick(targets, 1),
+        }
+    if shape == "foreign_target":
+        return {"operation": "keep", "targets": ["no-such-record"]}
+    if shape == "credential":
+        return {
+            "operation": "correct",
+            "targets": _pick(targets, 1),
+            "body": data.draw(st.sampled_from(CREDENTIALS)),
+        }
+    if shape == "extra_field":
+        field = data.draw(
+            st.sampled_from(["status", "provenance", "scopeKey", "expiresAt", "validFrom"])
+        )
+        return {"operation": "keep", "targets": _pick(targets, 1), field: "active"}
+    if shape == "dup_targets":
+        t = _pick(targets, 1)
+        return {"operation": "merge", "targets": t + t, "body": "dup"}
+    assert shape == "bad_value"
+    return data.draw(
+        st.sampled_from(
+            [
+                {"operation": "expire", "targets": _pick(targets, 1), "afterDays": 0},
+                {"operation": "expire", "targets": _pick(targets, 1), "afterDays": 3651},
+                {"operation": "expire", "targets": _pick(targets, 1), "afterDays": 1.5},
+                {"operation": "group", "targets": _pick(targets, 2), "subject": "   "},
+                {"operation": "group", "targets": _pick(targets, 2), "subject": "s" * 81},
+                {"operation": "merge", "targets": _pick(targets, 2), "body": "  "},
+                {"operation": "keep", "targets": _pick(targets, 1), "body": "why"},
+                {"operation": "correct", "targets": _pick(targets, 1)},
+                {"operation": "retire", "targets": []},
+                {"operation": "keep", "targets": "x"},
+            ]
+        )
+    )

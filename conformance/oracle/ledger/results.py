@@ -33,15 +33,7 @@ def compare_result(
     """The differences between the target's result and the model's, by the method's kind of
     result."""
     want = outcome.result
-    if method in (
-        "memory/save_memory_record",
-        "memory/delete_memory_record",
-        "memory/supersede_memory_record",
-        "memory/approve_memory_record",
-        "memory/reject_memory_record",
-        "_test/propose",
-        "_test/set_expiry",
-    ):
+    if method in RECORD_RESULTS:
         assert isinstance(want, dict)
         return compare_record(want, body, ctx, "record")
     if method == "memory/list_memory_records":
@@ -63,17 +55,7 @@ def compare_result(
                 return []
         return _compare_exact(want, body, batch_clauses(outcome, want, body), named)
     if method in ("memory/get_consolidation_settings", "memory/update_consolidation_settings"):
-        diffs = _compare_exact(
-            want,
-            body,
-            ("LED-CONS.2", "LED-CONS.1", "LED-BUDGET.4"),
-            SETTINGS_FIELDS,
-            # heldRecords counts what the run did not write too when the ledger was dirty
-            outcome.extra_fields if not ctx.foreign else {},
-        )
-        return [
-            dataclasses.replace(d, clauses=SETTING_CLAUSES.get(d.where, d.clauses)) for d in diffs
-        ]
+        return _compare_settings(want, body, ctx, outcome)
     if method == "_test/set_clock" and isinstance(want, dict) and isinstance(body, dict):
         seen = answer_instant(body.get("now"))
         m = parse_rfc3339(str(want.get("now")))
@@ -86,6 +68,34 @@ def compare_result(
         method_clauses(method),
         frozenset(want) if isinstance(want, dict) else frozenset(),
     )
+
+
+#: The methods whose result is one record.
+RECORD_RESULTS = frozenset(
+    {
+        "memory/save_memory_record",
+        "memory/delete_memory_record",
+        "memory/supersede_memory_record",
+        "memory/approve_memory_record",
+        "memory/reject_memory_record",
+        "_test/propose",
+        "_test/set_expiry",
+    }
+)
+
+
+def _compare_settings(want: Any, body: Any, ctx: Context, outcome: Ok) -> list[Diff]:
+    """A settings answer: the fields the spec names, each difference under its setting's
+    clause (LED-CONS.2, LED-CONS.1, LED-BUDGET.4)."""
+    diffs = _compare_exact(
+        want,
+        body,
+        ("LED-CONS.2", "LED-CONS.1", "LED-BUDGET.4"),
+        SETTINGS_FIELDS,
+        # heldRecords counts what the run did not write too when the ledger was dirty
+        outcome.extra_fields if not ctx.foreign else {},
+    )
+    return [dataclasses.replace(d, clauses=SETTING_CLAUSES.get(d.where, d.clauses)) for d in diffs]
 
 
 #: The fields of a settings answer the spec names (LED-CONS.2); any other is not judged, except

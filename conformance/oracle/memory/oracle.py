@@ -29,9 +29,9 @@ from conformance.oracle.memory.worlds import (
 )
 from conformance.scrub import shown
 from conformance.vocabulary import Exchange
-from reference.memory.engine import DEFAULT_SCOPE_CAP, Dedup, plan_write
+from reference.memory.engine import DEFAULT_SCOPE_CAP, Dedup, Insert, plan_write
 from reference.memory.judge import eviction_picks
-from reference.memory.records import ACTIVE, EVICTED, MemoryRecord
+from reference.memory.records import ACTIVE, EVICTED, MemoryCandidate, MemoryRecord
 from reference.memory.store import empty_store
 from reference.memory.wire import (
     Allowed,
@@ -268,15 +268,7 @@ def after_write(w: World, option: Option, sent: SentRequest, req: WireRequest) -
         k += 1
         sent_value = sent_records[i].get("supersedes") if i < len(sent_records) else None
         sent_str = sent_value if isinstance(sent_value, str) else None
-        if cand.supersedes is None:
-            ptr = "none"
-        elif cand.supersedes == "":
-            ptr = "empty"
-        elif plan.supersede_id is not None:
-            ptr = "resolved"
-        else:
-            ptr = "unresolved"
-        meta[rec.id] = RecMeta(cand.keywords is not None, ptr, sent_str)
+        meta[rec.id] = RecMeta(cand.keywords is not None, _pointer(cand, plan), sent_str)
         if plan.supersede_id is not None:
             active = [r for r in active if r.id != plan.supersede_id]
         active.append(_as_active(rec))  # as it was before the eviction
@@ -306,6 +298,18 @@ def after_write(w: World, option: Option, sent: SentRequest, req: WireRequest) -
             nw.state = set_statuses(option.state, scope, model_pick, pick)
         worlds.append(nw)
     return worlds
+
+
+def _pointer(cand: MemoryCandidate, plan: Insert) -> str:
+    """What became of an inserted candidate's ``supersedes``: ``none`` (not sent), ``empty``,
+    ``resolved`` (a live record of the scope) or ``unresolved``."""
+    if cand.supersedes is None:
+        return "none"
+    if cand.supersedes == "":
+        return "empty"
+    if plan.supersede_id is not None:
+        return "resolved"
+    return "unresolved"
 
 
 def _as_active(rec: MemoryRecord) -> MemoryRecord:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from typing import Final, Literal
 
 from reference.memory.records import MemoryCandidate
-from reference.memory.reflection.reply import ReflectionResult
+from reference.memory.reflection.reply import ReflectionCandidate, ReflectionResult
 from reference.memory.scopes import SCOPE_ORDER
 
 OriginToken = Literal["public", "machine", "private", "dm", "unknown", "unstamped"]
@@ -132,35 +132,50 @@ def route_candidates(
     decisions: list[RouteDecision] = []
     routed: list[tuple[str, MemoryCandidate]] = []
     for i, rc in enumerate(result.candidates):
-        cand = rc.candidate
-        target: str | None
-        reason: str
-        sup_scope = shown_record_scopes.get(cand.supersedes) if cand.supersedes else None
-        if sup_scope is not None and sup_scope in run_keys:
-            target, reason = sup_scope, "supersedes"
-        else:
-            if cand.supersedes:
-                cand = replace(cand, supersedes=None)
-            own = scopes.of_kind(rc.audience) if rc.audience != "org" else scopes.org
-            if own is not None:
-                target, reason = own, "audience"
-            else:
-                target, reason = scopes.org, "fallback_org"
-        dropped_sup = False
-        if target == scopes.org and origin not in ("public", "machine"):
-            target, reason = _narrow(origin, scopes)
-            if cand.supersedes:
-                cand = replace(cand, supersedes=None)
-                dropped_sup = True
-        decisions.append(RouteDecision(i, rc.audience, target, reason, dropped_sup))
-        if target is not None:
-            routed.append((target, cand))
+        decision, cand = _route_one(i, rc, scopes, run_keys, shown_record_scopes, origin)
+        decisions.append(decision)
+        if decision.target is not None:
+            routed.append((decision.target, cand))
     writes: list[ScopeWrite] = []
     for key in scopes.keys():
         batch = tuple(c for t, c in routed if t == key)
         if batch:
             writes.append(ScopeWrite(key, batch))
     return RoutingPlan(tuple(writes), tuple(decisions), gate_line(origin, decisions))
+
+
+def _route_one(
+    index: int,
+    rc: ReflectionCandidate,
+    scopes: RunScopes,
+    run_keys: set[str],
+    shown_record_scopes: Mapping[str, str],
+    origin: str,
+) -> tuple[RouteDecision, MemoryCandidate]:
+    """Steps 1 to 3 of :func:`route_candidates` for one candidate: its decision and the
+    candidate as written (``supersedes`` removed when it cannot be kept) (MEM-ROUTE.1,
+    MEM-ROUTE.2, MEM-ROUTE.3, MEM-ROUTE.4, MEM-ROUTE.5, MEM-ROUTE.6)."""
+    cand = rc.candidate
+    target: str | None
+    reason: str
+    sup_scope = shown_record_scopes.get(cand.supersedes) if cand.supersedes else None
+    if sup_scope is not None and sup_scope in run_keys:
+        target, reason = sup_scope, "supersedes"
+    else:
+        if cand.supersedes:
+            cand = replace(cand, supersedes=None)
+        own = scopes.of_kind(rc.audience) if rc.audience != "org" else scopes.org
+        if own is not None:
+            target, reason = own, "audience"
+        else:
+            target, reason = scopes.org, "fallback_org"
+    dropped_sup = False
+    if target == scopes.org and origin not in ("public", "machine"):
+        target, reason = _narrow(origin, scopes)
+        if cand.supersedes:
+            cand = replace(cand, supersedes=None)
+            dropped_sup = True
+    return RouteDecision(index, rc.audience, target, reason, dropped_sup), cand
 
 
 def gate_line(origin: str, decisions: Sequence[RouteDecision]) -> str | None:

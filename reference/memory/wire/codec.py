@@ -82,23 +82,14 @@ def record_from_wire(obj: object) -> MemoryRecord | WireError:
     if not isinstance(obj, dict):
         return WireError(None, "record is not an object")
     errs: list[str] = []
-
-    def text_field(name: str, *, nonempty: bool = False) -> str:
-        """A string field (non-empty when asked); a fault is noted in ``errs``."""
-        v = obj.get(name)
-        if not isinstance(v, str) or (nonempty and not v):
-            errs.append(name)
-            return ""
-        return v
-
-    rid = text_field("id", nonempty=True)
-    scope = text_field("scopeKey")
-    kind = text_field("kind")
+    rid = _text_field(obj, "id", errs, nonempty=True)
+    scope = _text_field(obj, "scopeKey", errs)
+    kind = _text_field(obj, "kind", errs)
     if kind not in KINDS:
         errs.append("kind")
-    text = text_field("text")
-    thread = text_field("sourceThreadKey")
-    status = text_field("status")
+    text = _text_field(obj, "text", errs)
+    thread = _text_field(obj, "sourceThreadKey", errs)
+    status = _text_field(obj, "status", errs)
     if status not in STATUSES:
         errs.append("status")
     kws = obj.get("keywords")
@@ -134,6 +125,18 @@ def record_from_wire(obj: object) -> MemoryRecord | WireError:
         supersedes=supersedes,
         status=status,
     )
+
+
+def _text_field(
+    obj: Mapping[str, object], name: str, errs: list[str], *, nonempty: bool = False
+) -> str:
+    """A record's string field (non-empty when asked); a fault is noted in ``errs``
+    (MEM-WIRE.16)."""
+    v = obj.get(name)
+    if not isinstance(v, str) or (nonempty and not v):
+        errs.append(name)
+        return ""
+    return v
 
 
 def _optional(
