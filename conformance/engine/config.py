@@ -16,7 +16,7 @@ from conformance.sources import DEFAULT_LEVEL
 if TYPE_CHECKING:
     from conformance.machines.profiles import Profile
     from conformance.report.expect import Expectation
-    from conformance.vocabulary import TargetConfig
+    from conformance.vocabulary import RunContext, TargetConfig
 
 DEFAULT_REPORT_DIR = "memspec-report"
 
@@ -43,6 +43,11 @@ MAX_PROCS = 16
 MAX_CLIENTS = 64
 
 _RUN_ID = re.compile(r"memspec-[a-z0-9]{4,20}")
+
+
+def is_run_id(text: str) -> bool:
+    """Whether ``text`` is a run id a run may be given (``memspec-[a-z0-9]{4,20}``)."""
+    return _RUN_ID.fullmatch(text) is not None
 
 
 @dataclass(frozen=True)
@@ -80,7 +85,7 @@ class RunConfig:
     clients: int | None = None
 
     def __post_init__(self) -> None:
-        if self.run_id is not None and not _RUN_ID.fullmatch(self.run_id):
+        if self.run_id is not None and not is_run_id(self.run_id):
             raise UsageError(f"--run-id {self.run_id!r}: expected memspec-[a-z0-9]{{4,20}}")
         if self.clients is not None and not 1 <= self.clients <= MAX_CLIENTS:
             raise UsageError(f"--clients must be 1-{MAX_CLIENTS}")
@@ -88,6 +93,17 @@ class RunConfig:
     def on(self, target: TargetConfig, ledger_targets: list[TargetConfig]) -> RunConfig:
         """This run against ``target`` (and further ledger instances)."""
         return dataclasses.replace(self, target=target, ledger_targets=tuple(ledger_targets))
+
+    def context(self, run_id: str, seed: int | None) -> RunContext:
+        """What the drivers of this run share, under ``run_id`` and ``seed`` (the run's own, once
+        settled); the target must be set."""
+        from conformance.vocabulary import RunContext
+
+        if self.target is None:
+            raise UsageError("no target to run against")
+        return RunContext(
+            run_id=run_id, target=self.target, allow_dirty=self.allow_dirty, seed=seed
+        )
 
     def machine_profile(self) -> Profile:
         """The exploration profile, with ``examples`` runs when given (at least 1)."""

@@ -3,14 +3,16 @@
 :data:`TARGET` (where the store is and how to reach it) and :data:`RUN` (what one run does)
 hold one :class:`Option` each.  :func:`add_target_options` / :func:`add_run_options` build the
 ``memspec`` options from them (``--jobs``); :func:`add_pytest_options` builds the pytest
-plugin's (``--memspec-jobs``) from those that have a :class:`Plugin` twin, plus
+plugin's (``--memspec-spec``) from those that have a :class:`Plugin` twin, plus
 :data:`PLUGIN_ONLY`.  :func:`config_fields` maps the values read back onto
-:class:`~conformance.engine.config.RunConfig` fields.
+:class:`~conformance.engine.config.RunConfig` fields (:func:`pytest_config_fields`: the pytest
+side's).
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -305,3 +307,16 @@ def config_fields(value: Callable[[Option], Any], options: Sequence[Option]) -> 
     """The RunConfig fields ``options`` fill, each from ``value(option)`` (one front end's
     reading); an option a front end does not have reads as its default."""
     return {o.field: value(o) for o in options if o.field}
+
+
+def pytest_config_fields(getoption: Callable[[str], Any]) -> dict[str, Any]:
+    """The RunConfig fields the ``--memspec-*`` twins fill, each read with pytest's
+    ``getoption``; a field no twin fills keeps RunConfig's own default."""
+    twins = [o for o in (*TARGET, *RUN) if o.plugin is not None]
+    return config_fields(lambda o: getoption(o.plugin_key), twins)
+
+
+def pytest_flags(text: str) -> str:
+    """``text`` (an engine message naming ``memspec`` options) naming their pytest twins."""
+    twins = {o.name: o.plugin_name for o in (*TARGET, *RUN) if o.plugin is not None}
+    return re.sub(r"--[a-z][a-z-]*", lambda m: twins.get(m.group(), m.group()), text)

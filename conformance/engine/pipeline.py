@@ -31,14 +31,14 @@ from conformance.engine.observer import Observer
 from conformance.errors import UsageError
 from conformance.machines.profiles import Profile
 from conformance.report import RunReport, with_transcript, write_report
-from conformance.report.expect import checked_from_report, maintain
+from conformance.report.expect import Checked, checked_from_report, maintain
 from conformance.report.merge import mark_shard_finished, mark_shard_started, shard_report_options
 from conformance.report.model import now_iso
 from conformance.runner import load_corpus, run_scenarios
 from conformance.scenario import Scenario, ScenarioError
 from conformance.session import new_run_id
 from conformance.shard import base_run_id, select_scenarios, shard_run_id
-from conformance.vocabulary import RunContext, TargetConfig
+from conformance.vocabulary import TargetConfig
 from conformance.workers import WorkerPool
 
 
@@ -64,18 +64,25 @@ def run(config: RunConfig, observer: Observer) -> RunResult:
     if config.clients:
         attach_concurrent(result, config, observer)
     if config.expect_file and (config.expect_update or config.expect_prune):
-        out = io.StringIO()
-        results = checked_from_report(result.data)
-        maintain(
-            config.expect_file,
-            results,
-            update=config.expect_update,
-            prune=config.expect_prune,
-            out=out,
-        )
-        for line in out.getvalue().splitlines():
+        for line in maintain_expectations(config, checked_from_report(result.data)):
             observer.say(line)
     return result
+
+
+def maintain_expectations(config: RunConfig, results: list[Checked]) -> list[str]:
+    """After a run: ``--expect-update`` / ``--expect-prune`` edit ``config.expect_file`` from
+    the run's ``results``; the lines that say what changed (none when neither was asked)."""
+    if not config.expect_file or not (config.expect_update or config.expect_prune):
+        return []
+    out = io.StringIO()
+    maintain(
+        config.expect_file,
+        results,
+        update=config.expect_update,
+        prune=config.expect_prune,
+        out=out,
+    )
+    return out.getvalue().splitlines()
 
 
 @dataclass
@@ -133,9 +140,7 @@ class _Pipeline:
         self.started = time.monotonic()
         self.replays: dict[str, Scenario] = {}
         self.notes: list[str] = []
-        self.ctx = RunContext(
-            run_id=plan.run_id, target=target, allow_dirty=config.allow_dirty, seed=plan.seed
-        )
+        self.ctx = config.context(plan.run_id, plan.seed)
         self.drivers: dict[str, Driver] = {}
         self.lanes: dict[str, list[Driver]] = {}
         self.pool: WorkerPool | None = None

@@ -23,7 +23,8 @@ The parts, one concern each:
 
 - ``options``  — the ``--memspec-*`` command-line options and their defaults;
 - ``hooks``    — the pytest hooks (this package re-exports them, so pytest finds them here);
-- ``state``    — ``MemspecRun``: what one pytest process knows (settings, drivers, results);
+- ``state``    — ``MemspecRun``: what one pytest process knows (the run's ``RunConfig``,
+  drivers, results);
 - ``settings`` — reading and checking the options into a ``MemspecRun``;
 - ``corpus``   — the scenarios and machines checked, and how their files are shown;
 - ``items``    — the collectors and test items;

@@ -32,7 +32,7 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionstart(session: pytest.Session) -> None:
     run = session.config.stash.get(RUN, None)
-    if run is not None and run.role != "worker":
+    if run is not None and run.process.role != "worker":
         run.check_target()
 
 
@@ -55,7 +55,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if run is None:
         return
     run.close()
-    if run.role == "worker":
+    if run.process.role == "worker":
         from conformance.pytest_plugin.xdist import outcome
 
         session.config.workeroutput["memspec"] = outcome(run)  # type: ignore[attr-defined]
@@ -70,7 +70,7 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
     run = config.stash.get(RUN, None)
-    if run is None or run.role == "worker":
+    if run is None or run.process.role == "worker":
         return
     terminalreporter.write_sep("-", "memspec")
     for line in run.summary(verbose=config.getoption("verbose", 0) > 0):

@@ -16,6 +16,8 @@ from conformance.pytest_plugin.state import RUN, MemspecDivergence, MemspecRun, 
 from conformance.pytest_plugin.xdist import grouped_node_id, names_group_in_node_id
 
 if TYPE_CHECKING:
+    from conformance.drivers.base import Driver
+    from conformance.machines import MachineResult
     from conformance.scenario import Scenario
 
 
@@ -34,12 +36,12 @@ class MemspecProtocol(pytest.Collector):
         run = self.config.stash[RUN]
         protocol = self.name
         grouped = names_group_in_node_id(run, self.config, protocol)
-        named = {e.scenario: e for e in run.expectations if e.scenario}
+        named = {e.scenario: e for e in run.config.expectations if e.scenario}
 
         def node_id(name: str) -> str | None:
             return grouped_node_id(self.nodeid, name) if grouped else None
 
-        for scenario, source in run.corpus:
+        for scenario, source in run.checks.corpus:
             if scenario.protocol != protocol:
                 continue
             name = item_name(scenario.name)
@@ -49,12 +51,12 @@ class MemspecProtocol(pytest.Collector):
             clauses = scenario.all_clauses()
             _mark(item, protocol, "scenario", clauses, named.get(scenario.name), grouped)
             yield item
-        if protocol in run.machines:
+        if protocol in run.checks.machines:
             name = f"{protocol}-machine"
             machine = MemspecMachineItem.from_parent(
                 self, name=name, nodeid=node_id(name), protocol=protocol
             )
-            clauses = list(run.machines[protocol])
+            clauses = list(run.checks.machines[protocol])
             _mark(machine, protocol, "machine", clauses, named.get(name), grouped)
             yield machine
 
@@ -104,6 +106,7 @@ class MemspecScenarioItem(MemspecItem):
 
     def runtest(self) -> None:
         from conformance.runner import run_scenario
+        from conformance.sources import level_fails
 
         run = self.run
         result = run_scenario(run.driver(self.protocol), self.scenario, path=self.source)
@@ -115,7 +118,9 @@ class MemspecScenarioItem(MemspecItem):
                    result.failed_clauses(), result.failing_step, result.reason)  # fmt: skip
         if result.verdict == "skip":
             skip(result.reason)
-        if result.verdict == "pass" or (result.verdict == "deviate" and run.level != "reference"):
+        if result.verdict == "pass" or (
+            result.verdict == "deviate" and not level_fails(run.config.level, deviation=True)
+        ):
             return
         step = result.failing_step or next(iter(result.deviating_steps), None)
         failed = result.failed_clauses() or result.deviation_clauses()
@@ -154,14 +159,13 @@ class MemspecMachineItem(MemspecItem):
 
     def runtest(self) -> None:
         from conformance.machines import run_machine
-        from conformance.runner import run_scenario
-        from conformance.sources import only_reference
+        from conformance.sources import level_fails, only_reference
 
         run = self.run
         driver = run.driver(self.protocol)
-        result = run_machine(self.protocol, driver, run.profile, run.seed)
-        run.record(self.name, result.verdict, run.machines.get(self.protocol, ()), result.clauses,
-                   result.failure, result.reason)  # fmt: skip
+        result = run_machine(self.protocol, driver, run.profile, run.config.seed)
+        run.record(self.name, result.verdict, run.checks.machines.get(self.protocol, ()),
+                   result.clauses, result.failure, result.reason)  # fmt: skip
         self.user_properties += [
             ("memspec_verdict", result.verdict),
             ("seed", str(result.seed)),
@@ -176,13 +180,17 @@ class MemspecMachineItem(MemspecItem):
             skip(result.reason)
         if result.verdict == "pass":
             return
-        if (
-            result.verdict == "fail"
-            and result.findings
-            and len(deviations) == len(result.findings)
-            and run.level != "reference"
-        ):
+        deviation = bool(result.findings) and len(deviations) == len(result.findings)
+        if result.verdict == "fail" and not level_fails(run.config.level, deviation):
             return  # only deviations from the reference implementation: seed-level pass
+        run.fail(self.name, list(result.clauses), "\n".join(self._failure(result, driver)))
+
+    def _failure(self, result: MachineResult, driver: Driver) -> list[str]:
+        """The failing item's text; the shrunk run, when there is one, is confirmed once more
+        on a fresh start and saved as a replay file."""
+        from conformance.runner import run_scenario
+
+        run = self.run
         verb = "found a divergence" if result.verdict == "fail" else "could not judge the target"
         lines = [
             f"memspec {self.protocol} state machine {verb}"
@@ -193,8 +201,7 @@ class MemspecMachineItem(MemspecItem):
         step = result.failure
         replay = ""
         if result.replay is not None:
-            # Run the shrunk scenario once more on a fresh start: it confirms the failure and
-            # records the transcript that goes into the replay file.
+            # The rerun confirms the failure and records the transcript the replay file holds.
             confirm = run_scenario(driver, result.replay)
             if confirm.failing_step is not None:
                 step = confirm.failing_step
@@ -210,20 +217,27 @@ class MemspecMachineItem(MemspecItem):
                 f"  shrunk run:    {len(result.replay.steps)} step(s); reproduced on a fresh"
                 f" run: {again}"
             )
-        if result.details.get("shrink_cut"):
-            lines.append(
-                "  note:          shrinking stopped at the profile's shrink budget; the replay"
-                " is the smallest failing run found by then"
-            )
-        elif result.details.get("flaky"):
-            lines.append("  note:          the failure did not reproduce on every replay")
+        lines += _notes(result)
         lines += step_lines(step, list(result.clauses))
         if replay:
             lines.append(f"  replay file:   {replay}")
             lines.append(f"  rerun:         {run.replay_hint(replay)}")
-        examples = f" --memspec-examples {run.examples}" if run.examples else ""
+        examples = run.config.examples
+        again_with = f" --memspec-examples {examples}" if examples else ""
         lines.append(
             f"  explore again: pytest --memspec-target {run.url} --memspec-profile"
-            f" {run.profile.name}{examples} --memspec-seed {result.seed} -k {self.name}"
+            f" {run.profile.name}{again_with} --memspec-seed {result.seed} -k {self.name}"
         )
-        run.fail(self.name, list(result.clauses), "\n".join(lines))
+        return lines
+
+
+def _notes(result: MachineResult) -> list[str]:
+    """What a reader should know about how the shrunk run was found."""
+    if result.details.get("shrink_cut"):
+        return [
+            "  note:          shrinking stopped at the profile's shrink budget; the replay"
+            " is the smallest failing run found by then"
+        ]
+    if result.details.get("flaky"):
+        return ["  note:          the failure did not reproduce on every replay"]
+    return []

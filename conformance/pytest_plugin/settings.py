@@ -1,5 +1,10 @@
 """Reading the ``--memspec-*`` options into a ``MemspecRun``: every mistake is one
-``pytest.UsageError`` (``memspec: …``) before any item runs."""
+``pytest.UsageError`` (``memspec: …``) before any item runs.
+
+The run's options become one :class:`~conformance.engine.config.RunConfig`, its fields read
+through the option schema (:func:`conformance.engine.options.pytest_config_fields`); what the
+schema leaves to the front end (the target and its token, the expectations file, the seed and
+run id an xdist controller hands its workers) is read here and set on it."""
 
 from __future__ import annotations
 
@@ -13,76 +18,89 @@ import pytest
 
 from conformance.pytest_plugin.corpus import load_corpus, machines
 from conformance.pytest_plugin.options import DEFAULT_TOKEN_ENV
-from conformance.pytest_plugin.state import MemspecRun
+from conformance.pytest_plugin.state import Checks, MemspecRun, Process, TokenOrigin
 from conformance.pytest_plugin.xdist import arrange_distribution, is_controller
 
 if TYPE_CHECKING:
-    from conformance.vocabulary import Secret
+    from conformance.engine.config import RunConfig
+    from conformance.report.expect import Expectation
+    from conformance.vocabulary import Secret, TargetConfig
 
 
 def from_config(config: pytest.Config) -> MemspecRun:
     """Read and check the options, load the corpus, and place this process in an xdist run."""
-    from conformance.machines import pick_seed
+    from conformance.engine.drivers import protocols_for
 
-    run = MemspecRun()
     opt = config.getoption
     workerinput = getattr(config, "workerinput", None)
-    if workerinput is not None:
-        run.role = "worker"
-        run.worker_id = str(workerinput.get("workerid", ""))
-    elif is_controller(config):
-        run.role = "controller"
-    _read_target(run, opt)
-    run.spec = opt("memspec_spec")
-    run.protocols = ["memory", "ledger"] if run.spec == "all" else [run.spec]
-    _read_profile(run, opt)
-    run.allow_dirty = bool(opt("memspec_allow_dirty"))
-    replay_dir = Path(opt("memspec_replay_dir"))
-    run.replay_dir = (
-        replay_dir if replay_dir.is_absolute() else config.invocation_params.dir / replay_dir
-    )
-    _read_expectations(run, opt, quiet=workerinput is not None)
-    run.corpus = load_corpus(run.protocols, [Path(p) for p in opt("memspec_corpus")])
-    run.machines = machines(run.protocols)
-
     shared = (workerinput or {}).get("memspec") or {}
-    run.seed = int(shared.get("seed", pick_seed(run.profile, opt("memspec_seed"))))
-    _name_run(run, shared.get("run_base"))
-    run.unavailable = dict(shared.get("unavailable") or {})
-    if run.role == "worker" and shared.get("loadgroup"):
+    process = _process(config, workerinput)
+    target, origin = _read_target(opt)
+    notes: list[str] = []
+    run_config = _run_config(opt, target, shared, process, notes=notes)
+    protocols = protocols_for(run_config.spec)
+    checks = Checks(
+        load_corpus(protocols, [Path(p) for p in opt("memspec_corpus")]), machines(protocols)
+    )
+    replay_dir = Path(opt("memspec_replay_dir"))
+    if not replay_dir.is_absolute():
+        replay_dir = config.invocation_params.dir / replay_dir
+    run = MemspecRun(
+        run_config,
+        process=process,
+        token_origin=origin,
+        checks=checks,
+        replay_dir=replay_dir,
+        notes=notes,
+    )
+    run.opened.unavailable = dict(shared.get("unavailable") or {})
+    if process.role == "worker" and shared.get("loadgroup"):
         config.option.loadgroup = True  # MemspecProtocol.collect names the group then
-    if run.role == "controller":
+    if process.role == "controller":
         arrange_distribution(run, config)
     return run
 
 
-def _read_target(run: MemspecRun, opt: Any) -> None:
+def _process(config: pytest.Config, workerinput: dict[str, Any] | None) -> Process:
+    if workerinput is not None:
+        return Process("worker", str(workerinput.get("workerid", "")))
+    return Process("controller" if is_controller(config) else "main")
+
+
+def _run_config(
+    opt: Any, target: TargetConfig, shared: dict[str, Any], process: Process, *, notes: list[str]
+) -> RunConfig:
+    """The run's options through the schema, checked; the seed and run id settled (a worker's
+    from its controller); the expectations read (a worker adds no note about them)."""
+    from conformance.engine.config import RunConfig
+    from conformance.engine.options import pytest_config_fields, pytest_flags
+    from conformance.errors import UsageError
+    from conformance.machines import pick_seed
+
+    asked = RunConfig(**pytest_config_fields(opt), target=target)
+    try:
+        profile = asked.machine_profile()  # checks --memspec-examples
+    except UsageError as exc:
+        raise pytest.UsageError(f"memspec: {pytest_flags(str(exc))}") from exc
+    expectations = _read_expectations(opt, asked, notes=notes, quiet=process.role == "worker")
+    return dataclasses.replace(
+        asked,
+        **expectations,
+        seed=int(shared.get("seed", pick_seed(profile, asked.seed))),
+        run_id=_run_id(shared.get("run_base"), process.worker_id),
+    )
+
+
+def _read_target(opt: Any) -> tuple[TargetConfig, TokenOrigin]:
     """URL, token (from a file, a named variable, or ``$MEMSPEC_TOKEN``), timeout, capabilities."""
     from conformance.errors import TargetError
     from conformance.session import check_capabilities
-    from conformance.targets.base import check_url, load_token
-    from conformance.vocabulary import Secret, TargetConfig
+    from conformance.targets.base import check_url
+    from conformance.vocabulary import TargetConfig
 
     try:
-        run.url = check_url(opt("memspec_target"))
-        env, file = opt("memspec_token_env"), opt("memspec_token_file")
-        if env is not None and file is not None:
-            raise TargetError("give --memspec-token-env or --memspec-token-file, not both")
-        token: Secret | None
-        if file is not None:
-            token = load_token(None, file)
-            run.token_source, run.token_hint = f"file {file}", f" --token-file {file}"
-        elif env is not None:
-            token = load_token(env, None)
-            run.token_source, run.token_hint = f"${env}", f" --token-env {env}"
-        else:
-            value = os.environ.get(DEFAULT_TOKEN_ENV, "").strip()
-            token = Secret(value) if value else None
-            if token:
-                run.token_source = f"${DEFAULT_TOKEN_ENV}"
-                run.token_hint = f" --token-env {DEFAULT_TOKEN_ENV}"
-            else:
-                run.token_source = f"none (${DEFAULT_TOKEN_ENV} is unset)"
+        url = check_url(opt("memspec_target"))
+        token, shown = _read_token(opt)
         timeout = float(opt("memspec_timeout"))
         if not timeout > 0:
             raise TargetError("--memspec-timeout must be positive")
@@ -90,52 +108,65 @@ def _read_target(run: MemspecRun, opt: Any) -> None:
         check_capabilities(declared, denied)
     except TargetError as exc:
         raise pytest.UsageError(f"memspec: {exc}") from exc
-    run.target = TargetConfig(
-        run.url, token, timeout, declared=declared, denied=denied, label=run.url
-    )
+    return TargetConfig(url, token, timeout, declared=declared, denied=denied, label=url), shown
 
 
-def _read_profile(run: MemspecRun, opt: Any) -> None:
-    from conformance.machines.profiles import get_profile
+def _read_token(opt: Any) -> tuple[Secret | None, TokenOrigin]:
+    """The token, and how it was given (``TargetError`` when it cannot be read)."""
+    from conformance.errors import TargetError
+    from conformance.targets.base import load_token
+    from conformance.vocabulary import Secret
 
-    profile = get_profile(opt("memspec_profile"))
-    run.level = str(opt("memspec_level") or "seed")
-    examples = opt("memspec_examples")
-    if examples is not None:
-        if examples < 1:
-            raise pytest.UsageError("memspec: --memspec-examples must be at least 1")
-        profile = dataclasses.replace(profile, max_examples=examples)
-        run.examples = examples
-    run.profile = profile
+    env, file = opt("memspec_token_env"), opt("memspec_token_file")
+    if env is not None and file is not None:
+        raise TargetError("give --memspec-token-env or --memspec-token-file, not both")
+    if file is not None:
+        return load_token(None, file), TokenOrigin(f"file {file}", f" --token-file {file}")
+    if env is not None:
+        return load_token(env, None), TokenOrigin(f"${env}", f" --token-env {env}")
+    value = os.environ.get(DEFAULT_TOKEN_ENV, "").strip()
+    if value:
+        return Secret(value), TokenOrigin(
+            f"${DEFAULT_TOKEN_ENV}", f" --token-env {DEFAULT_TOKEN_ENV}"
+        )
+    return None, TokenOrigin(f"none (${DEFAULT_TOKEN_ENV} is unset)")
 
 
-def _read_expectations(run: MemspecRun, opt: Any, *, quiet: bool) -> None:
-    """``--memspec-expect``/``-update``/``-prune``; ``quiet`` (a worker): no TODO warning."""
+def _read_expectations(
+    opt: Any, asked: RunConfig, *, notes: list[str], quiet: bool
+) -> dict[str, Any]:
+    """``--memspec-expect``/``-update``/``-prune``: the RunConfig fields they fill; a TODO
+    warning goes into ``notes`` (``quiet``, a worker: no warning)."""
     from conformance.report.expect import ExpectError, load_expectations, todo_warning
 
-    update, run.expect_prune = opt("memspec_expect_update"), bool(opt("memspec_expect_prune"))
-    if update and opt("memspec_expect") and Path(update) != Path(opt("memspec_expect")):
+    update, expect = opt("memspec_expect_update"), opt("memspec_expect")
+    if update and expect and Path(update) != Path(expect):
         raise pytest.UsageError("memspec: --memspec-expect and --memspec-expect-update differ")
-    run.expect_file, run.expect_update = update or opt("memspec_expect"), bool(update)
-    if run.expect_prune and not run.expect_file:
+    expect_file = update or expect
+    if asked.expect_prune and not expect_file:
         raise pytest.UsageError("memspec: --memspec-expect-prune needs an expectations file")
-    if run.expect_file and (not update or Path(run.expect_file).exists()):
+    expectations: list[Expectation] = []
+    if expect_file and (not update or Path(expect_file).exists()):
         try:
-            run.expectations = load_expectations(run.expect_file)
+            expectations = load_expectations(expect_file)
         except ExpectError as exc:
             raise pytest.UsageError(f"memspec: --memspec-expect: {exc}") from exc
-        warning = todo_warning(run.expect_file, run.expectations)
+        warning = todo_warning(expect_file, expectations)
         if warning and not quiet:
-            run.notes.append(warning)
+            notes.append(warning)
+    return {
+        "expectations": tuple(expectations),
+        "expect_file": expect_file,
+        "expect_update": bool(update),
+    }
 
 
-def _name_run(run: MemspecRun, base: Any) -> None:
-    """The run id: the controller's base id (or a new one) plus this worker's id."""
+def _run_id(base: Any, worker_id: str) -> str:
+    """This process's run id: the controller's base id (or a new one) plus the worker's id."""
+    from conformance.engine.config import is_run_id
     from conformance.session import new_run_id
-    from conformance.vocabulary import RUN_ID
 
-    run.run_base = str(base or new_run_id())
-    run.run_id = run.run_base + re.sub(r"[^a-z0-9]", "", run.worker_id.lower())
-    if not RUN_ID.fullmatch(run.run_id):  # pragma: no cover - worker ids are gw<n>
-        run.run_id = new_run_id()
-    run.run_ids[run.run_id] = None
+    run_id = str(base or new_run_id()) + re.sub(r"[^a-z0-9]", "", worker_id.lower())
+    if not is_run_id(run_id):  # pragma: no cover - worker ids are gw<n>
+        run_id = new_run_id()
+    return run_id

@@ -1,11 +1,12 @@
-"""``MemspecRun``: what one pytest process knows about the memspec run — its settings (read by
-``settings``), the drivers it opened, and the results it gathered for the terminal summary and
-``--memspec-expect-update``/``--memspec-expect-prune``."""
+"""``MemspecRun``: what one pytest process knows about the memspec run — the run's options as
+one :class:`~conformance.engine.config.RunConfig` (read by ``settings``), this process's place
+in an xdist run, the drivers it opened, and the results it gathered for the terminal summary
+and ``--memspec-expect-update``/``--memspec-expect-prune``."""
 
 from __future__ import annotations
 
 import json
-import re
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -16,10 +17,9 @@ from conformance.pytest_plugin.messages import option_names
 
 if TYPE_CHECKING:
     from conformance.drivers.base import Driver
+    from conformance.engine.config import RunConfig
     from conformance.machines.profiles import Profile
-    from conformance.report.expect import Expectation
     from conformance.scenario import Scenario
-    from conformance.vocabulary import TargetConfig
 
 RUN = pytest.StashKey["MemspecRun"]()
 
@@ -34,46 +34,96 @@ class MemspecDivergence(Exception):
     """A target answered what the model does not allow (or could not be judged)."""
 
 
-class MemspecRun:
-    """What one pytest process knows about the memspec run: options, corpus, drivers."""
+@dataclass
+class Process:
+    """This process in an xdist run, or alone (see ``xdist``)."""
 
-    def __init__(self) -> None:
-        # -- the process, in an xdist run or not (see ``xdist``)
-        self.role = "main"  # main (no xdist) | controller | worker
-        self.worker_id = ""
-        self.force_loadgroup = False  # the controller switched --dist load to loadgroup
-        # -- settings, read once from the options (``settings.from_config``)
-        self.url = ""
-        self.target: TargetConfig
-        self.token_source = "none"
-        self.token_hint = ""
-        self.spec = "all"
-        self.protocols: list[str] = []
-        self.profile: Profile
-        self.seed = 0
-        self.examples: int | None = None  # --memspec-examples, when given
-        self.level = "seed"  # --memspec-level: "reference" fails an item on a deviation too
-        self.allow_dirty = False
-        self.corpus: list[tuple[Scenario, str]] = []
-        self.machines: dict[str, tuple[str, ...]] = {}
-        self.replay_dir: Path  # --memspec-replay-dir, made absolute
-        self.expectations: list[Expectation] = []
-        self.expect_file: str | None = None
-        self.expect_update = self.expect_prune = False
-        self.run_base = ""
-        self.run_id = ""
-        self.notes: list[str] = []
-        # -- the target: drivers opened, and protocols that cannot be checked
-        self.drivers: dict[str, Driver] = {}
-        self.unavailable: dict[str, str] = {}  # protocol -> why its items are skipped
-        self.broken: dict[str, str] = {}  # protocol -> why opening it failed mid-run
-        # -- results (a worker sends them to the controller: ``xdist.outcome``/``merge``)
-        self.scopes: dict[str, dict[str, None]] = {}  # protocol -> scope keys written
-        self.run_ids: dict[str, None] = {}
-        self.replays: list[str] = []
-        self.matched: set[int] = set()  # expectation entries some failure matched
-        self.checked: list[dict[str, Any]] = []  # every result, for --memspec-expect-update/prune
-        self.baseline_lines: list[str] = []
+    role: str = "main"  # main (no xdist) | controller | worker
+    worker_id: str = ""
+    force_loadgroup: bool = False  # the controller switched --dist load to loadgroup
+
+
+@dataclass(frozen=True)
+class TokenOrigin:
+    """How the token was given: ``source`` for the header, ``hint`` for a rerun command line."""
+
+    source: str = "none"
+    hint: str = ""
+
+
+@dataclass
+class Checks:
+    """What the items check: the scenarios with their files, and protocol → the clauses its
+    state machine checks (for the machines that exist)."""
+
+    corpus: list[tuple[Scenario, str]]
+    machines: dict[str, tuple[str, ...]]
+
+
+@dataclass
+class Opened:
+    """The target in this process: its drivers, and the protocols that cannot be checked."""
+
+    drivers: dict[str, Driver] = field(default_factory=dict)
+    unavailable: dict[str, str] = field(default_factory=dict)  # protocol -> why items skip
+    broken: dict[str, str] = field(default_factory=dict)  # protocol -> why opening failed mid-run
+
+
+@dataclass
+class Results:
+    """What the items found (a worker sends it to the controller: ``xdist.outcome``/``merge``)."""
+
+    scopes: dict[str, dict[str, None]] = field(default_factory=dict)  # protocol -> keys written
+    run_ids: dict[str, None] = field(default_factory=dict)
+    replays: list[str] = field(default_factory=list)
+    matched: set[int] = field(default_factory=set)  # expectation entries some failure matched
+    checked: list[dict[str, Any]] = field(default_factory=list)  # every result, for upkeep
+    baseline_lines: list[str] = field(default_factory=list)  # what the upkeep changed
+
+
+class MemspecRun:
+    """What one pytest process knows about the memspec run: the run's options (``config``, its
+    target set, its seed and this process's run id settled), how the token was given, what is
+    checked, where replays go, the drivers opened and the results."""
+
+    def __init__(
+        self,
+        config: RunConfig,
+        *,
+        process: Process,
+        token_origin: TokenOrigin,
+        checks: Checks,
+        replay_dir: Path,
+        notes: list[str],
+    ) -> None:
+        self.config = config
+        self.process = process
+        self.token_origin = token_origin
+        self.checks = checks
+        self.replay_dir = replay_dir  # --memspec-replay-dir, made absolute
+        self.notes = notes
+        self.opened = Opened()
+        self.results = Results(run_ids={self.run_id: None})
+
+    @property
+    def url(self) -> str:
+        assert self.config.target is not None
+        return self.config.target.url
+
+    @property
+    def run_id(self) -> str:
+        assert self.config.run_id is not None
+        return self.config.run_id
+
+    @property
+    def protocols(self) -> list[str]:
+        from conformance.engine.drivers import protocols_for
+
+        return protocols_for(self.config.spec)
+
+    @property
+    def profile(self) -> Profile:
+        return self.config.machine_profile()
 
     # -- the target -------------------------------------------------------------------------
 
@@ -85,10 +135,10 @@ class MemspecRun:
         errors: dict[str, str] = {}
         for protocol in self.protocols:
             try:
-                self.drivers[protocol] = self._open(protocol)
+                self.opened.drivers[protocol] = self._open(protocol)
             except TargetError as exc:
                 errors[protocol] = option_names(str(exc), self.url)
-        if errors and (len(errors) == len(self.protocols) or self.spec != "all"):
+        if errors and (len(errors) == len(self.protocols) or self.config.spec != "all"):
             self.close()
             reasons = list(dict.fromkeys(errors.values()))
             detail = (
@@ -98,88 +148,81 @@ class MemspecRun:
             )
             raise pytest.UsageError(f"memspec: cannot check {self.url}: {detail}")
         for protocol, message in errors.items():
-            self.unavailable[protocol] = f"{protocol} not checked: {message}"
-        if self.role == "controller":
+            self.opened.unavailable[protocol] = f"{protocol} not checked: {message}"
+        if self.process.role == "controller":
             self.close()  # the workers open their own, with their own run ids
 
     def _open(self, protocol: str) -> Driver:
         from conformance.session import open_driver
-        from conformance.vocabulary import RunContext
 
-        ctx = RunContext(
-            run_id=self.run_id, target=self.target, allow_dirty=self.allow_dirty, seed=self.seed
-        )
-        return open_driver(ctx, protocol)
+        return open_driver(self.config.context(self.run_id, self.config.seed), protocol)
 
     def driver(self, protocol: str) -> Driver:
         """The driver of ``protocol`` for this process, opened on first use (a worker opens
         only the protocols of the items it was given — the ledger on one worker only)."""
         from conformance.errors import TargetError
 
-        if protocol in self.unavailable:
-            skip(self.unavailable[protocol])
-        if protocol in self.broken:
-            pytest.fail(self.broken[protocol], pytrace=False)
-        driver = self.drivers.get(protocol)
+        opened = self.opened
+        if protocol in opened.unavailable:
+            skip(opened.unavailable[protocol])
+        if protocol in opened.broken:
+            pytest.fail(opened.broken[protocol], pytrace=False)
+        driver = opened.drivers.get(protocol)
         if driver is None:
             try:
-                driver = self.drivers[protocol] = self._open(protocol)
+                driver = opened.drivers[protocol] = self._open(protocol)
             except TargetError as exc:
-                self.broken[protocol] = (
+                opened.broken[protocol] = (
                     f"memspec: cannot use {self.url}: {option_names(str(exc), self.url)}"
                 )
-                pytest.fail(self.broken[protocol], pytrace=False)
+                pytest.fail(opened.broken[protocol], pytrace=False)
         return driver
 
     def close(self) -> None:
-        for protocol, driver in self.drivers.items():
-            written = self.scopes.setdefault(protocol, {})
+        for protocol, driver in self.opened.drivers.items():
+            written = self.results.scopes.setdefault(protocol, {})
             try:
                 written.update(dict.fromkeys(driver.scopes_written()))
             finally:
                 driver.close()
-        self.drivers = {}
+        self.opened.drivers = {}
 
     # -- failures ---------------------------------------------------------------------------
 
     def replay_hint(self, path: str) -> str:
-        return f"memspec replay {path} --target {self.url}{self.token_hint}"
+        return f"memspec replay {path} --target {self.url}{self.token_origin.hint}"
 
     def save_replay(self, kind: str, name: str, scenario: Scenario, outcomes: list[Any]) -> str:
         """Write ``scenario`` with the target's answers recorded; return its path."""
-        from conformance.report import with_transcript
-        from conformance.scrub import dumps
+        from conformance.report import replay_name, with_transcript, write_replay
 
-        safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_") or "replay"
-        path = self.replay_dir / f"{kind}-{safe}.json"
-        replay = with_transcript(scenario, [o.to_json() for o in outcomes])
-        path.parent.mkdir(parents=True, exist_ok=True)
-        # Scrubbed like every other output (the token in any escaped form, lone surrogates).
-        text = dumps(replay.model_dump(mode="json", exclude_none=True), indent=2)
-        path.write_text(text + "\n", encoding="utf-8")
+        path = self.replay_dir / replay_name(kind, name)
+        write_replay(path, with_transcript(scenario, [o.to_json() for o in outcomes]))
         where = shown(path)
-        self.replays.append(where)
+        self.results.replays.append(where)
         return where
 
     def fail(self, name: str, clauses: list[str], message: str) -> None:
         """xfail when an ``--memspec-expect`` entry names this result, else fail."""
         from conformance.report.expect import match
 
-        hits = [i for i, e in enumerate(self.expectations) if match([e], name, clauses)]
-        self.matched.update(hits)
+        expectations = self.config.expectations
+        hits = [i for i, e in enumerate(expectations) if match([e], name, clauses)]
+        self.results.matched.update(hits)
         if hits:
-            entry = self.expectations[hits[0]]
+            entry = expectations[hits[0]]
             pytest.xfail(f"expected divergence ({entry.label}): {entry.reason}")
         raise MemspecDivergence(message)
 
     # -- reporting --------------------------------------------------------------------------
 
     def header(self) -> list[str]:
-        runs = f", {self.profile.max_examples} runs"
-        ids = f"{self.run_id}<worker id>" if self.role == "controller" else self.run_id
+        config, profile = self.config, self.profile
+        runs = f", {profile.max_examples} runs"
+        ids = f"{self.run_id}<worker id>" if self.process.role == "controller" else self.run_id
         lines = [
-            f"memspec: target {self.url} (token: {self.token_source}), spec {self.spec},"
-            f" profile {self.profile.name}{runs}, seed {self.seed}, run id {ids}"
+            f"memspec: target {self.url} (token: {self.token_origin.source}), spec {config.spec},"
+            f" profile {profile.name}{runs}, seed {config.seed}, run id {ids}"
         ]
         lines += [f"memspec: {n}" for n in self.notes]
         return lines
@@ -189,59 +232,55 @@ class MemspecRun:
     ) -> None:
         """One result, as ``--memspec-expect-update`` / ``--memspec-expect-prune`` see it."""
         op = step.op if step is not None else ""
-        self.checked.append(
+        self.results.checked.append(
             {"name": name, "verdict": verdict, "clauses": list(clauses), "failed": list(failed),
              "op": op, "why": why}
         )  # fmt: skip
 
     def maintain_expectations(self) -> None:
-        """After the run (main process or xdist controller): update / prune the file."""
-        import io
+        """After the run (main process or xdist controller): update / prune the file, as the
+        engine does after ``memspec run``."""
+        from conformance.engine.pipeline import maintain_expectations
+        from conformance.report.expect import Checked
 
-        from conformance.report.expect import Checked, maintain
-
-        if not self.expect_file or not (self.expect_update or self.expect_prune):
-            return
         results = [
             Checked(c["name"], c["verdict"], tuple(c["clauses"]), tuple(c["failed"]), c["op"],
                     c["why"])
-            for c in self.checked
+            for c in self.results.checked
         ]  # fmt: skip
-        out = io.StringIO()
-        maintain(
-            self.expect_file, results, update=self.expect_update, prune=self.expect_prune, out=out
-        )
-        self.baseline_lines = out.getvalue().splitlines()
+        self.results.baseline_lines = maintain_expectations(self.config, results)
 
     def summary(self, *, verbose: bool) -> list[str]:
-        lines = [f"target {self.url}; run id(s): {', '.join(self.run_ids)}"]
+        results = self.results
+        lines = [f"target {self.url}; run id(s): {', '.join(results.run_ids)}"]
         for protocol in self.protocols:
-            keys = list(self.scopes.get(protocol, {}))
-            if protocol in self.unavailable:
-                lines.append(f"{protocol}: {self.unavailable[protocol]}")
-            elif keys and (verbose or len(keys) <= 3):
-                listed = ", ".join(
-                    k if k.isascii() and k.isprintable() else json.dumps(k) for k in keys
-                )
-                lines.append(f"{protocol}: wrote into {len(keys)} scope key(s): {listed}")
-            elif keys:
-                per_run = ", ".join(
-                    f"{n} of run {rid}"
-                    for rid in self.run_ids
-                    if (n := sum(1 for k in keys if f"{rid}-" in k))
-                )
-                lines.append(
-                    f"{protocol}: wrote into {len(keys)} scope key(s) ({per_run}); -v lists them"
-                )
-            else:
-                lines.append(f"{protocol}: wrote nothing")
-        for path in self.replays:
+            lines.append(f"{protocol}: {self._scopes_line(protocol, verbose=verbose)}")
+        for path in results.replays:
             lines.append(f"replay file: {path}  (rerun: {self.replay_hint(path)})")
-        lines += self.baseline_lines
-        for i, entry in enumerate(self.expectations):
-            if i not in self.matched:
+        lines += results.baseline_lines
+        for i, entry in enumerate(self.config.expectations):
+            if i not in results.matched:
                 lines.append(
                     f"expectation {entry.label} matched no failure in this run"
                     " — remove it if the store is fixed"
                 )
         return lines
+
+    def _scopes_line(self, protocol: str, *, verbose: bool) -> str:
+        """What the run wrote into ``protocol`` (or why it was not checked)."""
+        keys = list(self.results.scopes.get(protocol, {}))
+        if protocol in self.opened.unavailable:
+            return self.opened.unavailable[protocol]
+        if keys and (verbose or len(keys) <= 3):
+            listed = ", ".join(
+                k if k.isascii() and k.isprintable() else json.dumps(k) for k in keys
+            )
+            return f"wrote into {len(keys)} scope key(s): {listed}"
+        if keys:
+            per_run = ", ".join(
+                f"{n} of run {rid}"
+                for rid in self.results.run_ids
+                if (n := sum(1 for k in keys if f"{rid}-" in k))
+            )
+            return f"wrote into {len(keys)} scope key(s) ({per_run}); -v lists them"
+        return "wrote nothing"

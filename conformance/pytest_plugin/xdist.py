@@ -64,7 +64,7 @@ def arrange_distribution(run: MemspecRun, config: pytest.Config) -> None:
     dist = getattr(config.option, "dist", "no")
     if dist == "load":
         config.option.dist = "loadgroup"
-        run.force_loadgroup = True
+        run.process.force_loadgroup = True
         run.notes.append(
             "--dist load switched to loadgroup so that the ledger items run on one worker"
         )
@@ -80,7 +80,7 @@ def names_group_in_node_id(run: MemspecRun, config: pytest.Config, protocol: str
     """Whether this worker writes ``@memspec-ledger`` into the ledger items' node ids."""
     return (
         protocol == "ledger"
-        and run.role == "worker"
+        and run.process.role == "worker"
         and bool(getattr(config.option, "loadgroup", False))
     )
 
@@ -92,10 +92,10 @@ def grouped_node_id(parent_id: str, name: str) -> str:
 def worker_input(run: MemspecRun) -> dict[str, Any]:
     """What the controller hands every worker."""
     return {
-        "run_base": run.run_base,
-        "seed": run.seed,
-        "unavailable": dict(run.unavailable),
-        "loadgroup": run.force_loadgroup,
+        "run_base": run.run_id,  # the controller's own: the base of every worker's
+        "seed": run.config.seed,
+        "unavailable": dict(run.opened.unavailable),
+        "loadgroup": run.process.force_loadgroup,
     }
 
 
@@ -103,18 +103,19 @@ def outcome(run: MemspecRun) -> dict[str, Any]:
     """What a worker sends back to the controller."""
     return {
         "run_id": run.run_id,
-        "scopes": {p: list(s) for p, s in run.scopes.items()},
-        "replays": list(run.replays),
-        "matched": sorted(run.matched),
-        "checked": list(run.checked),
+        "scopes": {p: list(s) for p, s in run.results.scopes.items()},
+        "replays": list(run.results.replays),
+        "matched": sorted(run.results.matched),
+        "checked": list(run.results.checked),
     }
 
 
 def merge(run: MemspecRun, data: dict[str, Any]) -> None:
     """Controller: add one worker's ``outcome`` to the run's results."""
-    run.run_ids[str(data.get("run_id"))] = None
+    results = run.results
+    results.run_ids[str(data.get("run_id"))] = None
     for protocol, keys in (data.get("scopes") or {}).items():
-        run.scopes.setdefault(protocol, {}).update(dict.fromkeys(keys))
-    run.replays += list(data.get("replays") or [])
-    run.matched.update(int(i) for i in data.get("matched") or [])
-    run.checked += list(data.get("checked") or [])
+        results.scopes.setdefault(protocol, {}).update(dict.fromkeys(keys))
+    results.replays += list(data.get("replays") or [])
+    results.matched.update(int(i) for i in data.get("matched") or [])
+    results.checked += list(data.get("checked") or [])

@@ -15,7 +15,15 @@ from conformance.report.model import SCHEMA, RunReport
 from conformance.scenario import RecordedAnswer, Scenario
 from conformance.scrub import clean, dumps, page_safe, scrub_text, xml_safe
 
-__all__ = ["SCHEMA", "RunReport", "write_report", "replay_file_name", "with_transcript"]
+__all__ = [
+    "SCHEMA",
+    "RunReport",
+    "replay_file_name",
+    "replay_name",
+    "with_transcript",
+    "write_replay",
+    "write_report",
+]
 
 #: The most ``report.json``, ``report.html`` and ``junit.xml`` may hold together.  A step keeps
 #: at most a bounded part of its answer (:data:`conformance.vocabulary.KEEP_PASSED`), so a
@@ -26,9 +34,23 @@ REPORT_CAP_BYTES = 40 * 1024 * 1024
 CAPPED_EXCERPT_CHARS = 300
 
 
-def replay_file_name(kind: str, name: str) -> str:
+def replay_name(kind: str, name: str) -> str:
+    """The file name of the replay of result ``name`` (``kind``: ``scenario``/``machine``)."""
     safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_") or "replay"
-    return f"replays/{kind}-{safe}.json"
+    return f"{kind}-{safe}.json"
+
+
+def replay_file_name(kind: str, name: str) -> str:
+    """Where that replay goes in a report directory."""
+    return f"replays/{replay_name(kind, name)}"
+
+
+def write_replay(path: Path, scenario: Scenario) -> None:
+    """Write ``scenario`` (its steps' recorded answers included) as a replay file, scrubbed like
+    every other output (the token in any escaped form, lone surrogates)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = dumps(scenario.model_dump(mode="json", exclude_none=True), indent=2)
+    path.write_text(text + "\n", encoding="utf-8")
 
 
 def with_transcript(scenario: Scenario, steps: list[dict[str, Any]]) -> Scenario:
@@ -61,10 +83,7 @@ def write_report(report: RunReport, out_dir: Path, replays: dict[str, Scenario])
     for key, scenario in replays.items():
         kind, _, name = key.partition(":")
         rel = replay_file_name(kind, name)
-        path = out_dir / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        text = dumps(scenario.model_dump(mode="json", exclude_none=True), indent=2)
-        path.write_text(text + "\n", encoding="utf-8")
+        write_replay(out_dir / rel, scenario)
         report.replays[key] = str(out_dir / rel)
     data: dict[str, Any] = clean(report.to_json())
     files = _render(data)

@@ -155,6 +155,37 @@ def test_extra_corpus_adds_items_and_refuses_a_duplicate_name(
     result.stderr.fnmatch_lines(["ERROR: memspec: corpus: *healthz_copy.json*already used*"])
 
 
+@pytest.mark.clause()
+def test_the_options_are_one_run_config_read_through_the_option_schema(
+    pytester: pytest.Pytester,
+) -> None:
+    """Every ``--memspec-*`` twin of a ``memspec run`` option that fills a RunConfig field
+    fills it on ``MemspecRun.config``; the rest of the run's state sits in a few small parts."""
+    from conformance.engine.config import RunConfig
+    from conformance.engine.options import RUN, TARGET
+    from conformance.pytest_plugin.state import RUN as RUN_KEY
+
+    pytester.makefile(".yaml", known="- clause: MEM-WIRE.3\n  reason: known\n")
+    asked = {"spec": "memory", "profile": "ci", "seed": 7, "examples": 3, "level": "reference",
+             "allow_dirty": True, "expect_prune": True}  # fmt: skip
+    twins = {o.field for o in (*TARGET, *RUN) if o.plugin is not None and o.field}
+    assert twins == set(asked), "a twin fills a field this test does not set"
+    config = pytester.parseconfigure(
+        "-p", "no:cacheprovider", "--memspec-target", "http://127.0.0.1:9",
+        "--memspec-spec", "memory", "--memspec-profile", "ci", "--memspec-seed", "7",
+        "--memspec-examples", "3", "--memspec-level", "reference", "--memspec-allow-dirty",
+        "--memspec-expect", "known.yaml", "--memspec-expect-prune",
+    )  # fmt: skip
+    run = config.stash[RUN_KEY]
+    assert isinstance(run.config, RunConfig)
+    assert {field: getattr(run.config, field) for field in asked} == asked
+    assert run.config.target is not None and run.config.target.url == "http://127.0.0.1:9"
+    assert run.config.expect_file == "known.yaml" and len(run.config.expectations) == 1
+    assert run.profile.name == "ci" and run.profile.max_examples == 3
+    assert run.results.run_ids == {run.run_id: None} and run.run_id == run.config.run_id
+    assert len(vars(run)) <= 15, sorted(vars(run))
+
+
 # --------------------------------------------------------------------------- running
 
 
