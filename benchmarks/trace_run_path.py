@@ -117,8 +117,8 @@ def report(path: list[str]) -> None:
         f"{len(path)} hops through {len(seen)} modules; {climbs} climb(s) back to a module"
         " already passed",
         file=sys.__stdout__,
+        flush=True,
     )
-    sys.__stdout__.flush()
 
 
 if __name__ == "__main__":
