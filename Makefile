@@ -26,7 +26,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check reference conformance tests benchmarks
 	$(BIN)/ruff format --check reference conformance tests benchmarks
 
-## make typecheck: mypy --strict on reference/ and conformance/ ([tool.mypy] files)
+## make typecheck: mypy --strict on reference/, conformance/, tests/, benchmarks/ ([tool.mypy] files)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 

@@ -25,8 +25,7 @@ from typing import Any
 from conformance.commands.target import start_bundled_store
 from conformance.vocabulary import Secret, TargetConfig
 from tests.common.engine import run_engine
-
-HARNESS_TESTS = Path(__file__).resolve().parents[1] / "tests" / "harness"
+from tests.harness.test_exploration import THREE_MUTANTS  # the test's three mutants
 
 
 def _fuzz(url: str, token: str, spec: str, out_dir: Path) -> dict[str, Any]:
@@ -45,9 +44,6 @@ def _fuzz(url: str, token: str, spec: str, out_dir: Path) -> dict[str, Any]:
 
 
 def main() -> int:
-    sys.path.insert(0, str(HARNESS_TESTS))
-    from test_exploration import THREE_MUTANTS  # the test's three mutants
-
     token = secrets.token_urlsafe(24)
     handle = start_bundled_store(token)
     ok = True

@@ -13,6 +13,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable
+from functools import partial
 from types import MappingProxyType
 
 from reference.memory.engine import rank_records
@@ -113,15 +114,10 @@ def main() -> int:
     for n in sizes:
         recs = _records(n, rnd)
         now = T0 + 31 * DAY
-        rank_t[n] = _best_of(
-            lambda recs=recs, now=now: rank_records(recs, "deploy postgres cache", 8, now), 3
-        )
+        rank_t[n] = _best_of(partial(rank_records, recs, "deploy postgres cache", 8, now), 3)
         state = StoreState(scopes=MappingProxyType({SCOPE: tuple(recs)}))
         cand = [MemoryCandidate(kind="fact", text="a brand new fact", source_thread_key="t")]
-        write_t[n] = _best_of(
-            lambda state=state, cand=cand, now=now: store_write(state, SCOPE, cand, now, cap=10**9),
-            3,
-        )
+        write_t[n] = _best_of(partial(store_write, state, SCOPE, cand, now, cap=10**9), 3)
 
     print(f"{'records in scope':>18} {'rank_records ms':>16} {'store_write ms':>15}")
     for n in sizes:

@@ -116,8 +116,8 @@ def report(calls: list[tuple[str, str, bool]]) -> None:
     print(
         f"{len(calls)} distinct calls between {len(modules)} modules; {climbs} climb(s) back up",
         file=sys.__stdout__,
+        flush=True,
     )
-    sys.__stdout__.flush()
 
 
 if __name__ == "__main__":

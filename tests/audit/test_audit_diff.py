@@ -42,7 +42,7 @@ def test_first_difference_is_the_first_differing_byte(a: bytes, b: bytes, common
 
 def _paths(doc: Any, path: str = "$") -> list[tuple[str, list[Any]]]:
     """Every (json path, python key path) of ``doc``'s values."""
-    out = [(path, [])]
+    out: list[tuple[str, list[Any]]] = [(path, [])]
     if isinstance(doc, dict):
         for k, v in doc.items():
             sub = (

@@ -52,7 +52,7 @@ _NASTY = ["a", "b", " ", "<", ">", "&", ";", "&lt;", "&amp;", "\n", "\r\n", "\t"
 _NASTY += ["\u2029", "\x00", "\x7f", "\x85", "\u00a0", "\ufeff", "é", "😀", "  "]
 _NASTY += ["</background_memory>", "SYSTEM: ", " (source: x)", "Human:"]
 nasty_text = st.lists(
-    st.one_of(st.sampled_from(_NASTY), st.characters(exclude_categories=("Cs",))), max_size=25
+    st.one_of(st.sampled_from(_NASTY), st.characters(exclude_categories=["Cs"])), max_size=25
 ).map("".join)
 numbers = st.one_of(
     st.integers(-(10**6), 10**6), st.floats(allow_nan=False, allow_infinity=False, width=32)

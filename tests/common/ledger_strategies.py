@@ -189,6 +189,13 @@ def ok(state: LedgerState, method: str, params: Any, now: int) -> tuple[LedgerSt
     return new, outcome.result
 
 
+def result_of(outcome: Ok | Refused) -> Any:
+    """The JSON result of an answer that must be a success (``Ok.result`` is typed ``object``:
+    the model's own calls carry model values there)."""
+    assert isinstance(outcome, Ok), outcome
+    return outcome.result
+
+
 def refused(state: LedgerState, method: str, params: Any, now: int) -> Refused:
     """Call, insist on a refusal, and insist the state did not change (LED-WIRE.8)."""
     new, outcome = handle(state, method, params, now)

@@ -27,7 +27,7 @@ from conformance.embedded import memory_store
 from conformance.embedded.catalogue import Quirks
 from conformance.embedded.server import start_server
 from conformance.vocabulary import RunContext, Secret, TargetConfig
-from reference.memory.engine import Dedup, Insert
+from reference.memory.engine import Dedup, Insert, plan_write
 
 TOKEN = "memspec-memory-harness-token-3f7a"
 
@@ -63,7 +63,7 @@ def make_driver(
 @contextmanager
 def dedup_disabled(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """The store never dedups: every ``Dedup`` plan becomes a plain insert (MEM-WRITE.1)."""
-    original = memory_store.plan_write
+    original = plan_write  # the function memory_store imports and calls
 
     def plan(active: Any, candidate: Any) -> Any:
         p = original(active, candidate)
@@ -77,7 +77,7 @@ def dedup_disabled(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 @contextmanager
 def dedup_without_bump(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """The store reports a dedup but never bumps the record's useCount (MEM-WRITE.1)."""
-    original = memory_store.plan_write
+    original = plan_write  # the function memory_store imports and calls
 
     def plan(active: Any, candidate: Any) -> Any:
         p = original(active, candidate)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 from hypothesis import strategies as st
@@ -117,7 +118,7 @@ def records(
     )
     for i in range(n):
         created = draw(times)
-        used = draw(st.one_of(st.none(), times.map(lambda t, c=created: max(t, c))))
+        used = draw(st.one_of(st.none(), times.map(partial(max, created))))
         out.append(
             make_record(
                 f"mem:{scope_key}:{i + 1}",

@@ -78,7 +78,7 @@ def test_states_that_differ_in_a_use_count_or_a_pairing_are_different_keys() -> 
     recs = list(s.records())
     bumped = list(recs)
     bumped[67] = replace(recs[67], use_count=1)
-    paired = [None] * len(recs)
+    paired: list[str | None] = [None] * len(recs)
     paired[67] = "mem:x:1"
     base = State.build(recs)
     assert base == s

@@ -39,7 +39,7 @@ def _blank(body: object) -> bool:
     return isinstance(body, str | bytes) and not body.strip()
 
 
-def negative_data_rejection(ctx: Any, response: Any, case: schemathesis.Case) -> bool | None:
+def negative_data_rejection(ctx: Any, response: Any, case: schemathesis.Case[Any]) -> bool | None:
     """schemathesis's check, except for a body of only whitespace: its "random bytes" mode
     counts one as invalid, while the document (like the seed's empty params) takes it as
     ``{}``, so a method whose params are all optional rightly answers 200 (LED-WIRE.1)."""
@@ -60,7 +60,7 @@ CHECKS = [
 @schema.parametrize()
 @settings(max_examples=15, suppress_health_check=list(HealthCheck))
 def test_the_store_matches_the_openapi_document(
-    case: schemathesis.Case, server: ServerHandle
+    case: schemathesis.Case[Any], server: ServerHandle
 ) -> None:
     case.call_and_validate(
         base_url=server.url, headers={"Authorization": f"Bearer {TOKEN}"}, checks=CHECKS

@@ -906,7 +906,9 @@ def test_out_of_range_settings_change_nothing(ledger: Ledger, fields: dict[str, 
 # ---- consolidation -------------------------------------------------------------------------
 
 
-def _counts(applied: int = 0, invalid: int = 0, refused: int = 0, declined: int = 0) -> dict:
+def _counts(
+    applied: int = 0, invalid: int = 0, refused: int = 0, declined: int = 0
+) -> dict[str, int]:
     return {"applied": applied, "invalid": invalid, "refused": refused, "declined": declined}
 
 

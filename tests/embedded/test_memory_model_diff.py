@@ -138,11 +138,11 @@ def test_the_store_answers_like_the_model(store: Store, data: st.DataObject) -> 
             cap = data.draw(st.one_of(st.none(), st.integers(1, 6)), label="cap")
             if cap is not None:
                 body["cap"] = cap
-            got = store.ok("/write", body)
+            counts = store.ok("/write", body)
             model, expected = store_write(
                 model, scope, [to_candidate(c) for c in cands], now, cap if cap else 500
             )
-            assert got == {
+            assert counts == {
                 "ok": True,
                 "inserted": expected.inserted,
                 "deduped": expected.deduped,
@@ -168,9 +168,9 @@ def test_the_store_answers_like_the_model(store: Store, data: st.DataObject) -> 
             )
         elif op == "list":
             limit = data.draw(st.integers(1, 10), label="limit")
-            query = data.draw(st.one_of(st.none(), texts()), label="query")
-            got = [from_wire(r) for r in store.list(scope, limit, query)]
-            assert got == store_list(model, scope, limit, query)
+            list_query = data.draw(st.one_of(st.none(), texts()), label="query")
+            got = [from_wire(r) for r in store.list(scope, limit, list_query)]
+            assert got == store_list(model, scope, limit, list_query)
         else:
             target = data.draw(st.integers(1, 12).map(lambda n: f"mem:{scope}:{n}"))
             model, expected_ok = store_forget(model, scope, target)

@@ -403,10 +403,8 @@ def test_over_cap_write_evicts_least_recently_used(store: Store, scope: str) -> 
     # LRU order: 4 (t+3s), 5 and 6 (t+4s), 7 (t+5s), 1 (used t+6s), 8 (t+7s)
     assert out == {"ok": True, "inserted": 1, "deduped": 0, "superseded": 0, "evicted": 3}
     assert set(ids(store.list(scope))) == {f"mem:{scope}:1", f"mem:{scope}:7", f"mem:{scope}:8"}
-    statuses = {
-        r: store.handle.store.get(r).status for r in (f"mem:{scope}:{n}" for n in range(1, 9))
-    }  # type: ignore[union-attr]
-    assert [statuses[f"mem:{scope}:{n}"] for n in range(1, 9)] == [
+    records = [store.handle.store.get(f"mem:{scope}:{n}") for n in range(1, 9)]
+    assert [r.status if r is not None else None for r in records] == [
         "active",
         "superseded",
         "forgotten",

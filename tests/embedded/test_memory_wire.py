@@ -33,12 +33,13 @@ DATA_ROUTES = ("/retrieve", "/write", "/list", "/forget")
 
 
 def _valid_body(route: str, scope: str) -> dict[str, Any]:
-    return {
+    bodies: dict[str, dict[str, Any]] = {
         "/retrieve": {"scopeKey": scope, "query": "deploy", "limit": 5},
         "/write": {"scopeKey": scope, "records": [fact("deploy with make deploy")]},
         "/list": {"scopeKey": scope, "limit": 5},
         "/forget": {"scopeKey": scope, "id": f"mem:{scope}:1"},
-    }[route]
+    }
+    return bodies[route]
 
 
 def _raw_post(url: str, route: str, body: Any, headers: dict[str, str]) -> RawResponse:

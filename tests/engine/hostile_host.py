@@ -20,7 +20,7 @@ from conformance.engine_host import answer
 
 def main() -> int:
     mode = sys.argv[1]
-    table = {n: f.call for n, f in BY_NAME.items()}
+    table: dict[str, object] = {n: f.call for n, f in BY_NAME.items()}
     out = sys.stdout.buffer
     if mode == "banner":
         out.write(b"engine ready\n")

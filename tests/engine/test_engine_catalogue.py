@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 import pytest
 
-from conformance.binding.catalogue import ENTRIES_LIST
+from conformance.binding.catalogue import ENTRIES_LIST, EngineEntry
 from conformance.binding.check import check_engine
 from conformance.binding.functions import BY_NAME, FUNCTIONS, outcome_of
 from conformance.binding.host import EngineHost
@@ -82,20 +83,20 @@ MUTANTS = [e for e in ENTRIES_LIST if e.kind == "mutant"]
 VARIANTS = [e for e in ENTRIES_LIST if e.kind == "variant"]
 
 
-def _cases(entries: list[selftest_engine.EngineEntry]) -> list[object]:
+def _cases(entries: list[EngineEntry]) -> list[object]:
     """One case per entry, named after it."""
     return [pytest.param(e, id=e.name) for e in entries]
 
 
 def test_the_reference_host_is_conformant_on_vectors_and_properties(
-    tmp_path: object, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     host = f"{sys.executable} -m conformance.engine_host"
     code = main(["engine", "--host", host, "--examples", "15", "--report", str(tmp_path), "-q"])
     out = capsys.readouterr().out
     assert code == 0, out[-3000:]
     assert "CONFORMANT" in out
-    data = json.loads((tmp_path / "report.json").read_text())  # type: ignore[operator]
+    data = json.loads((tmp_path / "report.json").read_text())
     verdicts = {s["name"]: s["verdict"] for s in data["scenarios"]}
     assert len(verdicts) == 2 * len(FUNCTIONS)
     assert set(verdicts.values()) == {"pass"}
@@ -103,7 +104,7 @@ def test_the_reference_host_is_conformant_on_vectors_and_properties(
 
 @pytest.mark.parametrize("entry", _cases(MUTANTS))
 def test_every_engine_mutant_is_killed_naming_its_clause(
-    entry: selftest_engine.EngineEntry,
+    entry: EngineEntry,
 ) -> None:
     row = selftest_engine.run_entry(entry, "quick", properties=False)
     assert row.verdict == "killed" and row.killed_by == "vectors", row
@@ -112,7 +113,7 @@ def test_every_engine_mutant_is_killed_naming_its_clause(
 
 @pytest.mark.parametrize("entry", _cases(VARIANTS))
 def test_every_engine_variant_is_conformant_and_takes_another_answer(
-    entry: selftest_engine.EngineEntry,
+    entry: EngineEntry,
 ) -> None:
     row = selftest_engine.run_entry(entry, "quick", examples=30)
     assert row.verdict == "conformant", row

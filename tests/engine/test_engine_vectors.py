@@ -89,7 +89,7 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_the_marks_name_every_clause_of_the_binding() -> None:
-    marked = {c for m in pytestmark.args for c in [m]}  # type: ignore[attr-defined]
+    marked = {c for m in pytestmark.args for c in [m]}
     assert marked == {c for f in FUNCTIONS for c in f.clauses}
 
 

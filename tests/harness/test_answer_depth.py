@@ -30,7 +30,10 @@ def test_depth_up_to_the_bound_is_json_one_more_is_not(kind: str) -> None:
 @pytest.mark.clause()
 def test_a_deep_branch_beside_shallow_ones_counts() -> None:
     # depth 1 (object) + 1 (array) + the branch: one past the bound in all
-    body = {"records": [1, "a", {"b": None}, _nested(MAX_DEPTH - 1, "array")], "ok": True}
+    body: dict[str, Any] = {
+        "records": [1, "a", {"b": None}, _nested(MAX_DEPTH - 1, "array")],
+        "ok": True,
+    }
     assert parse_answer(json.dumps(body).encode())[2] is not None
     body["records"][3] = _nested(MAX_DEPTH - 2, "object")
     assert parse_answer(json.dumps(body).encode())[2] is None

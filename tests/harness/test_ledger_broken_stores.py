@@ -84,7 +84,7 @@ def test_a_store_answering_garbage_is_judged_not_crashed(monkeypatch: pytest.Mon
     """Wrong shapes, wrong codes and server errors are divergences with a reason; a store too
     slow to answer is indeterminate; the driver never raises."""
     orig = LedgerService.handle
-    answers = {
+    answers: dict[str, tuple[int, dict[str, object]]] = {
         "memory/save_memory_record": (200, {"record": "saved"}),
         "memory/delete_memory_record": (500, {"error": "boom"}),
         "memory/supersede_memory_record": (400, {"error": {"code": 1000, "message": "no"}}),

@@ -15,6 +15,7 @@ from reference.ledger.outcome import Ok, Outcome, Refused
 from reference.ledger.records import LedgerState, empty_state
 from reference.ledger.timefmt import format_rfc3339
 from reference.ledger.wire import handle
+from tests.common.ledger_strategies import result_of
 
 T0 = 1_772_442_000_000  # 2026-03-02T09:00:00.000Z
 
@@ -94,7 +95,7 @@ def test_a_record_is_compared_field_by_field_absent_is_not_null() -> None:
     _, outs = run([("memory/save_memory_record", {"body": "  hi  "})])
     c = ctx()
     ids = seeded(outs, c)
-    good = as_target(outs[0].result, ids)  # type: ignore[union-attr]
+    good = as_target(result_of(outs[0]), ids)
     assert oracle.judge("memory/save_memory_record", outs[0], 200, good, c).verdict == "pass"
 
     def verdict(mutate: Any) -> oracle.Judgement:
@@ -131,7 +132,7 @@ def test_a_kind_the_call_named_is_the_seeds_kind_rule() -> None:
     _, outs = run([("memory/save_memory_record", {"body": "x", "kind": "fact"})])
     c = ctx()
     ids = seeded(outs, c)
-    body = as_target(outs[0].result, ids)  # type: ignore[union-attr]
+    body = as_target(result_of(outs[0]), ids)
     body["kind"] = "preference"
     j = oracle.judge("memory/save_memory_record", outs[0], 200, body, c)
     assert j.verdict == "diverge" and j.clauses == ("LED-REC.2",)
@@ -272,15 +273,15 @@ def test_history_read_is_a_set_and_tombstones_may_be_left_out() -> None:
             ("memory/save_memory_record", {"body": "edited"}),
         ]
     )
-    forgotten_id = outs[1].result["id"]  # type: ignore[union-attr]
+    forgotten_id = result_of(outs[1])["id"]
     state, dead = handle(
         state, "memory/delete_memory_record", {"recordId": forgotten_id}, T0 + 5000
     )
     state, edit = handle(
         state,
         "memory/supersede_memory_record",
-        {"recordId": outs[2].result["id"], "body": "e2"},
-        T0 + 6000,  # type: ignore[union-attr]
+        {"recordId": result_of(outs[2])["id"], "body": "e2"},
+        T0 + 6000,
     )
     _, read = handle(
         state,
@@ -331,9 +332,9 @@ def test_packet_short_ids_go_through_the_bijection_and_ties_are_unordered() -> N
     recs = build_packet(state, "account:local").records
     ranks = [(r.id, (0, 1, -r.updated_at)) for r in recs]
     c = ctx()
-    ids = {str(o.result["id"]): f"{i}{i}{i}{i}abcd-target" for i, o in enumerate(outs)}  # type: ignore[union-attr]
-    for m, t in ids.items():
-        c.ids.link(m, t)
+    ids = {str(result_of(o)["id"]): f"{i}{i}{i}{i}abcd-target" for i, o in enumerate(outs)}
+    for m, target in ids.items():
+        c.ids.link(m, target)
 
     def lines(order: list[int]) -> dict[str, Any]:
         out = []
@@ -377,13 +378,13 @@ def test_sweep_ids_are_a_set_and_batch_counts_are_exact() -> None:
         state, _ = handle(
             state,
             "_test/set_expiry",
-            {"recordId": out.result["id"], "expiresAt": format_rfc3339(T0 + 10_000)},
-            T0 + 3000 + i,  # type: ignore[union-attr]
+            {"recordId": result_of(out)["id"], "expiresAt": format_rfc3339(T0 + 10_000)},
+            T0 + 3000 + i,
         )
     _, sweep = handle(state, "_test/sweep", {"at": format_rfc3339(T0 + 10_000)}, T0 + 20_000)
     c = ctx()
     ids = seeded(outs, c)
-    want = as_target(sweep.result, ids)  # type: ignore[union-attr]
+    want = as_target(result_of(sweep), ids)
     rev = {"expired": list(reversed(want["expired"]))}
     assert oracle.judge("_test/sweep", sweep, 200, rev, c.copy()).verdict == "pass"
     j = oracle.judge("_test/sweep", sweep, 200, {"expired": want["expired"][:1]}, c.copy())
@@ -418,7 +419,7 @@ def _outcomes_per_method() -> list[tuple[str, Outcome]]:
             ("memory/save_memory_record", {"body": "b"}),
         ]
     )
-    rid = outs[0].result["id"]  # type: ignore[union-attr]
+    rid = result_of(outs[0])["id"]
     calls: list[tuple[str, dict[str, Any]]] = [
         ("memory/save_memory_record", {"body": "c"}),
         ("memory/save_memory_record", {"body": "c", "kind": "x"}),

@@ -4,6 +4,7 @@ never leaking, expectations, and a broken store caught with a short replay."""
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 import xml.etree.ElementTree as ET
@@ -305,7 +306,9 @@ def test_a_broken_store_is_caught_by_the_corpus_naming_the_clause(
 # --------------------------------------------------------------------------- expectations
 
 
-class _Sink:
+class _Sink(io.StringIO):
+    """A text stream that keeps nothing."""
+
     def write(self, s: str) -> int:
         return len(s)
 
@@ -321,7 +324,7 @@ def test_expectations_excuse_listed_divergences_and_flag_stale_ones(
     with dedup_disabled(monkeypatch), bundled_store() as url:
         cfg = TargetConfig(url, Secret(TOKEN))
 
-        def run(expect: list[Expectation]) -> dict:
+        def run(expect: list[Expectation]) -> dict[str, Any]:
             res = run_engine(cfg, spec="memory", machines=False, expectations=expect, quiet=True,
                                out=_Sink(), corpus_dir=tmp_path / "corpus",
                                report_dir=tmp_path / "r")  # fmt: skip

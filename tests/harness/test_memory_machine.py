@@ -122,9 +122,8 @@ def test_a_store_that_reverses_rankings_is_caught_by_the_machine() -> None:
             driver.close()
     assert result.verdict == "fail", result.reason
     assert any(c.startswith("MEM-SCORE.") for c in result.clauses), result.clauses
-    assert result.replay is not None and len(result.replay.steps) <= 3, [
-        s.op for s in result.replay.steps
-    ]
+    assert result.replay is not None
+    assert len(result.replay.steps) <= 3, [s.op for s in result.replay.steps]
 
 
 # --------------------------------------------------------------------------- mutants it reaches

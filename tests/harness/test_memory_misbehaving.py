@@ -4,6 +4,7 @@ is reported as a divergence or as indeterminate, never as a crash, and the CLI s
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -59,7 +60,7 @@ def test_a_misbehaving_target_is_judged_not_crashed(mode: str, verdict: str, wor
 
 @pytest.mark.clause("MEM-WIRE.13")
 def test_the_cli_reports_a_broken_target_with_exit_1_and_no_traceback(
-    tmp_path: pytest.TempPathFactory,
+    tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -3,6 +3,8 @@ bijection, the time correspondence, and the driver's safety guards."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from conformance.oracle.memory import (
@@ -43,6 +45,15 @@ def judge_ranking(
     return _pair(retrieval_problem(active, query, limit, NOW, answer))
 
 
+def refused_ranking(
+    active: list[MemoryRecord], query: str, limit: int, answer: list[str]
+) -> tuple[tuple[str, ...], str]:
+    """The clauses and reason of an answer the judge must refuse."""
+    problem = judge_ranking(active, query, limit, answer)
+    assert problem is not None, answer
+    return problem
+
+
 def judge_listing(
     active: list[MemoryRecord], query: str | None, limit: int, answer: list[str]
 ) -> tuple[tuple[str, ...], str] | None:
@@ -65,9 +76,9 @@ def test_a_tie_cut_by_the_limit_admits_any_members_in_any_order() -> None:
 def test_keyword_match_then_recency_orders_groups() -> None:
     active = [rec(1, "deploy staging", 10), rec(2, "deploy", 20), rec(3, "deploy", 30, used=None)]
     assert judge_ranking(active, "deploy staging", 3, ["mem:s:1", "mem:s:3", "mem:s:2"]) is None
-    clauses, why = judge_ranking(active, "deploy staging", 3, ["mem:s:3", "mem:s:1", "mem:s:2"])  # type: ignore[misc]
+    clauses, why = refused_ranking(active, "deploy staging", 3, ["mem:s:3", "mem:s:1", "mem:s:2"])
     assert "MEM-SCORE.2" in clauses and "keyword match" in why
-    clauses, why = judge_ranking(active, "deploy staging", 3, ["mem:s:1", "mem:s:2", "mem:s:3"])  # type: ignore[misc]
+    clauses, why = refused_ranking(active, "deploy staging", 3, ["mem:s:1", "mem:s:2", "mem:s:3"])
     assert "MEM-SCORE.3" in clauses
     # a later use beats a later creation
     active = [rec(1, "deploy", 10, used=50), rec(2, "deploy", 20)]
@@ -79,7 +90,7 @@ def test_keyword_match_then_recency_orders_groups() -> None:
 def test_a_record_the_query_does_not_hit_is_never_allowed() -> None:
     active = [rec(1, "deployment", 10), rec(2, "alpha", 10)]
     assert judge_ranking(active, "deploy", 5, []) is None
-    clauses, _ = judge_ranking(active, "deploy", 5, ["mem:s:1"])  # type: ignore[misc]
+    clauses, _ = refused_ranking(active, "deploy", 5, ["mem:s:1"])
     assert "MEM-SCORE.4" in clauses
     assert judge_ranking(active, "!!", 5, ["mem:s:2"]) is not None
 
@@ -171,7 +182,7 @@ def test_time_correspondence_is_consistent_and_ordered_per_scope() -> None:
 # --------------------------------------------------------------------------- the oracle on answers
 
 
-def _sent(path: str, body: dict) -> SentRequest:
+def _sent(path: str, body: dict[str, Any]) -> SentRequest:
     import json
 
     raw = json.dumps(body).encode()
@@ -182,7 +193,7 @@ def _ex(status: int | None, body: object, error: str | None = None) -> Exchange:
     return Exchange("POST", "/x", None, status, body, transport_error=error)
 
 
-def _wire(rid: str, text: str, created: int, **extra: object) -> dict:
+def _wire(rid: str, text: str, created: int, **extra: object) -> dict[str, Any]:
     r = {"id": rid, "scopeKey": "org:t", "kind": "fact", "text": text, "keywords": [text],
          "sourceThreadKey": "t", "createdAt": created, "useCount": 0,
          "status": "active"}  # fmt: skip
@@ -435,7 +446,7 @@ def test_a_resolved_supersedes_names_the_superseded_records_target_id(
     pointer: str, ok: bool
 ) -> None:
     o = MemoryOracle()
-    listed: list[dict] = []
+    listed: list[dict[str, Any]] = []
     for n, text, t, created in ((1, "alpha", 1000, 5), (2, "beta", 1010, 6)):
         _written(o, text, t, keywords=[text])
         listed.insert(0, _wire(f"mem:org:t:{n}", text, created))  # newest first

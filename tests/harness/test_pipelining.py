@@ -8,7 +8,7 @@ import json
 import socket
 import threading
 import time
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -285,7 +285,9 @@ def test_a_busy_bundled_store_announces_its_close_so_the_pipelined_request_goes_
     try:
         client.start()
         assert entered.wait(10)  # the only worker is inside the write
-        other = socket.create_connection((handle.host, handle.port), timeout=10)
+        # ServerHandle.host is typed after socketserver's address (str | bytes); an IPv4
+        # server's host is a str
+        other = socket.create_connection((cast(str, handle.host), handle.port), timeout=10)
         other.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         deadline = time.monotonic() + 10
         while not handle._server.saturated and time.monotonic() < deadline:

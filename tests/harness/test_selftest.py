@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Mapping, Sequence
 
 import pytest
 
@@ -86,7 +87,7 @@ def test_an_unknown_name_is_a_usage_error(capsys: pytest.CaptureFixture[str]) ->
 
 
 def _data(
-    scenarios: list[dict[str, object]], machines: list[dict[str, object]]
+    scenarios: Sequence[Mapping[str, object]], machines: Sequence[Mapping[str, object]]
 ) -> dict[str, object]:
     return {"scenarios": scenarios, "machines": machines, "summary": {"indeterminate": 0}}
 

@@ -85,7 +85,7 @@ def run_all(
     """Every mode against its hostile server, all in one subprocess; results by mode."""
     stores = {TOKEN: start_bundled_store(TOKEN), QUOTED_TOKEN: start_bundled_store(QUOTED_TOKEN)}
     servers = []
-    plan = []
+    plan: list[dict[str, Any]] = []  # written as JSON for run_modes.py
     try:
         for mode in modes or list(MODES):
             token = token_of(mode)

@@ -14,7 +14,7 @@ from reference.ledger.records import LedgerState, empty_state, find_record
 from reference.ledger.search import search
 from reference.ledger.timefmt import format_rfc3339
 from reference.ledger.wire import handle
-from tests.common.ledger_strategies import DAY, T0, ok, refused, saved
+from tests.common.ledger_strategies import DAY, T0, ok, refused, result_of, saved
 
 LOCAL = "account:local"
 
@@ -28,7 +28,7 @@ def as_of(state: LedgerState, at: int) -> Ok:
 
 
 def ids_at(state: LedgerState, at: int) -> set[str]:
-    return {r["id"] for r in as_of(state, at).result["records"]}
+    return {r["id"] for r in result_of(as_of(state, at))["records"]}
 
 
 @pytest.mark.clause("LED-INT.1", "LED-INT.3", "LED-ASOF.1")
@@ -40,7 +40,7 @@ def test_supersession_boundary_is_half_open() -> None:
     assert ids_at(state, T0 + 99) == {a}
     assert ids_at(state, T0 + 100) == {b["id"]}
     assert ids_at(state, T0 + 10**9) == {b["id"]}
-    old = as_of(state, T0 + 50).result["records"][0]
+    old = result_of(as_of(state, T0 + 50))["records"][0]
     assert old["status"] == "superseded" and old["body"] == "v1"
     assert old["validTo"] == b["validFrom"] == format_rfc3339(T0 + 100)
 
@@ -61,7 +61,7 @@ def test_tombstone_in_history_is_bodiless_and_optional() -> None:
     state, (a, b) = saved(["private thing", "public thing"])
     state, _ = ok(state, "memory/delete_memory_record", {"recordId": a}, T0 + 10)
     out = as_of(state, T0 + 5)
-    by_id = {r["id"]: r for r in out.result["records"]}
+    by_id = {r["id"]: r for r in result_of(out)["records"]}
     assert set(by_id) == {a, b}
     assert by_id[a]["body"] == "" and by_id[a]["status"] == "deleted"
     assert out.may_omit == {a}
@@ -157,7 +157,7 @@ def test_sweep_boundary_is_inclusive_and_closes_at_the_expiry() -> None:
     assert res == {"expired": [b]}
     assert find_record(state, c).status == "active"  # type: ignore[union-attr]
     # History keeps the expired record inside its interval, with its body.
-    inside = {r["id"]: r for r in as_of(state, e - 1).result["records"]}
+    inside = {r["id"]: r for r in result_of(as_of(state, e - 1))["records"]}
     assert inside[a]["body"] == "expires at E" and inside[a]["status"] == "expired"
     assert a not in ids_at(state, e)
     # It leaves listing, search and the packet; the packet names it expired.
@@ -172,8 +172,8 @@ def test_sweep_boundary_is_inclusive_and_closes_at_the_expiry() -> None:
 def test_sweep_expires_exactly_the_due(offsets: list[int], at_off: int) -> None:
     state, ids = saved([f"r{i}" for i in range(len(offsets))])
     for rid, off in zip(ids, offsets, strict=True):
-        state, rec = set_expiry(state, LOCAL, rid, T0 + 100 + off, T0 + 100)
-        assert not isinstance(rec, Refused)
+        state, answer = set_expiry(state, LOCAL, rid, T0 + 100 + off, T0 + 100)
+        assert not isinstance(answer, Refused)
     state, expired = sweep_expired(state, T0 + 100 + at_off)
     assert set(expired) == {rid for rid, off in zip(ids, offsets, strict=True) if off <= at_off}
     for rid, off in zip(ids, offsets, strict=True):

@@ -21,7 +21,7 @@ from hypothesis.stateful import (
 )
 
 from reference.ledger import runs
-from reference.ledger.consolidation import apply_batch, update_settings
+from reference.ledger.consolidation import BatchReport, apply_batch, update_settings
 from reference.ledger.intervals import interval_contains, list_as_of
 from reference.ledger.lifecycle import LEGAL_TRANSITIONS, approve, delete, propose, reject
 from reference.ledger.outcome import Ok, Refused
@@ -29,6 +29,7 @@ from reference.ledger.packet import PACKET_CHAR_CAP, build_packet
 from reference.ledger.records import (
     LedgerRecord,
     LedgerState,
+    Run,
     empty_state,
     find_record,
     held,
@@ -37,7 +38,7 @@ from reference.ledger.records import (
 from reference.ledger.search import search, searchable
 from reference.ledger.timefmt import format_rfc3339
 from reference.ledger.wire import handle
-from tests.common.ledger_strategies import DAY, SECRETS, T0, sentence
+from tests.common.ledger_strategies import DAY, SECRETS, T0, result_of, sentence
 
 LOCAL = "account:local"
 OTHER = "account:other"
@@ -201,7 +202,7 @@ class LedgerMachine(RuleBasedStateMachine):
             params["kind"] = kind
         out = self.wire("memory/save_memory_record", params)
         if isinstance(out, Ok):
-            assert out.result["scopeKey"] == LOCAL and out.result["status"] == "active"
+            assert result_of(out)["scopeKey"] == LOCAL and result_of(out)["status"] == "active"
 
     @rule(
         dt=ticks,
@@ -269,14 +270,14 @@ class LedgerMachine(RuleBasedStateMachine):
             for r in self.state.records
             if r.status == "active" and r.expires_at is not None and r.expires_at > self.now
         )
-        if pending and data.draw(st.booleans()):
+        if len(pending) > 0 and data.draw(st.booleans()):
             self.now = data.draw(st.sampled_from(pending))  # exactly on an expiry instant
         else:
             self.now += delta
         before = self.state
         out = self.wire("_test/sweep", {"at": format_rfc3339(self.now)})
         assert isinstance(out, Ok)
-        expired = set(out.result["expired"])
+        expired = set(result_of(out)["expired"])
         for rec in before.records:
             due = (
                 rec.status == "active" and rec.expires_at is not None and rec.expires_at <= self.now
@@ -289,10 +290,11 @@ class LedgerMachine(RuleBasedStateMachine):
     def consolidate(self, dt: int, data: st.DataObject, scope: str) -> None:
         self.now += dt
         batch, expected_invalid, expected_refused, shaped = self.draw_batch(data, scope)
+        counts: dict[str, int]
         if scope == LOCAL:
             out = self.wire("_test/consolidate", {"operations": batch})
             assert isinstance(out, Ok)
-            counts = out.result
+            counts = result_of(out)
         else:
             after, report = apply_batch(self.state, scope, batch, self.now)
             self.step(after, report)
@@ -398,6 +400,7 @@ class LedgerMachine(RuleBasedStateMachine):
         candidates = [r.id for r in self.state.runs] or ["run-0"]
         run_id = data.draw(st.sampled_from(candidates))
         before = runs.find_run(self.state, run_id)
+        res: Run | BatchReport | Refused
         if fail:
             after, res = runs.fail_run(self.state, run_id, "no usable output", self.now, tokens=5)
             self.step(after, res)
@@ -422,7 +425,7 @@ class LedgerMachine(RuleBasedStateMachine):
             self.now,
         )
         assert after is self.state and isinstance(out, Ok)
-        for rec in out.result["records"]:
+        for rec in result_of(out)["records"]:
             if rec["id"] in self.deleted_bodies:
                 assert rec["body"] == "", "a tombstoned body was handed back"
                 assert rec["id"] in out.may_omit
@@ -535,7 +538,7 @@ class LedgerMachine(RuleBasedStateMachine):
                 key=lambda r: (r.updated_at, r.seq),
                 reverse=True,
             )
-            assert [r["id"] for r in out.result["records"]] == [r.id for r in rows[:50]]
+            assert [r["id"] for r in result_of(out)["records"]] == [r.id for r in rows[:50]]
 
     @invariant()
     def one_active_member_per_group(self) -> None:

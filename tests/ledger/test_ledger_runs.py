@@ -129,8 +129,8 @@ def test_settle_exactly_once() -> None:
         runs.complete_run(state, run.id, [], done_at + 1),
         runs.fail_run(state, run.id, "late", done_at + 1),
     ):
-        s2, res = again
-        assert isinstance(res, Refused) and s2 == state
+        s2, late = again
+        assert isinstance(late, Refused) and s2 == state
     s3, res = runs.complete_run(state, "run-404", [], done_at)
     assert isinstance(res, Refused) and s3 == state
 

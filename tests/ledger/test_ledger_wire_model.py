@@ -22,7 +22,7 @@ from reference.ledger.wire import (
     handle,
     slash_command,
 )
-from tests.common.ledger_strategies import DAY, T0, ok, refused, saved, sentence
+from tests.common.ledger_strategies import DAY, T0, ok, refused, result_of, saved, sentence
 
 LOCAL = "account:local"
 ALWAYS = set(RECORD_FIELDS)
@@ -102,8 +102,8 @@ def test_absent_params_read_as_an_empty_object() -> None:
 def test_integers_follow_javascript(value: object, valid: bool) -> None:
     new, out = handle(empty_state(), "_test/propose", {"body": "x", "confidenceBps": value}, T0)
     if valid:
-        assert isinstance(out, Ok) and out.result["confidenceBps"] == 9000
-        assert type(out.result["confidenceBps"]) is int
+        assert isinstance(out, Ok) and result_of(out)["confidenceBps"] == 9000
+        assert type(result_of(out)["confidenceBps"]) is int
     else:
         assert (
             isinstance(out, Refused)
@@ -125,10 +125,8 @@ def test_refused_admits_exactly_what_it_allows() -> None:
     both = combine([exact, Refused(INVALID_PARAMS, "v", frozenset({REFUSED, INVALID_PARAMS}))])
     assert both.allowed_codes == {REFUSED, INVALID_PARAMS} and both.allowed_messages is None
     two_exact = combine([exact, Refused(REFUSED, "k", frozenset({REFUSED}), frozenset({"k"}))])
-    assert two_exact.allowed_messages == {"m", "k"} and (two_exact.code, two_exact.message) == (
-        REFUSED,
-        "m",
-    )
+    assert two_exact.allowed_messages == frozenset({"m", "k"})
+    assert (two_exact.code, two_exact.message) == (REFUSED, "m")
     with pytest.raises(ValueError):
         combine([])
 
@@ -149,6 +147,7 @@ def test_every_record_answer_has_the_wire_shape(ops: list[str]) -> None:
         now += 1000
         active = [r.id for r in state.records if r.status == "active"]
         proposed = [r.id for r in state.records if r.status == "proposed"]
+        params: dict[str, Any]
         method, params = "memory/save_memory_record", {"body": f"b{now}", "sessionId": "s"}
         if op == "propose":
             method, params = (
@@ -171,7 +170,7 @@ def test_every_record_answer_has_the_wire_shape(ops: list[str]) -> None:
             continue
         state, out = handle(state, method, params, now)
         if isinstance(out, Ok):
-            answers.append(out.result)
+            answers.append(result_of(out))
     for scope_read in (
         ("memory/list_memory_records", {"scopeKey": LOCAL}),
         ("memory/list_memory_records", {"scopeKey": LOCAL, "status": "proposed"}),

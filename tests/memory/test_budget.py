@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from reference.memory.budget import DEFAULT_LIMIT, DEFAULT_MAX_TOKENS, apply_budget, estimate_tokens
 from reference.memory.containment import render_bullet
+from reference.memory.records import MemoryRecord
 from tests.common.memory_strategies import make_record, records
 
 
@@ -32,7 +33,7 @@ def test_estimate_tokens_counts_utf16_units(s: str) -> None:
 
 @pytest.mark.clause("MEM-BUDGET.1", "MEM-BUDGET.3")
 @given(records(max_size=15), st.integers(0, 10), st.integers(0, 120))
-def test_apply_budget(recs, limit, max_tokens) -> None:
+def test_apply_budget(recs: list[MemoryRecord], limit: int, max_tokens: int) -> None:
     kept = apply_budget(recs, limit, max_tokens)
     assert len(kept) <= limit
     assert kept == recs[: len(kept)]  # a prefix, in order

@@ -16,6 +16,7 @@ from reference.memory.containment import (
     scope_resource,
     unescape_markup,
 )
+from reference.memory.records import MemoryRecord
 from reference.memory.scoring import collapse_whitespace
 from tests.common.memory_strategies import any_text, make_record, records
 
@@ -104,7 +105,10 @@ def test_prefix_line_and_block_exact_form() -> None:
 
 @pytest.mark.clause("MEM-CONTAIN.3", "MEM-CONTAIN.4")
 @given(records(statuses=("active",)), st.sampled_from(["org:acme", "org:acme + user:slack:U1"]))
-def test_block_has_one_line_per_record_whatever_they_contain(recs, resource) -> None:
+def test_block_has_one_line_per_record_whatever_they_contain(
+    recs: list[MemoryRecord], resource: str
+) -> None:
+
     block = render_memory_block(recs, resource)
     lines = block.split("\n")
     assert len(lines) == len(recs) + 3

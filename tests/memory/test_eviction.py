@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from reference.memory.engine import DEFAULT_SCOPE_CAP, eviction_key, plan_eviction
 from reference.memory.judge import eviction_allowed
-from reference.memory.records import STATUSES
+from reference.memory.records import STATUSES, MemoryRecord
 from tests.common.memory_strategies import T0, make_record, records
 
 caps = st.integers(0, 14)
@@ -16,7 +18,9 @@ caps = st.integers(0, 14)
 
 @pytest.mark.clause("MEM-CAP.1", "MEM-CAP.2", "MEM-CAP.3")
 @given(records(max_size=14, statuses=STATUSES), caps)
-def test_plan_eviction_leaves_exactly_cap_active_in_lru_order(recs, cap) -> None:
+def test_plan_eviction_leaves_exactly_cap_active_in_lru_order(
+    recs: list[MemoryRecord], cap: int
+) -> None:
     evicted = plan_eviction(recs, cap)
     live = [r for r in recs if r.status == "active"]
     by_id = {r.id: r for r in recs}
@@ -42,7 +46,9 @@ def test_lru_uses_last_used_then_created() -> None:
 
 @pytest.mark.clause("MEM-CAP.2")
 @given(records(max_size=10, statuses=STATUSES), caps, st.randoms(use_true_random=False))
-def test_eviction_allowed_accepts_exactly_the_legal_sets(recs, cap, rnd) -> None:
+def test_eviction_allowed_accepts_exactly_the_legal_sets(
+    recs: list[MemoryRecord], cap: int, rnd: random.Random
+) -> None:
     live = [r for r in recs if r.status == "active"]
     need = max(0, len(live) - cap)
     # any random subset of actives of the right size is legal iff no kept key < evicted key

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reference.memory.injection import fold_memory_block, inject
+from reference.memory.injection import Provider, fold_memory_block, inject
 
 json_leaf = st.one_of(st.none(), st.booleans(), st.integers(-1000, 1000), st.text(max_size=12))
 json_value = st.recursive(
@@ -87,7 +87,7 @@ def test_fold_examples() -> None:
 
 @pytest.mark.clause("MEM-INJECT.1", "MEM-INJECT.2")
 @given(system_text, st.one_of(st.none(), st.just(""), blocks))
-def test_fold_joins_the_non_empty_parts_block_first(system, block) -> None:
+def test_fold_joins_the_non_empty_parts_block_first(system: str | None, block: str | None) -> None:
     out = fold_memory_block(system, block)
     if not block:
         assert out is system
@@ -100,7 +100,7 @@ def test_fold_joins_the_non_empty_parts_block_first(system, block) -> None:
 
 @pytest.mark.clause("MEM-FLAG.3", "MEM-INJECT.2")
 @given(st.one_of(anthropic_requests(), openai_requests()), st.sampled_from(["anthropic", "openai"]))
-def test_no_block_means_the_very_same_request(req, provider) -> None:
+def test_no_block_means_the_very_same_request(req: dict[str, Any], provider: Provider) -> None:
     before = json.dumps(req)
     for block in (None, ""):
         out = inject(req, block, provider)
@@ -110,7 +110,7 @@ def test_no_block_means_the_very_same_request(req, provider) -> None:
 
 @pytest.mark.clause("MEM-INJECT.1", "MEM-INJECT.3")
 @given(anthropic_requests(), blocks)
-def test_anthropic_only_the_system_string_changes(req, block) -> None:
+def test_anthropic_only_the_system_string_changes(req: dict[str, Any], block: str) -> None:
     snapshot = copy.deepcopy(req)
     out = inject(req, block, "anthropic")
     assert req == snapshot  # input untouched
@@ -136,7 +136,7 @@ def test_anthropic_system_block_list() -> None:
 
 @pytest.mark.clause("MEM-INJECT.1", "MEM-INJECT.3", "MEM-INJECT.4")
 @given(openai_requests(), blocks)
-def test_openai_block_lives_in_the_leading_system_message(req, block) -> None:
+def test_openai_block_lives_in_the_leading_system_message(req: dict[str, Any], block: str) -> None:
     snapshot = copy.deepcopy(req)
     out = inject(req, block, "openai")
     assert req == snapshot

@@ -88,7 +88,7 @@ def test_record_tokens_and_keyword_match_follow_text_and_keywords(
 def test_single_text_caches_answer_as_their_definitions(text: str) -> None:
     assert normalize_text(text) == collapse_whitespace(text.lower())
     for cached in (normalize_text, robust_tokens, folded_tokens, query_tokens):
-        assert cached(text) == cached.__wrapped__(text)  # type: ignore[attr-defined]
+        assert cached(text) == cached.__wrapped__(text)
 
 
 @pytest.mark.clause("MEM-WIRE.9", "MEM-WIRE.15")

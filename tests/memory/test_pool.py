@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from reference.memory.budget import apply_budget
 from reference.memory.containment import memory_prefix_line, render_bullet
 from reference.memory.pool import memory_context_block, pool_records
+from reference.memory.records import MemoryRecord
 from reference.memory.scoring import score_record
 from tests.common.memory_strategies import DAY, T0, make_record, query_text, records
 
@@ -17,7 +18,7 @@ RANK = {k: i for i, k in enumerate(SCOPES)}
 
 
 @st.composite
-def retrieved_sets(draw):
+def retrieved_sets(draw: st.DrawFn) -> dict[str, list[MemoryRecord]]:
     chosen = draw(st.lists(st.sampled_from(SCOPES), unique=True, min_size=1, max_size=4))
     # the dict's own order is arbitrary: the pool must not depend on it
     return {k: draw(records(max_size=5, scope_key=k)) for k in chosen}
@@ -32,7 +33,7 @@ def retrieved_sets(draw):
     st.integers(1, 200),
 )
 def test_pool_is_one_rescored_stably_sorted_budgeted_list(
-    retrieved, query, now, limit, max_tokens
+    retrieved: dict[str, list[MemoryRecord]], query: str, now: int, limit: int, max_tokens: int
 ) -> None:
     got = pool_records(retrieved, query, now, limit, max_tokens)
     # independent statement: sort by (-score, scope order, position in its scope's answer)
@@ -71,7 +72,9 @@ def test_ties_put_org_first() -> None:
 
 @pytest.mark.clause("MEM-READ.3", "MEM-READ.4")
 @given(retrieved_sets(), query_text, st.integers(T0, T0 + 10 * DAY))
-def test_block_prefix_names_every_scope_read_in_order(retrieved, query, now) -> None:
+def test_block_prefix_names_every_scope_read_in_order(
+    retrieved: dict[str, list[MemoryRecord]], query: str, now: int
+) -> None:
     block = memory_context_block(retrieved, query, now)
     recs = pool_records(retrieved, query, now)
     if not recs:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import random
 
 import pytest
 from hypothesis import given
@@ -10,6 +11,7 @@ from hypothesis import strategies as st
 
 from reference.memory.engine import candidate_cap, fts_match_tokens, rank_records
 from reference.memory.judge import is_allowed_ranking, rank_allowed
+from reference.memory.records import MemoryRecord
 from reference.memory.scoring import keyword_match, score_record, tokenize
 from tests.common.memory_strategies import DAY, T0, make_record, query_text, records
 
@@ -19,7 +21,9 @@ limits = st.integers(0, 10)
 
 @pytest.mark.clause("MEM-SCORE.4", "MEM-SCORE.5", "MEM-SCORE.6")
 @given(records(), query_text, limits, nows)
-def test_rank_records_gates_sorts_limits_and_does_not_mutate(recs, query, limit, now) -> None:
+def test_rank_records_gates_sorts_limits_and_does_not_mutate(
+    recs: list[MemoryRecord], query: str, limit: int, now: int
+) -> None:
     before = copy.deepcopy(recs)
     ranked = rank_records(recs, query, limit, now)
     assert recs == before  # neither the list nor the records change
@@ -40,7 +44,7 @@ def test_rank_records_gates_sorts_limits_and_does_not_mutate(recs, query, limit,
 
 @pytest.mark.clause("MEM-SCORE.5")
 @given(records(), query_text, nows)
-def test_rank_records_is_stable_on_ties(recs, query, now) -> None:
+def test_rank_records_is_stable_on_ties(recs: list[MemoryRecord], query: str, now: int) -> None:
     ranked = rank_records(recs, query, len(recs) + 1, now)
     pos = {id(r): i for i, r in enumerate(recs)}
     for a, b in zip(ranked, ranked[1:], strict=False):
@@ -51,7 +55,7 @@ def test_rank_records_is_stable_on_ties(recs, query, now) -> None:
 @pytest.mark.clause("MEM-SCORE.5")
 @given(records(), query_text, limits, nows, st.randoms(use_true_random=False))
 def test_allowed_rankings_accept_tie_permutations_and_reject_others(
-    recs, query, limit, now, rnd
+    recs: list[MemoryRecord], query: str, limit: int, now: int, rnd: random.Random
 ) -> None:
     ranked = rank_records(recs, query, limit, now)
     ids = [r.id for r in ranked]

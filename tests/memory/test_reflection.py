@@ -416,7 +416,7 @@ def test_each_fact_stands_alone(facts: list[object], summary: object) -> None:
     for g, f in zip(got.facts, valid, strict=True):
         assert g.candidate.kind == "fact"
         assert g.candidate.text == str(f["text"]).strip()
-        assert g.candidate.confidence == float(f["confidence"])  # type: ignore[arg-type]
+        assert g.candidate.confidence == float(f["confidence"])
         assert 0.6 <= g.candidate.confidence <= 1
     if isinstance(summary, str) and summary.strip():
         assert got.summary is not None

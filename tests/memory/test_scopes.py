@@ -48,7 +48,9 @@ def test_unknown_kind_and_missing_org_are_refused() -> None:
 
 @pytest.mark.clause("MEM-SCOPE.3", "MEM-SCOPE.4")
 @given(ident, maybe, maybe, maybe)
-def test_request_scope_keys(org, user, repo, channel) -> None:
+def test_request_scope_keys(
+    org: str, user: str | None, repo: str | None, channel: str | None
+) -> None:
     keys = request_scope_keys(org, user_id=user, repo=repo, channel_id=channel)
     expected = [f"org:{org}"]
     if repo:
@@ -66,7 +68,8 @@ def test_request_scope_keys(org, user, repo, channel) -> None:
 @given(
     st.permutations(["user:slack:U1", "channel:slack:C1", "org:acme", "repo:o/n", "user:slack:U2"])
 )
-def test_list_scope_keys_orders_by_kind_stably(keys) -> None:
+def test_list_scope_keys_orders_by_kind_stably(keys: list[str]) -> None:
+
     out = list_scope_keys(keys)
     assert sorted(out) == sorted(keys)
     assert [ORDER[k.split(":")[0]] for k in out] == sorted(ORDER[k.split(":")[0]] for k in keys)

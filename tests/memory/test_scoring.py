@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from reference.memory.records import MemoryRecord
 from reference.memory.scoring import (
     ALPHA,
     BETA,
@@ -78,7 +79,9 @@ def test_keywords_count_as_tokens() -> None:
 
 @pytest.mark.clause("MEM-SCORE.2")
 @given(query_text, records(min_size=1, max_size=1))
-def test_keyword_match_is_the_share_of_query_tokens_present(query: str, recs: list) -> None:
+def test_keyword_match_is_the_share_of_query_tokens_present(
+    query: str, recs: list[MemoryRecord]
+) -> None:
     rec = recs[0]
     q = tokenize(query)
     km = keyword_match(query, rec)
@@ -127,7 +130,7 @@ def test_recency_decays_with_age(created: int, used: int | None, age: int, more:
 
 @pytest.mark.clause("MEM-SCORE.1")
 @given(query_text, records(min_size=1, max_size=1), st.integers(T0, T0 + 40 * DAY))
-def test_score_is_the_weighted_sum(query: str, recs: list, now: int) -> None:
+def test_score_is_the_weighted_sum(query: str, recs: list[MemoryRecord], now: int) -> None:
     rec = recs[0]
     expected = 0.7 * keyword_match(query, rec) + 0.3 * recency_score(rec, now)
     assert ALPHA == 0.7 and BETA == 0.3

@@ -5,16 +5,16 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import json
+from collections.abc import Callable, Iterable
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reference.memory import store as S
-from reference.memory.engine import plan_write, rank_records
+from reference.memory.engine import Dedup, plan_write, rank_records
 from reference.memory.injection import inject
 from reference.memory.pool import memory_context_block, pool_records
-from reference.memory.records import MemoryCandidate
+from reference.memory.records import MemoryCandidate, MemoryRecord
 from reference.memory.scopes import request_scope_keys
 from reference.memory.store import (
     WriteResult,
@@ -37,13 +37,19 @@ from tests.common.memory_strategies import DAY, T0, candidates, query_text
 ORG = "org:acme"
 
 
-def c(text: str, supersedes: str | None = None, **kw: object) -> MemoryCandidate:
+def c(
+    text: str, supersedes: str | None = None, keywords: tuple[str, ...] | None = None
+) -> MemoryCandidate:
     return MemoryCandidate(
-        kind="fact", text=text, source_thread_key="slack:C1:1", supersedes=supersedes, **kw
-    )  # type: ignore[arg-type]
+        kind="fact",
+        text=text,
+        source_thread_key="slack:C1:1",
+        keywords=keywords,
+        supersedes=supersedes,
+    )
 
 
-def ids(recs) -> list[str]:
+def ids(recs: Iterable[MemoryRecord]) -> list[str]:
     return [r.id for r in recs]
 
 
@@ -63,7 +69,7 @@ def test_memory_is_off_unless_enabled_is_true() -> None:
 
 @pytest.mark.clause("MEM-FLAG.2")
 @given(st.lists(candidates(), max_size=5), query_text, st.integers(1, 50))
-def test_null_store_answers_nothing(cands, query, limit) -> None:
+def test_null_store_answers_nothing(cands: list[MemoryCandidate], query: str, limit: int) -> None:
     assert null_write(ORG, cands) == WriteResult(0, 0, 0, 0)
     assert null_retrieve(ORG, query, limit) == []
     assert null_list(ORG, limit) == [] and null_list(ORG, limit, query) == []
@@ -72,7 +78,9 @@ def test_null_store_answers_nothing(cands, query, limit) -> None:
 
 @pytest.mark.clause("MEM-FLAG.2", "MEM-FLAG.3")
 @given(st.lists(candidates(), max_size=5), query_text)
-def test_memory_off_pipeline_leaves_the_request_byte_identical(cands, query) -> None:
+def test_memory_off_pipeline_leaves_the_request_byte_identical(
+    cands: list[MemoryCandidate], query: str
+) -> None:
     req = {
         "model": "m",
         "system": "agent",
@@ -89,7 +97,7 @@ def test_memory_off_pipeline_leaves_the_request_byte_identical(cands, query) -> 
 
 @pytest.mark.clause("MEM-SEAM.1")
 def test_null_and_in_process_stores_share_one_interface() -> None:
-    pairs = [
+    pairs: list[tuple[Callable[..., object], Callable[..., object], list[str]]] = [
         (null_retrieve, store_retrieve, ["scope_key", "query", "limit"]),
         (null_write, store_write, ["scope_key", "candidates"]),
         (null_list, store_list, ["scope_key", "limit", "query"]),
@@ -112,7 +120,9 @@ def test_null_and_in_process_stores_share_one_interface() -> None:
         max_size=8,
     )
 )
-def test_store_write_follows_plan_write_candidate_by_candidate(cands) -> None:
+def test_store_write_follows_plan_write_candidate_by_candidate(
+    cands: list[MemoryCandidate],
+) -> None:
     state, res = store_write(empty_store(), ORG, cands[:3], T0)
     before = active_records(state, ORG)
     state2, res = store_write(state, ORG, cands, T0 + 1000)
@@ -122,7 +132,7 @@ def test_store_write_follows_plan_write_candidate_by_candidate(cands) -> None:
     inserted = deduped = superseded = 0
     for cand in cands:
         plan = plan_write(active, cand)
-        if isinstance(plan, S.Dedup):
+        if isinstance(plan, Dedup):
             deduped += 1
         else:
             if plan.supersede_id:
@@ -138,7 +148,9 @@ def test_store_write_follows_plan_write_candidate_by_candidate(cands) -> None:
 
 @pytest.mark.clause("MEM-SEAM.2", "MEM-STORE.2", "MEM-STORE.3")
 @given(st.lists(candidates(), max_size=10), query_text, st.integers(1, 6), st.integers(0, 20 * DAY))
-def test_store_retrieve_is_rank_records_plus_bump(cands, query, limit, dt) -> None:
+def test_store_retrieve_is_rank_records_plus_bump(
+    cands: list[MemoryCandidate], query: str, limit: int, dt: int
+) -> None:
     state, _ = store_write(empty_store(), ORG, cands, T0)
     now = T0 + dt
     active = active_records(state, ORG)
@@ -214,7 +226,9 @@ def test_foreign_scope_supersede_supersedes_nothing() -> None:
 
 @pytest.mark.clause("MEM-STORE.7")
 @given(st.lists(candidates(), max_size=10), st.one_of(st.none(), query_text), st.integers(1, 12))
-def test_list_newest_first_filtered_then_limited_without_bump(cands, query, limit) -> None:
+def test_list_newest_first_filtered_then_limited_without_bump(
+    cands: list[MemoryCandidate], query: str | None, limit: int
+) -> None:
     state, _ = store_write(empty_store(), ORG, cands, T0)
     got = store_list(state, ORG, limit, query)
     active = active_records(state, ORG)
@@ -273,7 +287,9 @@ def test_parse_record_id() -> None:
 @given(
     st.lists(st.tuples(st.sampled_from(["U1", "U2", "U3"]), candidates()), max_size=12), query_text
 )
-def test_a_read_only_ever_sees_its_own_users_records(writes, query) -> None:
+def test_a_read_only_ever_sees_its_own_users_records(
+    writes: list[tuple[str, MemoryCandidate]], query: str
+) -> None:
     state = empty_store()
     for user, cand in writes:
         state, _ = store_write(state, f"user:slack:{user}", [cand], T0)

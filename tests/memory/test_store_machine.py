@@ -196,6 +196,7 @@ class StoreMachine(RuleBasedStateMachine):
             if i in returned:
                 assert old[i].status == "active"
                 assert (r.last_used_at, r.use_count) == (self.now, old[i].use_count + 1)
+                assert r.last_used_at is not None  # narrows: it equals self.now
                 assert r.last_used_at >= r.created_at
             else:
                 assert r == old[i]

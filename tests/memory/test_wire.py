@@ -23,6 +23,7 @@ from reference.memory.wire import (
     MAX_BODY_BYTES,
     Allowed,
     ErrorBody,
+    RetrieveBody,
     WireError,
     WireRequest,
     client_forget,
@@ -761,7 +762,7 @@ def test_list_is_exact_newest_first(n: int, limit: int, query: str | None) -> No
         assert not a.admits(200, {"records": [{**wire[0], "useCount": 1}, *wire[1:]]})
         assert not a.admits(200, {"records": [{**wire[0], "lastUsedAt": 5}, *wire[1:]]})
         assert a.admits(
-            200, {"records": [{**w, "id": w["id"] + "0", "createdAt": 1} for w in wire]}
+            200, {"records": [{**w, "id": f"{w['id']}0", "createdAt": 1} for w in wire]}
         )
 
 
@@ -864,15 +865,17 @@ def test_describe_is_human() -> None:
 
 @pytest.mark.clause("MEM-WIRE.11", "MEM-WIRE.15")
 def test_validators_parse() -> None:
-    assert validate_retrieve({"scopeKey": SCOPE, "query": "", "limit": 50.0}) == type(
-        validate_retrieve({"scopeKey": SCOPE, "query": "", "limit": 50})
-    )(SCOPE, "", 50)
+    assert validate_retrieve({"scopeKey": SCOPE, "query": "", "limit": 50.0}) == RetrieveBody(
+        SCOPE, "", 50
+    )
     got = validate_forget({"scopeKey": SCOPE, "id": "x" * 200})
     assert not isinstance(got, WireError) and got.id == "x" * 200
     err = validate_retrieve({"scopeKey": SCOPE})
     assert isinstance(err, WireError) and set(err.fields) == {"query", "limit"}
-    err = validate_write({"records": [{"kind": "x", "text": "t", "sourceThreadKey": "t"}]})
-    assert isinstance(err, WireError) and {"scopeKey", "kind", "records"} <= set(err.fields)
+    write_err = validate_write({"records": [{"kind": "x", "text": "t", "sourceThreadKey": "t"}]})
+    assert isinstance(write_err, WireError) and {"scopeKey", "kind", "records"} <= set(
+        write_err.fields
+    )
 
 
 # --------------------------------------------------------------------------- MEM-CLIENT

@@ -14,7 +14,7 @@ from reference.memory.engine import (
     normalize_text,
     plan_write,
 )
-from reference.memory.records import MemoryCandidate
+from reference.memory.records import MemoryCandidate, MemoryRecord
 from tests.common.memory_strategies import T0, any_text, candidates, make_record, records
 
 
@@ -103,12 +103,14 @@ def test_dead_records_are_never_dedup_targets() -> None:
         )
     ),
 )
-def test_plan_write_against_an_independent_statement_of_the_rules(recs, c) -> None:
+def test_plan_write_against_an_independent_statement_of_the_rules(
+    recs: list[MemoryRecord], c: MemoryCandidate
+) -> None:
     plan = plan_write(recs, c)
     live = [r for r in recs if r.status == "active"]
     norm = " ".join(c.text.lower().split())
 
-    def same(r) -> bool:
+    def same(r: MemoryRecord) -> bool:
         return " ".join(r.text.lower().split()) == norm
 
     # (normalize_text uses the JavaScript whitespace class; generated text keeps the two equal
@@ -132,7 +134,7 @@ def test_plan_write_against_an_independent_statement_of_the_rules(recs, c) -> No
 @given(
     candidates(st.one_of(st.none(), st.just(""), st.just("mem:o:1"))), st.integers(T0, T0 + 10**9)
 )
-def test_mint_record_shape(c, now) -> None:
+def test_mint_record_shape(c: MemoryCandidate, now: int) -> None:
     r = mint_record(c, "org:acme", "mem:org:acme:7", now)
     assert (r.id, r.scope_key, r.status) == ("mem:org:acme:7", "org:acme", "active")
     assert (r.created_at, r.last_used_at, r.use_count) == (now, None, 0)

@@ -90,6 +90,13 @@ def failure_text(result: pytest.RunResult, title: str) -> str:
     return match.group(1)
 
 
+def marker(item: pytest.Item, name: str) -> pytest.Mark:
+    """The ``name`` marker closest to ``item``, which the item must carry."""
+    mark = item.get_closest_marker(name)
+    assert mark is not None, (item.nodeid, name)
+    return mark
+
+
 # --------------------------------------------------------------------------- collection
 
 
@@ -105,15 +112,15 @@ def test_one_item_per_scenario_and_machine_with_clause_markers(
     for protocol, scenarios in (("memory", MEMORY), ("ledger", LEDGER)):
         for name, clauses in scenarios.items():
             item = by_id[f"memspec::{protocol}::{name}"]
-            assert item.get_closest_marker("clause").args == tuple(clauses), name
-            assert item.get_closest_marker("memspec").kwargs == {
+            assert marker(item, "clause").args == tuple(clauses), name
+            assert marker(item, "memspec").kwargs == {
                 "protocol": protocol,
                 "kind": "scenario",
             }
     memory_machine = by_id["memspec::memory::memory-machine"]
     ledger_machine = by_id["memspec::ledger::ledger-machine"]
-    assert memory_machine.get_closest_marker("clause").args == tuple(MEMORY_MACHINE_CLAUSES)
-    assert ledger_machine.get_closest_marker("clause").args == tuple(LEDGER_MACHINE_CLAUSES)
+    assert marker(memory_machine, "clause").args == tuple(MEMORY_MACHINE_CLAUSES)
+    assert marker(ledger_machine, "clause").args == tuple(LEDGER_MACHINE_CLAUSES)
     assert MEMORY_MACHINE_CLAUSES and LEDGER_MACHINE_CLAUSES
     for item in items:  # the ledger has one account scope: its items form one xdist group
         group = item.get_closest_marker("xdist_group")
@@ -146,7 +153,7 @@ def test_extra_corpus_adds_items_and_refuses_a_duplicate_name(
     )
     extra = [i for i in items if i.nodeid == "memspec::memory::our_healthz_stays_open"]
     assert len(extra) == 1 and len(items) == TOTAL + 1
-    assert extra[0].get_closest_marker("clause").args == ("MEM-WIRE.8", "MEM-WIRE.4")
+    assert marker(extra[0], "clause").args == ("MEM-WIRE.8", "MEM-WIRE.4")
 
     data["name"] = "healthz_is_open_and_says_ok"
     (pytester.path / "ours" / "memory" / "healthz_copy.json").write_text(json.dumps(data))
@@ -212,7 +219,7 @@ def test_healthy_store_passes_and_junit_xml_names_every_item(
     seen: dict[str, dict[str, str]] = {}
     for case in cases:
         assert case.find("failure") is None and case.find("skipped") is None
-        props = {p.get("name"): p.get("value") for p in case.iter("property")}
+        props = {p.attrib["name"]: p.attrib["value"] for p in case.iter("property")}
         seen[f"{case.get('classname')}::{case.get('name')}"] = props
     assert set(seen) == {f"memspec.memory::{n}" for n in [*MEMORY, "memory-machine"]} | {
         f"memspec.ledger::{n}" for n in [*LEDGER, "ledger-machine"]
@@ -366,7 +373,7 @@ def test_a_divergence_fails_with_step_clauses_allowed_said_and_replay(
     result.assert_outcomes(failed=2)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     props = {
-        c.get("name"): {p.get("name"): p.get("value") for p in c.iter("property")}
+        c.attrib["name"]: {p.attrib["name"]: p.attrib["value"] for p in c.iter("property")}
         for c in ET.parse(xml).getroot().iter("testcase")
     }
 
@@ -442,7 +449,7 @@ def test_known_divergences_xfail_and_stale_entries_are_named(
     )
     first.assert_outcomes(passed=1, failed=2)
     failed = {
-        c.get("name"): p.get("value")
+        c.attrib["name"]: p.attrib["value"]
         for c in ET.parse(xml).getroot().iter("testcase")
         for p in c.iter("property")
         if p.get("name") == "failed_clauses"
