@@ -24,6 +24,7 @@ same seed (ordering aside):
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -65,7 +66,11 @@ def shard_report_options(shard: Shard, base: str | None, examples: int) -> dict[
 def _mark(report_dir: Path, shard: Shard, base: str, status: str) -> None:
     report_dir.mkdir(parents=True, exist_ok=True)
     data = {"shard": shard.label, "run_base": base, "status": status}
-    (report_dir / MARKER).write_text(json.dumps(data) + "\n", encoding="utf-8")
+    # Written aside and renamed over: a shard killed as it writes leaves the old marker or the
+    # new one, never half of one (which a merge could not read to name the shard).
+    part = report_dir / (MARKER + ".part")
+    part.write_text(json.dumps(data) + "\n", encoding="utf-8")
+    os.replace(part, report_dir / MARKER)
 
 
 def mark_shard_started(report_dir: Path, shard: Shard, base: str) -> None:
