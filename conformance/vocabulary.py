@@ -148,7 +148,7 @@ class RunContext:
 
 
 @dataclass(frozen=True)
-class Exchange:
+class Exchange:  # long: the one wire record every layer shares, a field per fact
     """One request/answer pair as seen on the wire (token never included)."""
 
     method: str

@@ -165,6 +165,44 @@ class _Mismatch(AssertionError):
     pass
 
 
+def _property_result(fn: Fn, found: _Found, error: str) -> ScenarioResult:
+    """The property's scenario result: skipped (the host does not provide ``fn``), the shrunk
+    counterexample as its one step, or a pass (indeterminate on a harness ``error``)."""
+    name = f"engine-property:{fn.name}"
+    if found.stop:
+        res = ScenarioResult(_scenario(name, fn, []), "skip", reason=NOT_PROVIDED)
+    elif found.outcome is not None:
+        step = Step(op=fn.name, args=found.args, clauses=list(fn.clauses), note="shrunk")
+        res = ScenarioResult(_scenario(name, fn, [step]), "pass")
+        o = found.outcome
+        reason = f"shrunk counterexample {_excerpt(found.args, 400)}: {o.reason}"
+        o = StepOutcome(
+            index=0,
+            op=o.op,
+            verdict=o.verdict,
+            clauses=o.clauses,
+            expected=o.expected,
+            reason=reason,
+            details={**o.details, "args": found.args},
+        )
+        res.outcomes.append(o)
+        res.verdict = "fail" if o.verdict == "diverge" else "indeterminate"
+        res.reason = reason
+    else:
+        res = ScenarioResult(_scenario(name, fn, []), "pass" if not error else "indeterminate")
+        res.reason = error or f"{found.examples} examples"
+        res.outcomes.append(
+            StepOutcome(
+                index=0,
+                op=fn.name,
+                verdict="pass" if not error else "indeterminate",
+                clauses=fn.clauses,
+                reason=res.reason,
+            )
+        )
+    return res
+
+
 def run_property(host: EngineHost, fn: Fn, examples: int, seed: int) -> ScenarioResult:
     """Host against reference on drawn arguments; the shrunk counterexample is one step."""
     found = _Found()
@@ -202,38 +240,7 @@ def run_property(host: EngineHost, fn: Fn, examples: int, seed: int) -> Scenario
         if found.outcome is None:
             error = f"harness error: {type(exc).__name__}: {exc}"
     elapsed = time.perf_counter() - started
-    name = f"engine-property:{fn.name}"
-    if found.stop:
-        res = ScenarioResult(_scenario(name, fn, []), "skip", reason=NOT_PROVIDED)
-    elif found.outcome is not None:
-        step = Step(op=fn.name, args=found.args, clauses=list(fn.clauses), note="shrunk")
-        res = ScenarioResult(_scenario(name, fn, [step]), "pass")
-        o = found.outcome
-        reason = f"shrunk counterexample {_excerpt(found.args, 400)}: {o.reason}"
-        o = StepOutcome(
-            index=0,
-            op=o.op,
-            verdict=o.verdict,
-            clauses=o.clauses,
-            expected=o.expected,
-            reason=reason,
-            details={**o.details, "args": found.args},
-        )
-        res.outcomes.append(o)
-        res.verdict = "fail" if o.verdict == "diverge" else "indeterminate"
-        res.reason = reason
-    else:
-        res = ScenarioResult(_scenario(name, fn, []), "pass" if not error else "indeterminate")
-        res.reason = error or f"{found.examples} examples"
-        res.outcomes.append(
-            StepOutcome(
-                index=0,
-                op=fn.name,
-                verdict="pass" if not error else "indeterminate",
-                clauses=fn.clauses,
-                reason=res.reason,
-            )
-        )
+    res = _property_result(fn, found, error)
     res.kind = "engine"
     res.elapsed_s = elapsed
     res.details = {"examples": found.examples}

@@ -807,7 +807,7 @@ def _reply(obj: JSON) -> str:
     return json.dumps(obj)
 
 
-def _reflection_boundaries() -> list[tuple[str, Args]]:
+def _reflection_boundaries() -> list[tuple[str, Args]]:  # long: a data table of boundary cases
     base = {"shownIds": ["mem:org:acme:1"], "threadKey": "t:1", "runId": "run-1"}
     fact = {"text": "deploys on friday", "confidence": 0.8}
     return [

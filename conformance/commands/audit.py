@@ -65,6 +65,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(func=lambda args: _help(p))
     audit_sub = p.add_subparsers(dest="audit_command", metavar="AUDIT_COMMAND")
 
+    _register_capture(audit_sub)
+    _register_diff(audit_sub)
+    _register_memory_on(audit_sub)
+
+
+def _register_capture(audit_sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``memspec audit capture`` and its options."""
     cap = audit_sub.add_parser(
         "capture",
         help="record every request a system sends to its model provider",
@@ -92,6 +99,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     cap.add_argument("--quiet", action="store_true", help="do not log each request to stderr")
     cap.set_defaults(func=run_capture)
 
+
+def _register_diff(audit_sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``memspec audit diff`` and its options."""
     diff = audit_sub.add_parser(
         "diff",
         help="compare two captures request by request, byte for byte",
@@ -117,6 +127,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     diff.add_argument("--report", type=Path, metavar="FILE", help="write a JSON + Markdown report")
     diff.set_defaults(func=run_diff)
 
+
+def _register_memory_on(audit_sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``memspec audit memory-on`` and its options."""
     mon = audit_sub.add_parser(
         "memory-on",
         help="check that memory on changes only the advisory block in the system prompt",

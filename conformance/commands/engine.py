@@ -14,9 +14,14 @@ import sys
 import time
 import uuid
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from conformance.errors import UsageError
+
+if TYPE_CHECKING:
+    from conformance.binding.functions import Fn
+    from conformance.binding.vectors import Vector
+    from conformance.report import RunReport
 
 PROFILES = ("quick", "ci", "deep")
 
@@ -52,22 +57,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(func=run)
 
 
-def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
-    from conformance.binding.check import PROPERTY_EXAMPLES, check_engine
+def _functions(args: argparse.Namespace) -> tuple[list[Fn], dict[str, list[Vector]] | None]:
+    """The functions ``--spec``/``--only``/``--vectors`` keep, and the vectors read back from
+    ``--vectors DIR`` (``None``: build them now)."""
     from conformance.binding.functions import FUNCTIONS
-    from conformance.binding.host import EngineHost
     from conformance.binding.vectors import load_dir
-    from conformance.report import RunReport, write_report
-    from conformance.report.console import print_summary
-    from conformance.report.expect import ExpectError, load_expectations
-    from conformance.report.model import now_iso
 
-    out = out or sys.stdout
-    if args.timeout <= 0 or args.startup_grace < 0:
-        raise UsageError("--timeout must be positive and --startup-grace not negative")
-    examples = args.examples if args.examples is not None else PROPERTY_EXAMPLES[args.profile]
-    if examples < 1:
-        raise UsageError("--examples must be at least 1")
     functions = [f for f in FUNCTIONS if args.spec == "all" or f.spec == args.spec]
     if args.only:
         known = {f.name for f in FUNCTIONS}
@@ -83,13 +78,21 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
             raise UsageError(f"--vectors: {exc}") from exc
         vectors = {lf.function: lf.vectors for lf in loaded}
         functions = [f for f in functions if f.name in vectors]
+    return functions, vectors
+
+
+def _new_report(args: argparse.Namespace, examples: int) -> RunReport:
+    """The run's report before any result: the host, the options and ``--expect``'s entries."""
+    from conformance.report import RunReport
+    from conformance.report.expect import ExpectError, load_expectations
+
     expectations = []
     if args.expect:
         try:
             expectations = load_expectations(args.expect)
         except ExpectError as exc:
             raise UsageError(str(exc)) from exc
-    report = RunReport(
+    return RunReport(
         run_id=f"memspec-{uuid.uuid4().hex[:8]}",
         target={"url": None, "label": "engine host", "host": args.host, "token": "none"},
         options={
@@ -104,6 +107,23 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         expectations=list(expectations),
         expect_file=args.expect,
     )
+
+
+def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    from conformance.binding.check import PROPERTY_EXAMPLES, check_engine
+    from conformance.binding.host import EngineHost
+    from conformance.report import write_report
+    from conformance.report.console import print_summary
+    from conformance.report.model import now_iso
+
+    out = out or sys.stdout
+    if args.timeout <= 0 or args.startup_grace < 0:
+        raise UsageError("--timeout must be positive and --startup-grace not negative")
+    examples = args.examples if args.examples is not None else PROPERTY_EXAMPLES[args.profile]
+    if examples < 1:
+        raise UsageError("--examples must be at least 1")
+    functions, vectors = _functions(args)
+    report = _new_report(args, examples)
     started = time.perf_counter()
     progress = None if args.quiet else sys.stderr
 

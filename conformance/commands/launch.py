@@ -7,11 +7,11 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 from conformance.commands.target import open_target
 from conformance.engine import RunConfig, RunResult, run
-from conformance.engine.options import CONTRACT, RUN, Option, config_fields
+from conformance.engine.options import CONTRACT, RUN, config_fields
 from conformance.engine.progress import Progress
 from conformance.errors import UsageError
 from conformance.report.expect import Expectation, ExpectError, load_expectations, todo_warning
@@ -45,11 +45,7 @@ def run_config(
             shard = parse_shard(args.shard)
         except ValueError as exc:
             raise UsageError(str(exc)) from exc
-
-    def value(option: Option) -> Any:
-        return getattr(args, option.key, option.default)
-
-    fields = config_fields(value, (*RUN, CONTRACT))
+    fields = config_fields(vars(args), (*RUN, CONTRACT))
     report = getattr(args, "report", None)
     return RunConfig(
         **fields,

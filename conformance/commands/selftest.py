@@ -64,7 +64,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal, TextIO
+from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 from conformance.commands.target import start_bundled_store
 from conformance.engine import NullObserver, RunConfig
@@ -73,6 +73,9 @@ from conformance.engine.options import add_level_option
 from conformance.errors import UsageError
 from conformance.machines.profiles import PROFILES
 from conformance.vocabulary import Secret, StepOutcome, TargetConfig
+
+if TYPE_CHECKING:
+    from conformance.binding.catalogue import EngineEntry
 
 SCHEMA = "memspec-selftest/1"
 UNALTERED = "unaltered"
@@ -118,7 +121,7 @@ class Options:
 
 
 @dataclass
-class Row:
+class Row:  # long: one field per key of a --json row (the selftest report's schema)
     """The outcome of one cell (one line of the matrix, one object of ``--json``)."""
 
     name: str
@@ -271,6 +274,65 @@ def run_cell(cell: Cell, options: Options) -> Row:
     return judge(cell, outcome.exit_code, outcome.data, time.monotonic() - started, first)
 
 
+@dataclass
+class _Named:
+    """The clauses a run report's failures and deviations named, sorted by where they came
+    from (what :func:`judge` weighs), and the shortest shrunk machine replay."""
+
+    corpus: set[str] = field(default_factory=set)
+    scenario: set[str] = field(
+        default_factory=set
+    )  # what the failed scenarios were written to check
+    machine: set[str] = field(default_factory=set)
+    deviated: set[str] = field(
+        default_factory=set
+    )  # reference clauses a deviation touched (any level)
+    declared: set[str] = field(
+        default_factory=set
+    )  # the clauses of the corpus scenarios that deviated
+    replay: int | None = None
+
+
+def _named_by_scenarios(named: _Named, data: dict[str, Any], reference_level: bool) -> None:
+    """Add what the report's scenarios (corpus and transport probes) named to ``named``."""
+    for s in data.get("scenarios", []):
+        named.deviated.update(s.get("deviation_clauses") or ())
+        if s.get("verdict") == "deviate" and s.get("kind") != "probe":
+            # as for a failure: a corpus scenario names the rule it was written to check
+            named.declared.update(s.get("clauses") or ())
+        if reference_level and s.get("verdict") == "deviate":
+            # at --level reference a deviation fails the run: it kills like a failure
+            target = named.machine if s.get("kind") == "probe" else named.corpus
+            target.update(s.get("deviation_clauses") or ())
+            continue
+        if s.get("verdict") != "fail":
+            continue
+        if s.get("kind") == "probe":  # the machines' transport probes, not the corpus
+            named.machine.update(s.get("failed_clauses") or s.get("clauses") or ())
+            continue
+        named.corpus.update(s.get("failed_clauses") or s.get("clauses") or ())
+        named.scenario.update(s.get("clauses") or ())
+
+
+def _named_by_machines(named: _Named, data: dict[str, Any], reference_level: bool) -> None:
+    """Add what the report's state machines named to ``named``, and their shortest replay."""
+    for m in data.get("machines", []):
+        for d in m.get("divergences") or ():
+            if d.get("deviation"):
+                named.deviated.update(d.get("clauses") or ())
+        if m.get("verdict") == "fail" or (reference_level and m.get("verdict") == "deviate"):
+            failing = [
+                c
+                for d in m.get("divergences") or ()
+                if reference_level or not d.get("deviation")
+                for c in d.get("clauses") or ()
+            ]
+            named.machine.update(failing or m.get("failed_clauses") or m.get("clauses") or ())
+            steps = (m.get("details") or {}).get("replay_steps")
+            if isinstance(steps, list) and (named.replay is None or len(steps) < named.replay):
+                named.replay = len(steps)
+
+
 def judge(
     cell: Cell,
     exit_code: int,
@@ -279,46 +341,11 @@ def judge(
     first_divergence_s: float | None,
 ) -> Row:
     """The verdict of one row from its run report."""
-    corpus_named: set[str] = set()
-    scenario_named: set[str] = set()  # what the failed scenarios were written to check
-    machine_named: set[str] = set()
-    deviated: set[str] = set()  # reference clauses a deviation touched (any level)
-    declared: set[str] = set()  # the clauses of the corpus scenarios that deviated
-    replay: int | None = None
     reference_level = data.get("level") == "reference"
-    for s in data.get("scenarios", []):
-        deviated.update(s.get("deviation_clauses") or ())
-        if s.get("verdict") == "deviate" and s.get("kind") != "probe":
-            # as for a failure: a corpus scenario names the rule it was written to check
-            declared.update(s.get("clauses") or ())
-        if reference_level and s.get("verdict") == "deviate":
-            # at --level reference a deviation fails the run: it kills like a failure
-            target = machine_named if s.get("kind") == "probe" else corpus_named
-            target.update(s.get("deviation_clauses") or ())
-            continue
-        if s.get("verdict") != "fail":
-            continue
-        if s.get("kind") == "probe":  # the machines' transport probes, not the corpus
-            machine_named.update(s.get("failed_clauses") or s.get("clauses") or ())
-            continue
-        corpus_named.update(s.get("failed_clauses") or s.get("clauses") or ())
-        scenario_named.update(s.get("clauses") or ())
-    for m in data.get("machines", []):
-        for d in m.get("divergences") or ():
-            if d.get("deviation"):
-                deviated.update(d.get("clauses") or ())
-        if m.get("verdict") == "fail" or (reference_level and m.get("verdict") == "deviate"):
-            failing = [
-                c
-                for d in m.get("divergences") or ()
-                if reference_level or not d.get("deviation")
-                for c in d.get("clauses") or ()
-            ]
-            machine_named.update(failing or m.get("failed_clauses") or m.get("clauses") or ())
-            steps = (m.get("details") or {}).get("replay_steps")
-            if isinstance(steps, list) and (replay is None or len(steps) < replay):
-                replay = len(steps)
-    named = sorted(corpus_named | machine_named)
+    found = _Named()
+    _named_by_scenarios(found, data, reference_level)
+    _named_by_machines(found, data, reference_level)
+    named = sorted(found.corpus | found.machine)
     indeterminate = (data.get("summary") or {}).get("indeterminate", 0)
     if cell.kind != "mutant":
         ok = exit_code == 0
@@ -338,23 +365,38 @@ def judge(
             clause=cell.clauses[0] if cell.clauses else "",
             named=named,
             first=first_divergence_s,
-            replay=replay,
+            replay=found.replay,
             duration=duration,
             detail=detail,
         )
+    return _judge_mutant(cell, exit_code, found, named, indeterminate, duration, first_divergence_s)
+
+
+def _judge_mutant(
+    cell: Cell,
+    exit_code: int,
+    found: _Named,
+    named: list[str],
+    indeterminate: int,
+    duration: float,
+    first_divergence_s: float | None,
+) -> Row:
+    """A mutant's row: killed (a failure named one of its clauses), deviates (only a deviation
+    from the reference implementation did) or survived."""
     wanted = set(cell.clauses)
+    corpus_named, machine_named = found.corpus, found.machine
     by_step = bool((corpus_named | machine_named) & wanted)
-    by_corpus = bool((corpus_named | scenario_named) & wanted)
+    by_corpus = bool((corpus_named | found.scenario) & wanted)
     by_machine = bool(machine_named & wanted)
     killed = exit_code == 1 and (by_corpus or by_machine)
-    named_all = corpus_named | machine_named | scenario_named
+    named_all = corpus_named | machine_named | found.scenario
     hit = next((c for c in cell.clauses if c in corpus_named | machine_named), "") or next(
         (c for c in cell.clauses if c in named_all), ""
     )
     # Not killed at the seed level, but a deviation named one of its clauses: its mistake is a
     # choice the seed leaves open (reference clauses only) — caught, at --level reference.
-    deviates = not killed and bool((deviated | declared) & wanted)
-    deviates_on = sorted(deviated & wanted) or sorted(declared & wanted)
+    deviates = not killed and bool((found.deviated | found.declared) & wanted)
+    deviates_on = sorted(found.deviated & wanted) or sorted(found.declared & wanted)
     detail = ""
     if deviates:
         detail = (
@@ -382,7 +424,7 @@ def judge(
         ),
         named=named,
         first=first_divergence_s,
-        replay=replay if by_machine else None,
+        replay=found.replay if by_machine else None,
         duration=duration,
         detail=detail,
         blame=("step" if by_step else "scenario") if killed else "",
@@ -647,8 +689,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(func=run)
 
 
-def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
-    out = out or sys.stdout
+def _selected(args: argparse.Namespace) -> tuple[list[Cell], list[EngineEntry]]:
+    """The store rows and the engine rows ``--only``/``--kind``/``--spec`` keep."""
     from conformance.commands import selftest_engine  # the engine rows (engine catalogue)
 
     engine = selftest_engine.select(args.only, args.kind, args.protocol)
@@ -664,6 +706,49 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         if (store_only or not args.only) and (store_kinds or not args.kind)
         else []
     )
+    return cells, engine
+
+
+def _mode(args: argparse.Namespace) -> str:
+    """What the kill rate counts (the matrix's summary line and the JSON ``options.mode``)."""
+    return (
+        "by the machines alone"
+        if args.machines_only
+        else "by the corpus alone"
+        if args.corpus_only
+        else "by corpus + machines"
+    )
+
+
+def _json_document(
+    rows: Sequence[Row],
+    summary: dict[str, Any],
+    options: Options,
+    jobs: int,
+    mode: str,
+    started: float,
+) -> dict[str, Any]:
+    """The ``--json`` document: the machine, the options, the summary and every row."""
+    return {
+        "schema": SCHEMA,
+        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "machine": {
+            "cpus": os.cpu_count(),
+            "platform": platform.platform(),
+            "python": platform.python_version(),
+        },
+        "options": {**asdict(options), "jobs": jobs, "mode": mode},
+        "duration_s": round(time.monotonic() - started, 1),
+        "summary": summary,
+        "rows": [r.to_json() for r in rows],
+    }
+
+
+def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    out = out or sys.stdout
+    from conformance.commands import selftest_engine  # the engine rows (engine catalogue)
+
+    cells, engine = _selected(args)
     if args.list:
         for c in cells:
             out.write(f"{c.name:<40} {c.kind:<8} {c.protocol:<7} {','.join(c.clauses)}\n")
@@ -685,13 +770,6 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         corpus_only=args.corpus_only,
         report=args.report,
         level=args.level,
-    )
-    mode = (
-        "by the machines alone"
-        if args.machines_only
-        else "by the corpus alone"
-        if args.corpus_only
-        else "by corpus + machines"
     )
     progress = sys.stderr if not args.quiet else None
     started = time.monotonic()
@@ -719,20 +797,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         on_done(rows[-1], len(rows), len(cells) + len(engine))
     summary = summarize(rows)
     if args.json:
-        doc = {
-            "schema": SCHEMA,
-            "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "machine": {
-                "cpus": os.cpu_count(),
-                "platform": platform.platform(),
-                "python": platform.python_version(),
-            },
-            "options": {**asdict(options), "jobs": jobs, "mode": mode},
-            "duration_s": round(time.monotonic() - started, 1),
-            "summary": summary,
-            "rows": [r.to_json() for r in rows],
-        }
+        doc = _json_document(rows, summary, options, jobs, _mode(args), started)
         out.write(json.dumps(doc, indent=2) + "\n")
     else:
-        print_matrix(rows, summary, out, mode)
+        print_matrix(rows, summary, out, _mode(args))
     return 0 if summary["ok"] else 1

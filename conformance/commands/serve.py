@@ -10,9 +10,13 @@ import threading
 from argparse import SUPPRESS
 from pathlib import Path
 from types import FrameType
+from typing import TYPE_CHECKING
 
 from conformance.embedded.catalogue import Quirks, mutants, variants
 from conformance.errors import UsageError
+
+if TYPE_CHECKING:
+    from conformance.embedded.server import ServerHandle
 
 DEFAULT_DB = "./memspec-data/store.sqlite3"
 DEFAULT_TOKEN_ENV = "MEMSPEC_TOKEN"
@@ -82,13 +86,14 @@ def quirks_from_args(variant_names: list[str], mutant_names: list[str]) -> Quirk
     return Quirks(frozenset(names))
 
 
-def run(args: argparse.Namespace) -> int:
-    from conformance.embedded.server import is_loopback, pause_hook_from_env, start_server
+def _checked_host(args: argparse.Namespace) -> str:
+    """The host to bind (loopback unless ``--host`` says otherwise); a non-loopback host is
+    warned about, and refused with ``--no-auth``."""
+    from conformance.embedded.server import is_loopback
 
     host = args.host if args.host is not None else "127.0.0.1"
-    explicit_host = args.host is not None
     if not is_loopback(host):
-        if not explicit_host:  # pragma: no cover - the default is loopback
+        if args.host is None:  # pragma: no cover - the default is loopback
             raise UsageError(f"refusing non-loopback host {host}")
         if args.no_auth:
             raise UsageError(f"--no-auth is refused on a non-loopback host ({host})")
@@ -96,28 +101,31 @@ def run(args: argparse.Namespace) -> int:
             f"memspec serve: WARNING: binding {host}, which is reachable from other machines",
             file=sys.stderr,
         )
-    if not 0 <= args.port <= 65535:
-        raise UsageError(f"--port must be 0-65535, not {args.port}")
-    if not 1 <= args.cap <= 10000:
-        raise UsageError(f"--cap must be an integer from 1 to 10000, not {args.cap}")
+    return host
 
-    token: str | None = None
+
+def _token(args: argparse.Namespace) -> str | None:
+    """The bearer token from ``--token-env``'s variable (``None`` with ``--no-auth``, warned
+    about); no token and no ``--no-auth`` is a usage error."""
     if args.no_auth:
         print(
             "memspec serve: WARNING: --no-auth: every request is accepted WITHOUT a bearer token."
             " Never expose this server.",
             file=sys.stderr,
         )
-    else:
-        token = os.environ.get(args.token_env) or None
-        if token is None:
-            raise UsageError(
-                f"no bearer token: set {args.token_env} (or name another variable with "
-                "--token-env VAR), or pass --no-auth for an unauthenticated local server"
-            )
+        return None
+    token = os.environ.get(args.token_env) or None
+    if token is None:
+        raise UsageError(
+            f"no bearer token: set {args.token_env} (or name another variable with "
+            "--token-env VAR), or pass --no-auth for an unauthenticated local server"
+        )
+    return token
 
-    quirks = quirks_from_args(args.variant, args.mutant)
-    db: str = args.db
+
+def _prepared_db(db: str) -> str:
+    """``--db``, its folder created (``:memory:`` as is); a folder as the file is a usage
+    error."""
     if db != ":memory:":
         path = Path(db)
         if path.is_dir():
@@ -126,26 +134,11 @@ def run(args: argparse.Namespace) -> int:
             path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise UsageError(f"cannot create {path.parent}: {exc.strerror}") from exc
+    return db
 
-    try:
-        handle = start_server(
-            host=host,
-            port=args.port,
-            db=db,
-            token=token,
-            test_control=args.test_control,
-            cap_default=args.cap,
-            require_auth=not args.no_auth,
-            allow_non_loopback=explicit_host,
-            access_log=None if args.quiet else sys.stderr,
-            write_hook=pause_hook_from_env(),
-            quirks=quirks,
-        )
-    except OSError as exc:
-        raise UsageError(f"cannot listen on {host}:{args.port}: {exc.strerror or exc}") from exc
-    except Exception as exc:  # e.g. a file that is not a SQLite database
-        raise UsageError(f"cannot open the store at {db}: {exc}") from exc
 
+def _serve_until_signalled(handle: ServerHandle, quirks: Quirks) -> None:
+    """Announce the server, serve until SIGINT/SIGTERM, then stop it."""
     done = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
@@ -167,5 +160,37 @@ def run(args: argparse.Namespace) -> int:
         handle.stop()
         for sig, old in previous.items():
             signal.signal(sig, old)
+
+
+def run(args: argparse.Namespace) -> int:
+    from conformance.embedded.server import pause_hook_from_env, start_server
+
+    host = _checked_host(args)
+    if not 0 <= args.port <= 65535:
+        raise UsageError(f"--port must be 0-65535, not {args.port}")
+    if not 1 <= args.cap <= 10000:
+        raise UsageError(f"--cap must be an integer from 1 to 10000, not {args.cap}")
+    token = _token(args)
+    quirks = quirks_from_args(args.variant, args.mutant)
+    db = _prepared_db(args.db)
+    try:
+        handle = start_server(
+            host=host,
+            port=args.port,
+            db=db,
+            token=token,
+            test_control=args.test_control,
+            cap_default=args.cap,
+            require_auth=not args.no_auth,
+            allow_non_loopback=args.host is not None,
+            access_log=None if args.quiet else sys.stderr,
+            write_hook=pause_hook_from_env(),
+            quirks=quirks,
+        )
+    except OSError as exc:
+        raise UsageError(f"cannot listen on {host}:{args.port}: {exc.strerror or exc}") from exc
+    except Exception as exc:  # e.g. a file that is not a SQLite database
+        raise UsageError(f"cannot open the store at {db}: {exc}") from exc
+    _serve_until_signalled(handle, quirks)
     print("memspec serve: stopped", flush=True)
     return 0

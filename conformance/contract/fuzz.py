@@ -107,18 +107,12 @@ def _as_httpx(ex: Exchange, url: str) -> Any:
     return response
 
 
-def check_case(run: Run, protocol: str, op: Any, case: Any, negative: bool) -> None:
-    """Send one generated case and judge the answer."""
-    from schemathesis.core.failures import FailureGroup
-
-    route = op.path
-    body_negative, header_negative = _negative_parts(case) if negative else (False, False)
-    if body_negative:
-        header_negative = False  # judge the invalid body with valid credentials
+def _request(op: Any, case: Any, header_negative: bool) -> tuple[dict[str, str], bytes] | None:
+    """The headers and body to send for one generated case (the generated Authorization kept
+    only when the credentials are the negative part); ``None``: a body JSON cannot encode."""
     headers = {k: str(v) for k, v in (case.headers or {}).items() if k.lower() != "authorization"}
     if header_negative and "Authorization" in (case.headers or {}):
         headers["Authorization"] = str(case.headers["Authorization"])  # a generated wrong one
-    use_auth = not header_negative and op.label != "GET /healthz"
     payload = b""
     if op.method.upper() == "POST":
         body = case.body
@@ -128,8 +122,50 @@ def check_case(run: Run, protocol: str, op: Any, case: Any, negative: bool) -> N
             try:
                 payload = json.dumps(body, ensure_ascii=True).encode()
             except (TypeError, ValueError):
-                return
+                return None
         headers.setdefault("Content-Type", case.media_type or "application/json")
+    return headers, payload
+
+
+def _validate(
+    run: Run, protocol: str, op: Any, case: Any, ex: Exchange, body_negative: bool
+) -> None:
+    """Judge an answer with schemathesis's checks, one divergence (or note) per check."""
+    from schemathesis.core.failures import FailureGroup
+
+    route, label = op.path, op.label
+    checks = _checks(body_negative)
+    response = _as_httpx(ex, run.http.base)
+    for name, fn in checks:
+        try:
+            case.validate_response(response, checks=[fn])
+        except FailureGroup as group:
+            failure = group.exceptions[0]
+            message = " ".join(str(getattr(failure, "message", "") or failure).split())[:400]
+            run.add(
+                ex,
+                clause=_clause_for(protocol, route, name, ex.status),
+                title=f"{label}: {getattr(failure, 'title', name) or name}",
+                detail=f"{message} (answer: {excerpt(ex, 200)})",
+                protocol=protocol,
+                route=route,
+                check=name,
+            )
+        except Exception as exc:  # noqa: BLE001 - a check that cannot judge is a note
+            run.notes.append(f"{label}: check {name} could not run: {type(exc).__name__}")
+
+
+def check_case(run: Run, protocol: str, op: Any, case: Any, negative: bool) -> None:
+    """Send one generated case and judge the answer."""
+    route = op.path
+    body_negative, header_negative = _negative_parts(case) if negative else (False, False)
+    if body_negative:
+        header_negative = False  # judge the invalid body with valid credentials
+    use_auth = not header_negative and op.label != "GET /healthz"
+    request = _request(op, case, header_negative)
+    if request is None:
+        return
+    headers, payload = request
     ex = run.http.send(op.method.upper(), route, payload, headers, auth=use_auth)
     label = op.label
     run.count(label, "negative" if negative else "positive")
@@ -155,25 +191,7 @@ def check_case(run: Run, protocol: str, op: Any, case: Any, negative: bool) -> N
             what="a generated request without valid credentials",
         )
         return
-    checks = _checks(negative and body_negative)
-    response = _as_httpx(ex, run.http.base)
-    for name, fn in checks:
-        try:
-            case.validate_response(response, checks=[fn])
-        except FailureGroup as group:
-            failure = group.exceptions[0]
-            message = " ".join(str(getattr(failure, "message", "") or failure).split())[:400]
-            run.add(
-                ex,
-                clause=_clause_for(protocol, route, name, ex.status),
-                title=f"{label}: {getattr(failure, 'title', name) or name}",
-                detail=f"{message} (answer: {excerpt(ex, 200)})",
-                protocol=protocol,
-                route=route,
-                check=name,
-            )
-        except Exception as exc:  # noqa: BLE001 - a check that cannot judge is a note
-            run.notes.append(f"{label}: check {name} could not run: {type(exc).__name__}")
+    _validate(run, protocol, op, case, ex, negative and body_negative)
 
 
 def fuzz_operation(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from conformance.contract.client import unanswered, without_token
+from conformance.contract.client import Http, unanswered, without_token
 from conformance.contract.model import (
     AUTH,
     ERROR_SHAPE,
@@ -145,58 +145,81 @@ def probe_auth(run: Run, protocol: str, token: Secret | None) -> None:
         )
 
 
+def _fence_cases(
+    http: Http, protocol: str, route: str, raw: bytes
+) -> list[tuple[str, Exchange, set[int], str]]:
+    """Each body the fence must refuse, sent to ``route``: what it is, the exchange, the
+    statuses wanted and the clause."""
+    json_type = {"Content-Type": "application/json"}
+    return [
+        (
+            "an unsized (chunked) body",
+            http.send("POST", route, raw, json_type, framing="chunked"),
+            {411},
+            LENGTH[protocol],
+        ),
+        (
+            "no Content-Length",
+            http.send("POST", route, b"", json_type, framing="none"),
+            {411},
+            LENGTH[protocol],
+        ),
+        (
+            "Content-Length +5",
+            http.send("POST", route, b"{}   ", json_type, framing="raw", declared_length="+5"),
+            {411},
+            LENGTH[protocol],
+        ),
+        (
+            "Content-Length 0x10",
+            http.send(
+                "POST",
+                route,
+                b"{}" + b" " * 14,
+                json_type,
+                framing="raw",
+                declared_length="0x10",
+            ),
+            {411},
+            LENGTH[protocol],
+        ),
+        (
+            "a body one byte over 512 KiB",
+            http.send(
+                "POST",
+                route,
+                raw + b" " * (MAX_BODY + 1 - len(raw)),
+                json_type,
+                hold_body=True,
+            ),
+            {413},
+            SIZE[protocol],
+        ),
+    ]
+
+
+def _probe_largest_body(run: Run, protocol: str, route: str, raw: bytes) -> None:
+    """A body of exactly 512 KiB (``raw`` padded) passes the fence of ``route``."""
+    json_type = {"Content-Type": "application/json"}
+    ex = run.http.send("POST", route, raw + b" " * (MAX_BODY - len(raw)), json_type)
+    run.count(f"POST {route}", "probes")
+    if unanswered(ex) is not None or ex.status in (411, 413) or (ex.status or 0) >= 500:
+        run.add(
+            ex,
+            clause=SIZE[protocol],
+            title=f"{route}: a body of exactly 512 KiB is refused by the size fence",
+            detail=f"expected it to pass the fence, got {excerpt(ex)}",
+            protocol=protocol,
+            route=route,
+            check="size fence",
+        )
+
+
 def probe_fence(run: Run, protocol: str) -> None:
     """Unsized, badly sized and oversized bodies; the largest allowed body passes the fence."""
-    http = run.http
     for route, body in _routes(protocol).items():
         raw = json.dumps(body).encode()
-        json_type = {"Content-Type": "application/json"}
-        cases: list[tuple[str, Exchange, set[int], str]] = [
-            (
-                "an unsized (chunked) body",
-                http.send("POST", route, raw, json_type, framing="chunked"),
-                {411},
-                LENGTH[protocol],
-            ),
-            (
-                "no Content-Length",
-                http.send("POST", route, b"", json_type, framing="none"),
-                {411},
-                LENGTH[protocol],
-            ),
-            (
-                "Content-Length +5",
-                http.send("POST", route, b"{}   ", json_type, framing="raw", declared_length="+5"),
-                {411},
-                LENGTH[protocol],
-            ),
-            (
-                "Content-Length 0x10",
-                http.send(
-                    "POST",
-                    route,
-                    b"{}" + b" " * 14,
-                    json_type,
-                    framing="raw",
-                    declared_length="0x10",
-                ),
-                {411},
-                LENGTH[protocol],
-            ),
-            (
-                "a body one byte over 512 KiB",
-                http.send(
-                    "POST",
-                    route,
-                    raw + b" " * (MAX_BODY + 1 - len(raw)),
-                    json_type,
-                    hold_body=True,
-                ),
-                {413},
-                SIZE[protocol],
-            ),
-        ]
-        for what, ex, want, clause in cases:
+        for what, ex, want, clause in _fence_cases(run.http, protocol, route, raw):
             expect_status(
                 run,
                 ex,
@@ -212,15 +235,4 @@ def probe_fence(run: Run, protocol: str) -> None:
                 check="size fence",
                 what=what,
             )
-        ex = http.send("POST", route, raw + b" " * (MAX_BODY - len(raw)), json_type)
-        run.count(f"POST {route}", "probes")
-        if unanswered(ex) is not None or ex.status in (411, 413) or (ex.status or 0) >= 500:
-            run.add(
-                ex,
-                clause=SIZE[protocol],
-                title=f"{route}: a body of exactly 512 KiB is refused by the size fence",
-                detail=f"expected it to pass the fence, got {excerpt(ex)}",
-                protocol=protocol,
-                route=route,
-                check="size fence",
-            )
+        _probe_largest_body(run, protocol, route, raw)

@@ -51,7 +51,7 @@ def is_run_id(text: str) -> bool:
 
 
 @dataclass(frozen=True)
-class RunConfig:
+class RunConfig:  # long: every run option flat; options.py fills fields by Option.field
     """One run: the target, what to check, how hard, where the report goes.
 
     ``target`` is an already reachable store (``None`` until the front end opened it);

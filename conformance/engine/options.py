@@ -4,16 +4,16 @@
 hold one :class:`Option` each.  :func:`add_target_options` / :func:`add_run_options` build the
 ``memspec`` options from them (``--jobs``); :func:`add_pytest_options` builds the pytest
 plugin's (``--memspec-spec``) from those that have a :class:`Plugin` twin, plus
-:data:`PLUGIN_ONLY`.  :func:`config_fields` maps the values read back onto
-:class:`~conformance.engine.config.RunConfig` fields (:func:`pytest_config_fields`: the pytest
-side's).
+:data:`PLUGIN_ONLY`.  :func:`config_fields` maps the values a front end read back (keyed by
+:attr:`Option.key`) onto :class:`~conformance.engine.config.RunConfig` fields
+(:func:`pytest_config_fields`: the pytest side's, over :func:`pytest_twins`).
 """
 
 from __future__ import annotations
 
 import argparse
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -303,20 +303,26 @@ def add_pytest_options(group: Any) -> None:
         group.addoption(name, dest=name.lstrip("-").replace("-", "_"), **kwargs)
 
 
-def config_fields(value: Callable[[Option], Any], options: Sequence[Option]) -> dict[str, Any]:
-    """The RunConfig fields ``options`` fill, each from ``value(option)`` (one front end's
-    reading); an option a front end does not have reads as its default."""
-    return {o.field: value(o) for o in options if o.field}
+def config_fields(values: Mapping[str, Any], options: Sequence[Option]) -> dict[str, Any]:
+    """The RunConfig fields ``options`` fill, each from ``values[option.key]`` (one front end's
+    reading); an option missing from ``values`` (a front end does not have it) reads as its
+    default."""
+    return {o.field: values.get(o.key, o.default) for o in options if o.field}
 
 
-def pytest_config_fields(getoption: Callable[[str], Any]) -> dict[str, Any]:
-    """The RunConfig fields the ``--memspec-*`` twins fill, each read with pytest's
-    ``getoption``; a field no twin fills keeps RunConfig's own default."""
-    twins = [o for o in (*TARGET, *RUN) if o.plugin is not None]
-    return config_fields(lambda o: getoption(o.plugin_key), twins)
+def pytest_twins() -> list[Option]:
+    """The options that have a ``--memspec-*`` twin in the pytest plugin."""
+    return [o for o in (*TARGET, *RUN) if o.plugin is not None]
+
+
+def pytest_config_fields(values: Mapping[str, Any]) -> dict[str, Any]:
+    """The RunConfig fields the ``--memspec-*`` twins fill, from ``values`` (keyed by
+    ``option.key``, each read with pytest's ``getoption`` of its ``plugin_key``); a field no
+    twin fills keeps RunConfig's own default."""
+    return config_fields(values, pytest_twins())
 
 
 def pytest_flags(text: str) -> str:
     """``text`` (an engine message naming ``memspec`` options) naming their pytest twins."""
-    twins = {o.name: o.plugin_name for o in (*TARGET, *RUN) if o.plugin is not None}
+    twins = {o.name: o.plugin_name for o in pytest_twins()}
     return re.sub(r"--[a-z][a-z-]*", lambda m: twins.get(m.group(), m.group()), text)

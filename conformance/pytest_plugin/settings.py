@@ -73,11 +73,12 @@ def _run_config(
     """The run's options through the schema, checked; the seed and run id settled (a worker's
     from its controller); the expectations read (a worker adds no note about them)."""
     from conformance.engine.config import RunConfig
-    from conformance.engine.options import pytest_config_fields, pytest_flags
+    from conformance.engine.options import pytest_config_fields, pytest_flags, pytest_twins
     from conformance.errors import UsageError
     from conformance.machines import pick_seed
 
-    asked = RunConfig(**pytest_config_fields(opt), target=target)
+    values = {o.key: opt(o.plugin_key) for o in pytest_twins()}
+    asked = RunConfig(**pytest_config_fields(values), target=target)
     try:
         profile = asked.machine_profile()  # checks --memspec-examples
     except UsageError as exc:
