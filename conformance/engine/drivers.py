@@ -79,6 +79,25 @@ def start_workers(
     return pool
 
 
+#: Lanes per ``--jobs`` for a protocol whose lanes share one target (memory), when a window is
+#: open (``--window`` > 1).  A memory lane cannot send its mutating steps ahead of their
+#: answers (the store stamps each with its own clock, and two on one scope must reach it
+#: ``SPACING_S`` apart), so the steps the window keeps in flight are spread over more lanes,
+#: each a connection of its own with its own scopes: twice the lanes take the ci profile's 20
+#: batches per machine in one round.  Verdicts do not depend on the number of lanes
+#: (``tests/harness/test_jobs.py``).
+SHARED_LANES_PER_JOB = 2
+
+
+def shared_lanes(jobs: int, window: int) -> int:
+    """How many lanes a protocol whose lanes share one target gets for ``jobs`` and
+    ``window``: ``jobs``, or :data:`SHARED_LANES_PER_JOB` times as many (at most ``MAX_JOBS``)
+    when a window is open."""
+    if jobs < 2 or window < 2:
+        return jobs
+    return min(MAX_JOBS, jobs * SHARED_LANES_PER_JOB)
+
+
 def driver_lanes(
     drivers: dict[str, Driver],
     jobs: int,

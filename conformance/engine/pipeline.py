@@ -24,6 +24,7 @@ from conformance.engine.drivers import (
     driver_lanes,
     ledger_lanes,
     protocols_for,
+    shared_lanes,
     start_workers,
 )
 from conformance.engine.explore import explore_all
@@ -217,7 +218,13 @@ class _Pipeline:
         drivers, config = self.drivers, self.config
         for protocol, driver in drivers.items():
             report.capabilities[protocol] = sorted(driver.capabilities())
-        lanes = driver_lanes(drivers, config.jobs, pool=self.pool, ctx=self.ctx, notes=self.notes)
+        lanes = driver_lanes(
+            drivers,
+            shared_lanes(config.jobs, config.window),
+            pool=self.pool,
+            ctx=self.ctx,
+            notes=self.notes,
+        )
         if self.pool is not None and not any(
             getattr(d, "remote", False) for d in lanes.get("memory", [])
         ):
