@@ -30,7 +30,7 @@ from pathlib import Path
 
 import httpx
 
-from conformance.embedded.memory_store import MemoryStore
+from conformance.embedded.memory.store import MemoryStore
 from conformance.embedded.server import start_server
 from reference.memory.records import MemoryRecord
 

@@ -1,6 +1,6 @@
 """The bundled store's request handler: the checks every request goes through, in the order of
 the :mod:`conformance.embedded.server` docstring, the deadlines of a request's head and body,
-routing to ``memory_http`` and the ledger binding, and the structured access log."""
+routing to ``memory/http.py`` and the ledger binding, and the structured access log."""
 
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ from socket import socket
 from typing import Any
 from urllib.parse import urlsplit
 
-from conformance.embedded import memory_http
 from conformance.embedded.http_pool import Server
+from conformance.embedded.memory import http as memory_http
 from conformance.embedded.storage_faults import storage_fault, unavailable_message
 
 MAX_BODY = 512 * 1024

@@ -11,7 +11,7 @@ from socket import AF_INET6, SHUT_RDWR, socket
 from typing import IO, Any
 
 from conformance.embedded.catalogue import Quirks
-from conformance.embedded.memory_store import MemoryStore
+from conformance.embedded.memory.store import MemoryStore
 from conformance.embedded.storage_faults import FaultLog
 
 # Resource bounds (MEM-WIRE.19).  A connection waits at most IDLE_TIMEOUT_S for the first byte

@@ -9,7 +9,7 @@ request's framing is known and its body (at most 512 KiB) has been drained; othe
 closed.
 
 * ``GET /healthz`` (no auth) -> ``{"ok": true, ...}``.
-* ``POST /retrieve|/write|/list|/forget`` -> ``memory_http``.
+* ``POST /retrieve|/write|/list|/forget`` -> ``memory/http.py``.
 * ``POST /ledger/<method>`` -> ``LedgerService.handle``; ``POST /ledger/_test/<name>`` ->
   ``LedgerService.handle_test`` only when started with ``test_control`` (else 404).  The
   ledger binding is imported lazily; without it those routes answer 503.
@@ -40,7 +40,6 @@ from socket import SHUT_RDWR
 from types import TracebackType
 from typing import IO, Any
 
-from conformance.embedded import memory_http
 from conformance.embedded.catalogue import NONE as NO_QUIRKS
 from conformance.embedded.catalogue import Quirks
 from conformance.embedded.http_handler import MAX_BODY, Handler
@@ -53,7 +52,8 @@ from conformance.embedded.http_pool import (
     Server,
     Server6,
 )
-from conformance.embedded.memory_store import MemoryStore
+from conformance.embedded.memory import http as memory_http
+from conformance.embedded.memory.store import MemoryStore
 from conformance.embedded.storage_faults import FaultLog
 from reference.memory.engine import DEFAULT_SCOPE_CAP
 
@@ -87,11 +87,11 @@ def is_loopback(host: str) -> bool:
 def _load_ledger(
     db: str, test_control: bool, clock: Callable[[], int] | None, quirks: Quirks
 ) -> Any | None:
-    """The ledger binding (engineer D2's ``ledger_service``), or None while it is absent."""
+    """The ledger binding (``ledger/service.py``), or None while it is absent."""
     try:
-        from conformance.embedded import ledger_service
+        from conformance.embedded.ledger import service as ledger_service
     except ModuleNotFoundError as exc:
-        if exc.name == "conformance.embedded.ledger_service":
+        if exc.name == "conformance.embedded.ledger.service":
             return None
         raise
     return ledger_service.LedgerService(db, clock=clock, test_control=test_control, quirks=quirks)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from .outcome import Refused, refusal
-from .records import LedgerState, held, settings_for
+from reference.ledger.outcome import Refused, refusal
+from reference.ledger.records import LedgerState, held, settings_for
 
 
 def budget_message(scope_key: str, held_: int, budget: int) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .records import LedgerRecord, LedgerState, put_record
+from reference.ledger.records import LedgerRecord, LedgerState, put_record
 
 
 def active_members(state: LedgerState, scope_key: str, group: str) -> list[LedgerRecord]:

@@ -13,11 +13,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Final, Literal
 
-from .conflicts import active_members, close_as_superseded
-from .credentials import credential_verdict
-from .lifecycle import replace_with, tombstone
-from .outcome import Refused, bad_value, combine
-from .records import (
+from reference.ledger.conflicts import active_members, close_as_superseded
+from reference.ledger.credentials import credential_verdict
+from reference.ledger.lifecycle import replace_with, tombstone
+from reference.ledger.outcome import Refused, bad_value, combine
+from reference.ledger.records import (
     DEBOUNCE_RANGE,
     MAX_BODY,
     MAX_GROUP,
@@ -36,7 +36,7 @@ from .records import (
     trim_body,
     with_settings,
 )
-from .timefmt import MS_PER_DAY
+from reference.ledger.timefmt import MS_PER_DAY
 
 VOCABULARY: Final[tuple[str, ...]] = ("merge", "correct", "expire", "group", "retire", "keep")
 """The six operations a batch may name (LED-VOCAB.1)."""
@@ -106,7 +106,7 @@ def update_settings(
     ``max_records`` may be lowered below what the scope holds: nothing is evicted.  Turning the
     mode off settles every queued run of the scope as ``cancelled`` (runs.py).
     """
-    from .runs import cancel_pending  # runs builds on this module
+    from reference.ledger.runs import cancel_pending  # runs builds on this module
 
     problems: list[Refused] = []
     if mode not in MODES:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .lifecycle import Result, lifecycle_refusal, unknown_record
-from .outcome import bad_value
-from .records import LedgerState, find_in_scope, put_record
+from reference.ledger.lifecycle import Result, lifecycle_refusal, unknown_record
+from reference.ledger.outcome import bad_value
+from reference.ledger.records import LedgerState, find_in_scope, put_record
 
 
 def set_expiry(

@@ -7,7 +7,7 @@ valid_from``), so no instant is inside it.
 
 from __future__ import annotations
 
-from .records import LedgerRecord, LedgerState
+from reference.ledger.records import LedgerRecord, LedgerState
 
 
 def interval_contains(rec: LedgerRecord, at: int) -> bool:

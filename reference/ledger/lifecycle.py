@@ -10,11 +10,11 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Final
 
-from .budget import check_growth
-from .conflicts import activate_in_group, close_as_superseded
-from .credentials import CREDENTIAL_MESSAGE, credential_verdict
-from .outcome import REFUSED, Refused, bad_value, combine, refusal
-from .records import (
+from reference.ledger.budget import check_growth
+from reference.ledger.conflicts import activate_in_group, close_as_superseded
+from reference.ledger.credentials import CREDENTIAL_MESSAGE, credential_verdict
+from reference.ledger.outcome import REFUSED, Refused, bad_value, combine, refusal
+from reference.ledger.records import (
     DEFAULT_KIND,
     KINDS,
     LIST_LIMIT,

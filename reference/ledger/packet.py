@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
-from .records import LedgerRecord, LedgerState
+from reference.ledger.records import LedgerRecord, LedgerState
 
 PACKET_CHAR_CAP: Final = 4000
 """Longest packet text (lines joined by newlines), in code points (LED-PACKET.4)."""

@@ -18,10 +18,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from .budget import has_room
-from .consolidation import BatchReport, apply_batch
-from .outcome import Refused, refusal
-from .records import LedgerRecord, LedgerState, Run, active_records, settings_for
+from reference.ledger.budget import has_room
+from reference.ledger.consolidation import BatchReport, apply_batch
+from reference.ledger.outcome import Refused, refusal
+from reference.ledger.records import LedgerRecord, LedgerState, Run, active_records, settings_for
 
 
 def _put_run(state: LedgerState, run: Run) -> LedgerState:

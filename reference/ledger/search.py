@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from .records import LedgerRecord, LedgerState
+from reference.ledger.records import LedgerRecord, LedgerState
 
 _TOKEN = re.compile(r"[^\W_]+")
 

@@ -20,7 +20,7 @@ import pytest
 
 from conformance.drivers.ledger import LedgerDriver
 from conformance.embedded.catalogue import Quirks
-from conformance.embedded.ledger_service import LedgerService
+from conformance.embedded.ledger.service import LedgerService
 from conformance.embedded.server import start_server
 from conformance.vocabulary import RunContext, Secret, TargetConfig
 from reference.ledger.timefmt import format_rfc3339, parse_rfc3339

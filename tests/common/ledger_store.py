@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
-from conformance.embedded.ledger_service import LedgerService
+from conformance.embedded.ledger.service import LedgerService
 from conformance.embedded.server import start_server
 from reference.ledger.wire import RECORD_FIELDS, RECORD_FIELDS_WHEN_SET, TIME_FIELDS, WIRE_TIME
 

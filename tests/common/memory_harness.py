@@ -23,8 +23,8 @@ from typing import Any
 import pytest
 
 from conformance.drivers.memory import MemoryDriver
-from conformance.embedded import memory_store
 from conformance.embedded.catalogue import Quirks
+from conformance.embedded.memory import store as memory_store
 from conformance.embedded.server import start_server
 from conformance.vocabulary import RunContext, Secret, TargetConfig
 from reference.memory.engine import Dedup, Insert, plan_write

@@ -22,7 +22,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from conformance.embedded.ledger_service import LedgerService
+from conformance.embedded.ledger.service import LedgerService
 from reference.ledger.outcome import Ok, Refused
 from reference.ledger.records import LedgerState, empty_state
 from reference.ledger.timefmt import format_rfc3339

@@ -18,8 +18,8 @@ from typing import Any
 import httpx
 import pytest
 
-from conformance.embedded.ledger_service import LedgerService, record_to_wire
-from conformance.embedded.ledger_store import LedgerStore, Row
+from conformance.embedded.ledger.service import LedgerService, record_to_wire
+from conformance.embedded.ledger.store import LedgerStore, Row
 from conformance.embedded.server import start_server
 from tests.common.ledger_store import (
     BUDGET_MSG,

@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from conformance.cli import main as cli_main
-from conformance.embedded.memory_store import MemoryStore, fts_document
+from conformance.embedded.memory.store import MemoryStore, fts_document
 from conformance.embedded.server import PAUSE_ENV
 from reference.memory.records import MemoryCandidate
 from tests.common.memory_store import AUTH, TOKEN, fact, spawn_serve, unique_scope

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from conformance.embedded.memory_store import MemoryStore, fts_document
+from conformance.embedded.memory.store import MemoryStore, fts_document
 from tests.common.memory_store import Store, StoreFactory, fact, unique_scope
 
 

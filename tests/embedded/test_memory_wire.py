@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from reference.memory.store import empty_store
-from reference.memory.wire import make_request, worker_respond
+from reference.memory.wire import handle, make_request
 from tests.common.memory_store import (
     AUTH,
     TOKEN,
@@ -737,9 +737,7 @@ def test_a_lone_surrogate_in_any_string_parameter_is_a_400_naming_it_or_accepted
     assert b"\\ud" in raw
     r = store.client.post(route, content=raw, headers={"Content-Type": "application/json"})
     answer = r.json()
-    _, allowed = worker_respond(
-        empty_store(), make_request(route, raw, token=TOKEN), store.clock(), TOKEN
-    )
+    _, allowed = handle(empty_store(), make_request(route, raw, token=TOKEN), store.clock(), TOKEN)
     assert allowed.admits(r.status_code, answer), (route, fieldname, r.status_code, answer)
     if fieldname == "query":
         assert r.status_code == 200, answer

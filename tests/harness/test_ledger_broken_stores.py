@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from conformance.drivers.ledger import LedgerDriver
-from conformance.embedded.ledger_service import LedgerService
+from conformance.embedded.ledger.service import LedgerService
 from conformance.runner import load_corpus, run_scenario
 from conformance.scenario import Scenario, Step
 from conformance.vocabulary import RunContext, Secret, TargetConfig

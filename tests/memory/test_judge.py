@@ -221,7 +221,7 @@ def test_a_newer_unicode_may_lower_case_a_letter_this_python_does_not_know() -> 
     from reference.memory.engine import has_unassigned, may_fold_equal, normalize_text
     from reference.memory.records import MemoryCandidate
     from reference.memory.store import empty_store, store_write
-    from reference.memory.wire import WireRequest, worker_respond
+    from reference.memory.wire import WireRequest, handle
 
     if unicodedata.category("\ua7dc") != "Cn":
         pytest.skip("this Python already knows U+A7DC")
@@ -247,6 +247,6 @@ def test_a_newer_unicode_may_lower_case_a_letter_this_python_does_not_know() -> 
     )
     headers = (("authorization", "Bearer tok"), ("content-length", str(len(body))))
     req = WireRequest("POST", "/write", headers, body)
-    _, allowed = worker_respond(state, req, 2, "tok")
+    _, allowed = handle(state, req, 2, "tok")
     bodies = [o.body for o in allowed.options if o.status == 200]
     assert len(bodies) == 2

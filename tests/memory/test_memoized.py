@@ -30,7 +30,7 @@ from reference.memory.scoring import (
 )
 from reference.memory.store import StoreState
 from reference.memory.wire import record_to_wire
-from reference.memory.wire.respond import read_body
+from reference.memory.wire.handle import read_body
 from reference.memory.wire.validation import (
     _ID_FORBIDDEN,
     _ID_OPEN,

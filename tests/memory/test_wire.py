@@ -32,6 +32,7 @@ from reference.memory.wire import (
     client_retrieve,
     client_write,
     client_write_request,
+    handle,
     make_request,
     record_from_wire,
     record_to_wire,
@@ -41,7 +42,6 @@ from reference.memory.wire import (
     validate_list,
     validate_retrieve,
     validate_write,
-    worker_respond,
 )
 from tests.common.memory_strategies import T0, make_record, records
 
@@ -67,7 +67,7 @@ def respond(
     token: str | None = TOKEN,
     cap_default: int = 500,
 ) -> tuple[StoreState, Allowed]:
-    return worker_respond(state or empty_store(), req, NOW, token, cap_default)
+    return handle(state or empty_store(), req, NOW, token, cap_default)
 
 
 def post(path: str, payload: object, **kw: Any) -> WireRequest:

@@ -30,7 +30,7 @@ import conformance.drivers.ledger  # noqa: F401
 import conformance.drivers.memory  # noqa: F401
 import conformance.report  # noqa: F401
 from conformance import pytest_plugin
-from conformance.embedded import memory_store
+from conformance.embedded.memory import store as memory_store
 from conformance.embedded.server import start_server
 from conformance.machines.ledger import MACHINE_CLAUSES as LEDGER_MACHINE_CLAUSES
 from conformance.machines.memory import MACHINE_CLAUSES as MEMORY_MACHINE_CLAUSES

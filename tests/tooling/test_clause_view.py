@@ -38,7 +38,8 @@ def test_a_clause_is_shown_with_everything_that_names_it(
     assert any(m.startswith("reference.memory.store.store_list (") for m in _items(out, "model"))
     (rule,) = _items(out, "rule")
     assert rule.startswith(
-        "conformance.machines.memory.MemoryMachine.list_records (conformance/machines/memory.py:"
+        "conformance.machines.memory.reads.ReadRules.list_records"
+        " (conformance/machines/memory/reads.py:"
     )
     assert any(m.startswith("mem-list-oldest-first (memory)") for m in _items(out, "mutant"))
     assert "conformance/corpus/memory/list_is_newest_first_filtered_and_never_bumps.json" in _items(

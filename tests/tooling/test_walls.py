@@ -138,6 +138,19 @@ def test_reference_is_pure() -> None:
 
 
 @pytest.mark.clause()
+def test_imports_are_absolute() -> None:
+    """``reference/`` and ``conformance/`` name every module they import in full
+    (``from reference.ledger.records import …``), never relative to their own package."""
+    relative = {
+        str(p.relative_to(ROOT)): node.lineno
+        for p in files("reference") + files("conformance")
+        for node in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
+        if isinstance(node, ast.ImportFrom) and node.level
+    }
+    assert relative == {}
+
+
+@pytest.mark.clause()
 def test_the_harness_reaches_stores_only_over_http() -> None:
     checked = harness_files()
     assert len(checked) > 40  # the whole harness, not a list that can fall behind

@@ -1,7 +1,7 @@
 """Mutants of the ledger binding (see the package doc).
 
 Each entry is one small, realistic mistake, switched on by ``quirks("name")`` at the one place
-in the bundled ledger (``ledger_service.py``) where a careful engineer could make it.
+in the bundled ledger (``ledger/service.py``) where a careful engineer could make it.
 ``clauses`` are the clauses it breaks: a verdict that kills it must name at least one of them.
 """
 

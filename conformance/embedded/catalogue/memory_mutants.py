@@ -1,7 +1,7 @@
 """Mutants of the Memory Worker (see the package doc).
 
 Each entry is one small, realistic mistake, switched on by ``quirks("name")`` at the one place
-in the bundled store (``memory_store.py``, ``memory_http.py``, ``server.py``) where a careful
+in the bundled store (``memory/store.py``, ``memory/http.py``, ``server.py``) where a careful
 engineer could make it.  ``clauses`` are the clauses it breaks: a verdict that kills it must
 name at least one of them.
 """

@@ -1,6 +1,6 @@
 """The Memory Worker oracle: is this answer one the model allows, and what holds afterwards?
 
-The model (``reference.memory.wire.worker_respond``) says, for one request, which statuses a
+The model (``reference.memory.wire.handle``) says, for one request, which statuses a
 conforming Worker may answer, with which bodies, and what its store holds afterwards.  This
 module compares a target's actual answer with that, field by field, and keeps the model in
 step with the target across a whole run.  Four things make that more than an equality test.
@@ -35,7 +35,7 @@ backwards between requests fails this check, which the report says in so many wo
 **One judge.**  What answers are allowed is not decided here: the reference declares it as
 pure functions (``reference.memory.judge``: ``retrieval_problem``, ``listing_problem``,
 ``eviction_picks``, ``content_problems``/``usage_problems``/``keywords_problem``; and
-``reference.memory.wire.worker_respond`` for statuses, error bodies and result members).  This
+``reference.memory.wire.handle`` for statuses, error bodies and result members).  This
 package only maps the target's ids and times onto the model's and asks those functions.
 
 **Ranking ties are judged by event order, never by clock values.**  The spec ranks by

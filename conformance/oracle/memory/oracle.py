@@ -43,11 +43,11 @@ from reference.memory.wire import (
     WireRequest,
     WriteBody,
     fence_statuses,
+    handle,
     members_differ,
     names_field,
-    worker_respond,
 )
-from reference.memory.wire.respond import read_body
+from reference.memory.wire.handle import read_body
 
 MAX_WORLDS = 64
 
@@ -90,7 +90,7 @@ class MemoryOracle:
         changes: set[str] = set()
         for w in self.worlds:
             req = model_request(w, sent)
-            _, allowed = worker_respond(w.state, req, now, MODEL_TOKEN, self.cap_default)
+            _, allowed = handle(w.state, req, now, MODEL_TOKEN, self.cap_default)
             per_world.append((w, req, allowed))
             for option in allowed.options:
                 changes |= changed_scopes(w.state, option.state)

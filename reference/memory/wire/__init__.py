@@ -1,7 +1,7 @@
 """The Memory Worker wire protocol as a pure function (MEM-WIRE), and the client's rules
 (MEM-CLIENT).
 
-``worker_respond(state, request, now, token)`` answers "what may a conforming Memory Worker
+``handle(state, request, now, token)`` answers "what may a conforming Memory Worker
 answer to this HTTP request, and what does its store hold afterwards?".  The answer is an
 ``Allowed``: one or more ``Option``s, each a status, a description of the legal bodies and the
 store state that follows when the target chose that option.  Several options exist exactly
@@ -20,7 +20,7 @@ and the start-up store selection.
 
 The parts: :mod:`.request` (the request, the limits, the checks before the body),
 :mod:`.codec` (records on the wire), :mod:`.validation` (request bodies), :mod:`.allowed` (the
-allowed answers and matching an answer), :mod:`.respond` (``worker_respond``) and
+allowed answers and matching an answer), :mod:`.handle` (``handle``) and
 :mod:`.client` (the bot side).  JSON as JavaScript reads it is ``reference.jsonvalues``.
 """
 
@@ -70,6 +70,11 @@ from reference.memory.wire.codec import (
     record_from_wire,
     record_to_wire,
 )
+from reference.memory.wire.handle import (
+    fence_statuses,
+    handle,
+    write_response,
+)
 from reference.memory.wire.request import (
     DATA_ROUTES,
     HEALTH_ROUTE,
@@ -92,11 +97,6 @@ from reference.memory.wire.request import (
     authorized,
     content_length_fault,
     make_request,
-)
-from reference.memory.wire.respond import (
-    fence_statuses,
-    worker_respond,
-    write_response,
 )
 from reference.memory.wire.validation import (
     LENIENT,
@@ -181,7 +181,7 @@ __all__ = [
     "validate_list",
     "validate_retrieve",
     "validate_write",
-    "worker_respond",
+    "handle",
     "fence_statuses",
     "write_response",
 ]

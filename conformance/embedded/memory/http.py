@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from conformance.embedded.memory_store import MemoryStore
+from conformance.embedded.memory.store import MemoryStore
 from reference.memory.records import MemoryCandidate, MemoryRecord
 
 MAX_KEY = 200

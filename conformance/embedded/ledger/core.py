@@ -3,8 +3,8 @@ clock, the catalogue quirks) and the lifecycle steps every ledger method shares 
 unknown record or a wrong status, the budget and credential checks, superseding, tombstoning
 and replacing a record (LED-STATUS.3, LED-BUDGET.2, LED-CRED.*, LED-INT.*, LED-FORGET.*).
 
-The methods of the binding build on it in :mod:`ledger_service`, the test controls in
-:mod:`ledger_controls`, the consolidation gate in :mod:`ledger_consolidation`.
+The methods of the binding build on it in :mod:`.service`, the test controls in
+:mod:`.controls`, the consolidation gate in :mod:`.consolidation`.
 """
 
 from __future__ import annotations
@@ -18,15 +18,15 @@ from typing import Any
 
 from conformance.embedded.catalogue import NONE as NO_QUIRKS
 from conformance.embedded.catalogue import Quirks
-from conformance.embedded.ledger_params import (
+from conformance.embedded.ledger.params import (
     CREDENTIAL_MESSAGE,
     SCOPE_KEY,
     budget_message,
     refused,
 )
-from conformance.embedded.ledger_records import fresh_row, record_to_wire, settings_to_wire
-from conformance.embedded.ledger_store import LedgerStore, Row
-from conformance.embedded.ledger_time import real_clock
+from conformance.embedded.ledger.records import fresh_row, record_to_wire, settings_to_wire
+from conformance.embedded.ledger.store import LedgerStore, Row
+from conformance.embedded.ledger.time import real_clock
 from reference.ledger.credentials import credential_verdict, detect_credential
 
 

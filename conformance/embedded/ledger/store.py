@@ -13,7 +13,7 @@ as an integrity error instead of a silently wrong row:
 * an interval is never inverted, and it is open exactly while the record is active;
 * at most one active member per conflict group in a scope (a partial unique index).
 
-This module is storage only: no validation of wire params, no clock.  :mod:`ledger_service`
+This module is storage only: no validation of wire params, no clock.  :mod:`.service`
 owns the lifecycle rules and calls these helpers inside ``BEGIN IMMEDIATE`` transactions.
 """
 

@@ -14,7 +14,7 @@ is built only from ``fts_match_tokens`` output, each token double-quoted and OR-
 
 Ranking, write planning, minting and eviction are the pure engine's
 (``reference.memory.engine``), called here the way the real Worker bundles its engine; this
-module only persists.  It does no wire validation: ``memory_http`` hands it validated values.
+module only persists.  It does no wire validation: ``http`` hands it validated values.
 
 Concurrency: one connection in autocommit mode, guarded by one lock; every mutating
 operation is one ``BEGIN IMMEDIATE`` transaction, so a batch commits whole or not at all and
@@ -22,7 +22,7 @@ concurrent writers to one scope can never interleave between the ``seq`` read an
 inserts.  File databases run in WAL mode with ``synchronous=NORMAL``: every committed
 transaction survives a process crash (SIGKILL); an OS crash may roll back the last few.
 
-The schema and the small helpers around it live in :mod:`memory_schema`; what stays here is the
+The schema and the small helpers around it live in :mod:`.schema`; what stays here is the
 one class whose methods share a transaction discipline (about 600 lines).  ``plan_write`` and
 ``plan_eviction`` are looked up in this module's namespace: tests replace them here.
 """
@@ -41,7 +41,7 @@ from typing import Any
 
 from conformance.embedded.catalogue import NONE as NO_QUIRKS
 from conformance.embedded.catalogue import Quirks
-from conformance.embedded.memory_schema import (
+from conformance.embedded.memory.schema import (
     COLUMNS,
     R_COLUMNS,
     SCHEMA,

@@ -12,7 +12,7 @@ import json
 import math
 from typing import Any
 
-from conformance.embedded.ledger_store import KINDS
+from conformance.embedded.ledger.store import KINDS
 
 SCOPE_KEY = "account:local"
 MAX_BODY_CHARS = 4000

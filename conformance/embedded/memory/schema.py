@@ -1,7 +1,7 @@
 """The bundled Memory Worker's SQLite schema and the small pieces around it: the ``records``
 table and its FTS5 shadow, a row read back as a ``MemoryRecord``, a record's FTS document and
 a MATCH built only from engine tokens, the rollback that survives a storage fault, the clock
-and what one ``/write`` batch did.  ``memory_store`` uses them; it holds the logic."""
+and what one ``/write`` batch did.  ``store`` uses them; it holds the logic."""
 
 from __future__ import annotations
 

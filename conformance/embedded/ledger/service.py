@@ -3,16 +3,16 @@
 ``LedgerService`` is the whole ledger behind the HTTP shell (``server.py``,
 ``http_handler.py``): it parses and validates the params of each method, applies the lifecycle
 (save, supersede, delete, propose, approve, reject, expire, conflict groups, budget, the
-consolidation gate) in SQLite through :mod:`ledger_store`, and serialises records for the wire.
+consolidation gate) in SQLite through :mod:`.store`, and serialises records for the wire.
 Its parts, one concern each:
 
-* ``ledger_service``       -- the entry points (``handle``/``handle_test``) and the methods;
-* ``ledger_core``          -- the state and the lifecycle steps the methods share;
-* ``ledger_controls``      -- the ``_test/*`` controls (LED-WIRE.7);
-* ``ledger_consolidation`` -- one consolidation batch through the gate;
-* ``ledger_params``        -- limits, error answers, parsing params;
-* ``ledger_time``          -- RFC 3339 instants and the clock;
-* ``ledger_records``       -- a record's and the settings' wire shapes, new rows, the packet.
+* ``service``       -- the entry points (``handle``/``handle_test``) and the methods;
+* ``core``          -- the state and the lifecycle steps the methods share;
+* ``controls``      -- the ``_test/*`` controls (LED-WIRE.7);
+* ``consolidation`` -- one consolidation batch through the gate;
+* ``params``        -- limits, error answers, parsing params;
+* ``time``          -- RFC 3339 instants and the clock;
+* ``records``       -- a record's and the settings' wire shapes, new rows, the packet.
 
 It is an independent second implementation of ``specs/ledger.md``: apart from the pure
 credential detector (``reference.ledger.credentials.detect_credential``, the spec's exact
@@ -44,8 +44,8 @@ from typing import Any
 
 from conformance.embedded.catalogue import NONE as NO_QUIRKS
 from conformance.embedded.catalogue import Quirks
-from conformance.embedded.ledger_controls import LedgerControls
-from conformance.embedded.ledger_params import (
+from conformance.embedded.ledger.controls import LedgerControls
+from conformance.embedded.ledger.params import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     LIST_LIMIT,
@@ -69,9 +69,9 @@ from conformance.embedded.ledger_params import (
     parse_params,
     refused,
 )
-from conformance.embedded.ledger_records import fresh_row, record_to_wire
-from conformance.embedded.ledger_store import Settings
-from conformance.embedded.ledger_time import (
+from conformance.embedded.ledger.records import fresh_row, record_to_wire
+from conformance.embedded.ledger.store import Settings
+from conformance.embedded.ledger.time import (
     iso_style,
     offset_style,
     parse_time,

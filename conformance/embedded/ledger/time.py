@@ -9,7 +9,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
-from conformance.embedded.ledger_params import invalid
+from conformance.embedded.ledger.params import invalid
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 MIN_INSTANT_MS = -62_135_596_800_000  # 0001-01-01T00:00:00.000Z

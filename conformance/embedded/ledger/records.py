@@ -10,9 +10,9 @@ from typing import Any
 
 from conformance.embedded.catalogue import NONE as NO_QUIRKS
 from conformance.embedded.catalogue import Quirks
-from conformance.embedded.ledger_params import SCOPE_KEY
-from conformance.embedded.ledger_store import Row, Settings
-from conformance.embedded.ledger_time import format_time
+from conformance.embedded.ledger.params import SCOPE_KEY
+from conformance.embedded.ledger.store import Row, Settings
+from conformance.embedded.ledger.time import format_time
 
 
 def record_to_wire(row: Row) -> dict[str, Any]:

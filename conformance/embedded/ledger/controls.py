@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.embedded.ledger_consolidation import Consolidation
-from conformance.embedded.ledger_core import LedgerCore
-from conformance.embedded.ledger_params import (
+from conformance.embedded.ledger.consolidation import Consolidation
+from conformance.embedded.ledger.core import LedgerCore
+from conformance.embedded.ledger.params import (
     MAX_RATIONALE_CHARS,
     MAX_SESSION_CHARS,
     MAX_SUBJECT_CHARS,
@@ -21,8 +21,8 @@ from conformance.embedded.ledger_params import (
     get_text,
     invalid,
 )
-from conformance.embedded.ledger_records import build_packet, fresh_row, opaque_group_label
-from conformance.embedded.ledger_time import format_time, parse_time
+from conformance.embedded.ledger.records import build_packet, fresh_row, opaque_group_label
+from conformance.embedded.ledger.time import format_time, parse_time
 
 
 class LedgerControls(LedgerCore):

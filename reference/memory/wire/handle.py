@@ -1,4 +1,4 @@
-"""``worker_respond``: what a conforming Worker may answer to one HTTP request (MEM-WIRE.1,
+"""``handle``: what a conforming Worker may answer to one HTTP request (MEM-WIRE.1,
 MEM-WIRE.2, MEM-WIRE.3, MEM-WIRE.4, MEM-WIRE.5, MEM-WIRE.6, MEM-WIRE.7, MEM-WIRE.8, MEM-WIRE.9,
 MEM-WIRE.10, MEM-WIRE.11, MEM-WIRE.12, MEM-WIRE.13, MEM-WIRE.14, MEM-WIRE.15, MEM-WIRE.16).
 
@@ -151,7 +151,7 @@ def _decodings(body: bytes) -> list[tuple[str | None, str]]:
     return [(text, "")]
 
 
-def worker_respond(
+def handle(
     state: StoreState,
     request: WireRequest,
     now: int,
@@ -195,7 +195,7 @@ def fence_statuses(request: WireRequest, token: str | None) -> frozenset[int]:
 
     404 for a path that is no route; 405 for a method a route does not serve (``non-POST`` on a
     data route, or on any path that is not ``/healthz``); on a data route, 401 for a missing or
-    wrong bearer and 411/413 for its ``Content-Length``.  :func:`worker_respond` answers the
+    wrong bearer and 411/413 for its ``Content-Length``.  :func:`handle` answers the
     first of them in the reference Worker's order 404, 405, 401, 411, 413; the seed orders none
     of them, so a store answering another one deviates from the reference (MEM-WIRE.4) but not
     from the seed.

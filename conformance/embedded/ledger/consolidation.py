@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from conformance.embedded.ledger_params import (
+from conformance.embedded.ledger.params import (
     DAY_MS,
     MAX_AFTER_DAYS,
     MAX_BODY_CHARS,
@@ -19,12 +19,12 @@ from conformance.embedded.ledger_params import (
     as_integer,
     trim,
 )
-from conformance.embedded.ledger_records import fresh_row, opaque_group_label
-from conformance.embedded.ledger_store import Row
-from conformance.embedded.ledger_time import MAX_INSTANT_MS
+from conformance.embedded.ledger.records import fresh_row, opaque_group_label
+from conformance.embedded.ledger.store import Row
+from conformance.embedded.ledger.time import MAX_INSTANT_MS
 
 if TYPE_CHECKING:
-    from conformance.embedded.ledger_core import LedgerCore
+    from conformance.embedded.ledger.core import LedgerCore
 
 _OPERATION_FIELDS: dict[str, tuple[str, ...]] = {
     "merge": ("body",),

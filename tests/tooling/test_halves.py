@@ -1,0 +1,77 @@
+"""The two protocols side by side (architecture, not a spec clause): the table "The two halves
+side by side" of ``docs/architecture.md`` names only modules that exist, and the parts whose
+roles match keep one shape -- a package per protocol, the same module names, one entry point
+name for the wire layers."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from conformance.machines.explore import MACHINES
+
+ROOT = Path(__file__).resolve().parents[2]
+ARCHITECTURE = ROOT / "docs" / "architecture.md"
+PROTOCOLS = ("memory", "ledger")
+
+
+def side_by_side() -> list[list[str]]:
+    """The rows of the side-by-side table: part, role, memory, ledger."""
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    section = text.split("## The two halves side by side", 1)[1].split("\n## ", 1)[0]
+    rows = [
+        [cell.strip() for cell in line.strip().strip("|").split("|")]
+        for line in section.splitlines()
+        if line.startswith("| `")
+    ]
+    assert rows, "the side-by-side table is missing"
+    return rows
+
+
+def _paths(cell: str) -> list[str]:
+    return [t for t in re.findall(r"`([^`]+)`", cell) if t.endswith((".py", "/"))]
+
+
+@pytest.mark.clause()
+def test_the_side_by_side_table_names_modules_that_exist() -> None:
+    missing = []
+    for part, _role, *halves in side_by_side():
+        name = part.strip("`")
+        base = ROOT / name if name == "reference/" else ROOT / "conformance" / name
+        assert base.is_dir(), part
+        missing += [
+            f"{name}{p}" for cell in halves for p in _paths(cell) if not (base / p).exists()
+        ]
+    assert missing == []
+
+
+@pytest.mark.clause()
+def test_protocol_modules_live_in_a_package_per_protocol() -> None:
+    for part in ("embedded", "machines", "oracle"):
+        base = ROOT / "conformance" / part
+        loose = [p.name for p in base.glob("*.py") if p.name.startswith(PROTOCOLS)]
+        assert loose == [], f"conformance/{part}/: {loose} belong in its protocol's package"
+        for protocol in PROTOCOLS:
+            assert (base / protocol / "__init__.py").is_file(), f"{part}/{protocol}/"
+
+
+@pytest.mark.clause()
+def test_the_machine_packages_share_one_shape() -> None:
+    modules = {
+        p: {m.stem for m in (ROOT / "conformance" / "machines" / p).glob("*.py")} for p in PROTOCOLS
+    }
+    assert {"__init__", "alphabet", "base", "lifecycle", "reads"} <= modules["memory"]
+    assert modules["memory"] <= modules["ledger"]
+    assert MACHINES == {p: f"conformance.machines.{p}:{p.capitalize()}Machine" for p in PROTOCOLS}
+
+
+@pytest.mark.clause()
+def test_the_wire_layers_have_one_entry_point_name() -> None:
+    for protocol in PROTOCOLS:
+        path = ROOT / "reference" / protocol / "wire" / "handle.py"
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        names = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+        assert "handle" in names, path
