@@ -40,8 +40,8 @@ from dataclasses import replace
 
 from conformance.concurrent.analysis import MEMORY, check_events
 from conformance.concurrent.driver import Event, run_plan
-from conformance.concurrent.memory_answers import clear_caches
-from conformance.concurrent.memory_model import MemoryModel, make_model
+from conformance.concurrent.memory.answers import clear_caches
+from conformance.concurrent.memory.model import MemoryModel, make_model
 from conformance.concurrent.synthetic import independent_scopes_history, synthetic_history
 from conformance.concurrent.workload import generate_plan
 from conformance.embedded.server import start_server

@@ -3,8 +3,10 @@
 ``workload``      a deterministic plan of operations per client, from a seed
 ``driver``        N client threads run a plan against a target and record a history
 ``checker``       Wing & Gong's search with Lowe's memoization, bounded, per partition
-``memory_model``  the adapter to the reference memory model (the sequential specification)
-``memory_*``      its parts: calls, states (chunked, Zobrist-hashed), hints, answer judging
+``memory``        the adapter to the reference memory model (the sequential specification):
+                  ``model`` and its parts ``calls``, ``state`` (chunked, Zobrist-hashed),
+                  ``hints``, ``answers`` (answer judging)
+``ledger``        the adapter to the reference ledger: ``model``
 ``analysis``      events → checker operations per scope; shrinking a counterexample
 ``run``           the end-to-end check, the replay file, the report section
 

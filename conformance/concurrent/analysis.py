@@ -30,7 +30,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from conformance.concurrent import ledger_model, memory_model
 from conformance.concurrent.checker import (
     DEFAULT_MAX_SECONDS,
     DEFAULT_MAX_STATES,
@@ -42,6 +41,8 @@ from conformance.concurrent.checker import (
     paused_gc,
 )
 from conformance.concurrent.driver import Event
+from conformance.concurrent.ledger import model as ledger_model
+from conformance.concurrent.memory import model as memory_model
 
 
 @dataclass(frozen=True)

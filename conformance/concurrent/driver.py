@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from conformance.concurrent.memory_model import UNSEEN_SUFFIX
+from conformance.concurrent.memory.model import UNSEEN_SUFFIX
 from conformance.concurrent.workload import PlannedOp
 from conformance.targets.base import HttpTarget
 from conformance.vocabulary import Exchange, TargetConfig

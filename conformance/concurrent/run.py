@@ -15,10 +15,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from conformance.concurrent import ledger_model
 from conformance.concurrent.analysis import LEDGER, MEMORY, Protocol, check_events, shrink, to_ops
 from conformance.concurrent.checker import DEFAULT_MAX_STATES, PartitionResult, overall
 from conformance.concurrent.driver import LEDGER_SCOPE, Event, History, run_plan
+from conformance.concurrent.ledger import model as ledger_model
 from conformance.concurrent.workload import (
     PlannedOp,
     generate_ledger_plan,

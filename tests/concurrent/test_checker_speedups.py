@@ -12,11 +12,12 @@ from typing import Any
 
 import pytest
 
-from conformance.concurrent import checker, memory_state
+from conformance.concurrent import checker
 from conformance.concurrent.analysis import MEMORY, to_ops
 from conformance.concurrent.checker import Op, check_operations, paused_gc
-from conformance.concurrent.memory_answers import _freeze, same_json
-from conformance.concurrent.memory_model import MemoryModel, Successors, parse_call
+from conformance.concurrent.memory import state as memory_state
+from conformance.concurrent.memory.answers import _freeze, same_json
+from conformance.concurrent.memory.model import MemoryModel, Successors, parse_call
 from conformance.concurrent.synthetic import synthetic_history
 from tests.concurrent.memory_calls import MemoryCalls, counts
 

@@ -14,7 +14,7 @@ import pytest
 
 from conformance.concurrent.analysis import MEMORY, _blurred, to_ops
 from conformance.concurrent.checker import Op, check_operations
-from conformance.concurrent.memory_model import MemoryModel, State, parse_call
+from conformance.concurrent.memory.model import MemoryModel, State, parse_call
 from conformance.concurrent.synthetic import synthetic_history
 
 SCOPE = "org:memspec-bench-0"

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from conformance.concurrent.checker import Op, check_operations, check_partitions, overall
-from conformance.concurrent.memory_model import MemoryModel, parse_call
+from conformance.concurrent.memory.model import MemoryModel, parse_call
 from tests.concurrent.memory_calls import MemoryCalls, counts
 
 # --------------------------------------------------------------------------- a register model
@@ -322,7 +322,7 @@ def test_a_non_200_answer_to_a_valid_request_is_never_admitted() -> None:
 def test_the_checkers_pool_based_write_is_the_reference_store_write() -> None:
     from types import MappingProxyType
 
-    from conformance.concurrent.memory_model import fast_write
+    from conformance.concurrent.memory.model import fast_write
     from reference.memory.records import MemoryCandidate
     from reference.memory.store import StoreState, store_write
     from reference.memory.wire import write_response

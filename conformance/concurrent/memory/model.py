@@ -1,10 +1,10 @@
 """The Memory Worker as the checker's sequential specification: an adapter to ``reference.memory``.
 
 This module and its parts are the ones that know how the reference model is called; re-point
-them if the model's judging functions move.  The parts: ``memory_calls`` (an operation as the
-model reads it; what the shrinker's closed-world guard asks of it), ``memory_state`` (a scope
-as persistent chunked vectors with an incremental Zobrist hash), ``memory_hints`` (the indexes
-shared by every state of the search) and ``memory_answers`` (judging an answer; it borrows two
+them if the model's judging functions move.  The parts: :mod:`.calls` (an operation as the
+model reads it; what the shrinker's closed-world guard asks of it), :mod:`.state` (a scope as
+persistent chunked vectors with an incremental Zobrist hash), :mod:`.hints` (the indexes shared
+by every state of the search) and :mod:`.answers` (judging an answer; it borrows two
 private helpers of ``reference.memory.wire`` — ``_parse_records_body`` and ``_shows`` — for the
 unordered list); this module holds the step.  They use the model's pure functions only:
 ``plan_write`` / ``mint_record`` (a write, over each candidate's pool as the seed's store
@@ -47,7 +47,7 @@ from dataclasses import replace
 from types import MappingProxyType
 from typing import Any, overload
 
-from conformance.concurrent.memory_answers import (
+from conformance.concurrent.memory.answers import (
     MAX_CUTS,
     MODEL_NOW,
     IdView,
@@ -58,7 +58,7 @@ from conformance.concurrent.memory_answers import (
     shows_paired,
     wire_records,
 )
-from conformance.concurrent.memory_calls import (
+from conformance.concurrent.memory.calls import (
     UNSEEN_SUFFIX,
     MemoryCall,
     candidate_texts,
@@ -68,8 +68,8 @@ from conformance.concurrent.memory_calls import (
     sent_ids,
     shown_records,
 )
-from conformance.concurrent.memory_hints import MemoryHints, norm_of
-from conformance.concurrent.memory_state import Draft, State
+from conformance.concurrent.memory.hints import MemoryHints, norm_of
+from conformance.concurrent.memory.state import Draft, State
 from reference.memory.engine import DEFAULT_SCOPE_CAP, Dedup, mint_record, plan_write
 from reference.memory.records import ACTIVE, EVICTED, SUPERSEDED, MemoryCandidate, MemoryRecord
 from reference.memory.store import StoreState, WriteResult, record_id, store_forget, store_list

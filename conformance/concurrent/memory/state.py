@@ -1,6 +1,6 @@
 """The memory model's state: one scope as persistent chunked vectors of records and paired
 target ids with an incremental Zobrist hash (:class:`State`), and a state being changed by one
-step (:class:`Draft`).  See :mod:`conformance.concurrent.memory_model`."""
+step (:class:`Draft`).  See :mod:`conformance.concurrent.memory.model`."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from reference.memory.records import ACTIVE, MemoryRecord
 
 if TYPE_CHECKING:
-    from conformance.concurrent.memory_hints import MemoryHints
+    from conformance.concurrent.memory.hints import MemoryHints
 
 #: Records per chunk of a state's persistent vector (a step copies one chunk and the spine).
 CHUNK = 64

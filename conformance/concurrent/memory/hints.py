@@ -8,8 +8,8 @@ import functools
 import itertools
 from collections.abc import Mapping, Sequence
 
-from conformance.concurrent.memory_calls import UNSEEN_SUFFIX
-from conformance.concurrent.memory_state import Draft, State
+from conformance.concurrent.memory.calls import UNSEEN_SUFFIX
+from conformance.concurrent.memory.state import Draft, State
 from reference.memory.engine import normalize_text
 from reference.memory.records import ACTIVE, MemoryRecord
 from reference.memory.scoring import tokenize
@@ -21,7 +21,7 @@ class MemoryHints:
     search placed such a record, and for a target id every position some state paired it
     with.  A hint is only a candidate (a lookup checks the state's record at that position),
     so hints shared by every state of the search replace per-state indexes: a step's cost
-    does not grow with the scope's size.  :class:`~conformance.concurrent.memory_model.MemoryModel`
+    does not grow with the scope's size.  :class:`~conformance.concurrent.memory.model.MemoryModel`
     extends it.
     """
 

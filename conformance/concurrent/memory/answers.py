@@ -8,9 +8,9 @@ from __future__ import annotations
 import itertools
 from collections.abc import Hashable, Iterator, Mapping, Sequence, ValuesView
 
-from conformance.concurrent.memory_calls import MemoryCall
-from conformance.concurrent.memory_hints import MemoryHints, norm_of, tokens_of
-from conformance.concurrent.memory_state import Draft, State
+from conformance.concurrent.memory.calls import MemoryCall
+from conformance.concurrent.memory.hints import MemoryHints, norm_of, tokens_of
+from conformance.concurrent.memory.state import Draft, State
 from reference.memory.judge import rank_allowed
 from reference.memory.records import MemoryRecord
 from reference.memory.store import record_id

@@ -1,0 +1,2 @@
+"""The ledger binding as the linearizability checker's sequential specification
+(:mod:`.model`)."""
