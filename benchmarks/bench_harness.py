@@ -65,7 +65,7 @@ from dataclasses import dataclass, field
 
 from benchmarks.lane_recorder import OracleTimer, Recorder, Sent
 from conformance.drivers.base import Driver
-from conformance.drivers.memory import MemoryDriver
+from conformance.drivers.memory.driver import MemoryDriver
 from conformance.embedded.server import start_server
 from conformance.engine.config import DEFAULT_JOBS
 from conformance.engine.drivers import default_procs

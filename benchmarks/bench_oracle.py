@@ -35,7 +35,7 @@ from typing import Any
 
 import conformance.oracle.memory
 import reference.memory
-from conformance.drivers.memory import MemoryDriver
+from conformance.drivers.memory.driver import MemoryDriver
 from conformance.embedded.server import start_server
 from conformance.machines import run_machine
 from conformance.machines.profiles import Profile

@@ -525,7 +525,7 @@ def _lane_driver(setup: WorkerSetup, ctx: RunContext, prefix: str) -> Any:
     """One lane's driver, with the parent's probed capabilities and its own scope prefix."""
     if setup.protocol != "memory":
         raise WorkerError(f"no worker lanes for the {setup.protocol} protocol")
-    from conformance.drivers.memory import MemoryDriver
+    from conformance.drivers.memory.driver import MemoryDriver
 
     driver = MemoryDriver(ctx, probed=setup.caps)
     driver._lane_prefix = prefix  # as MemoryDriver.lane() names its lanes

@@ -14,8 +14,8 @@ from typing import cast
 from conformance.drivers.base import DriverFactory
 
 DRIVERS: dict[str, str] = {
-    "memory": "conformance.drivers.memory:MemoryDriver",
-    "ledger": "conformance.drivers.ledger:LedgerDriver",
+    "memory": "conformance.drivers.memory.driver:MemoryDriver",
+    "ledger": "conformance.drivers.ledger.driver:LedgerDriver",
 }
 
 

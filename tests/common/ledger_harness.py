@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from conformance.drivers.ledger import LedgerDriver
+from conformance.drivers.ledger.driver import LedgerDriver
 from conformance.embedded.catalogue import Quirks
 from conformance.embedded.ledger.service import LedgerService
 from conformance.embedded.server import start_server

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from conformance.drivers.memory import MemoryDriver
+from conformance.drivers.memory.driver import MemoryDriver
 from conformance.embedded.catalogue import Quirks
 from conformance.embedded.memory import store as memory_store
 from conformance.embedded.server import start_server

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from conformance.drivers.memory import MemoryDriver
+from conformance.drivers.memory.driver import MemoryDriver
 from conformance.embedded import catalogue
 from conformance.embedded.server import start_server
 from conformance.machines import run_machine

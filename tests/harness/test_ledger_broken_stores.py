@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from conformance.drivers.ledger import LedgerDriver
+from conformance.drivers.ledger.driver import LedgerDriver
 from conformance.embedded.ledger.service import LedgerService
 from conformance.runner import load_corpus, run_scenario
 from conformance.scenario import Scenario, Step

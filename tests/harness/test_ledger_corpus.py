@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from conformance.clauses import load_clauses
-from conformance.drivers.ledger import LedgerDriver, infer_requires
+from conformance.drivers.ledger.driver import LedgerDriver
+from conformance.drivers.ledger.steps import infer_requires
 from conformance.runner import CORPUS_DIR, run_scenario
 from conformance.scenario import load_scenario
 from conformance.targets.ledger import CLOCK

@@ -15,7 +15,7 @@ import secrets
 import pytest
 
 from conformance.commands.target import start_bundled_store
-from conformance.drivers.ledger import LedgerDriver
+from conformance.drivers.ledger.driver import LedgerDriver
 from conformance.machines import MachineResult, run_machine
 from conformance.machines.checks import machine_clauses
 from conformance.machines.ledger import MACHINE_CLAUSES, LedgerMachine

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from conformance.clauses import load_clauses
-from conformance.drivers.memory import MemoryDriver, infer_requires
+from conformance.drivers.memory.driver import MemoryDriver
+from conformance.drivers.memory.steps import infer_requires
 from conformance.runner import CORPUS_DIR, run_scenario
 from conformance.scenario import load_scenario
 from tests.common.memory_harness import bundled_store, make_driver

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.drivers import ledger, memory
+from conformance.drivers.ledger import steps as ledger
+from conformance.drivers.memory import steps as memory
 from conformance.scenario import Scenario, Step
 from conformance.targets.ledger import CLOCK, TEST_CONTROL
 from conformance.targets.memory import CAP

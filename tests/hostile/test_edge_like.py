@@ -17,7 +17,7 @@ import pytest
 from hostile_server import HostileServer
 
 from conformance.commands.target import start_bundled_store
-from conformance.drivers.memory import MemoryDriver
+from conformance.drivers.memory.driver import MemoryDriver
 from conformance.runner import run_scenario
 from conformance.scenario import Scenario, Step
 from conformance.vocabulary import RunContext, Secret, TargetConfig

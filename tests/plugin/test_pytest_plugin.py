@@ -26,8 +26,8 @@ from typing import Any
 import httpcore  # noqa: F401
 import pytest
 
-import conformance.drivers.ledger  # noqa: F401
-import conformance.drivers.memory  # noqa: F401
+import conformance.drivers.ledger.driver  # noqa: F401
+import conformance.drivers.memory.driver  # noqa: F401
 import conformance.report  # noqa: F401
 from conformance import pytest_plugin
 from conformance.embedded.memory import store as memory_store
@@ -585,8 +585,8 @@ def test_without_a_target_the_plugin_adds_nothing_and_imports_nothing(
 
 
 def _requires(protocol: str, name: str) -> set[str]:
-    ledger_requires = conformance.drivers.ledger.infer_requires
-    memory_requires = conformance.drivers.memory.infer_requires
+    ledger_requires = conformance.drivers.ledger.steps.infer_requires
+    memory_requires = conformance.drivers.memory.steps.infer_requires
     scenario = load_scenario(CORPUS / protocol / f"{name}.json")
     return (ledger_requires if protocol == "ledger" else memory_requires)(scenario)
 

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 import httpcore  # noqa: F401
 import pytest
 
-import conformance.drivers.memory  # noqa: F401
+import conformance.drivers.memory.driver  # noqa: F401
 import conformance.report  # noqa: F401
 from conformance.embedded.catalogue import Quirks
 from conformance.embedded.server import start_server

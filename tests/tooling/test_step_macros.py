@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from conformance.drivers import ledger as ledger_driver
-from conformance.drivers import memory as memory_driver
 from conformance.drivers.common import check_expect, expand_macro, is_macro
+from conformance.drivers.ledger import driver as ledger_driver
+from conformance.drivers.memory import driver as memory_driver
 from conformance.machines import ledger as ledger_machine
 from conformance.scenario import load_scenario
 from conformance.vocabulary import Exchange, StepError

@@ -1,7 +1,7 @@
 """The ledger state machine: random valid and invalid binding calls, model and target in step.
 
-Every call goes through :class:`~conformance.drivers.ledger.LedgerDriver`, so ids, times, ties
-and refusals are judged exactly as a scenario's are, and the shrunk failing run is a replay
+Every call goes through :class:`~conformance.drivers.ledger.driver.LedgerDriver`, so ids, times,
+ties and refusals are judged exactly as a scenario's are, and the shrunk failing run is a replay
 scenario (``conformance.machines.run_machine`` writes it).  The machine needs
 ``ledger.test_control`` (every example starts from ``_test/reset``, proposals and consolidation
 are test controls); rules that place instants of their own (expiry, sweeps, clock jumps) run

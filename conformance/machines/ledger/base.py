@@ -8,7 +8,8 @@ from typing import Any
 
 from hypothesis.stateful import multiple
 
-from conformance.drivers.ledger import OPS, LedgerDriver
+from conformance.drivers.ledger.driver import LedgerDriver
+from conformance.drivers.ledger.steps import OPS
 from conformance.machines import DifferentialMachine
 from conformance.machines.ledger.alphabet import CHECK_AFTER, DEAD, SCOPE, _uniq
 from conformance.oracle.ledger import method_clauses

@@ -38,7 +38,7 @@ Transport probes (auth, methods, paths, bodies that are not JSON, Content-Length
 not rules here: they are one-step cases that need no state, run once each as their own small,
 separately reported set (:mod:`conformance.machines.probes`).
 
-Every request goes through :class:`~conformance.drivers.memory.MemoryDriver`, so the oracle's
+Every request goes through :class:`~conformance.drivers.memory.driver.MemoryDriver`, so the oracle's
 rules (ties, ids, times) are exactly the scenario runner's.
 
 ``conformance.machines.memory`` is a package split by concern, as ``conformance.machines.ledger``

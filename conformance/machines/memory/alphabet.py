@@ -10,7 +10,7 @@ from typing import Any
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle
 
-from conformance.drivers.memory import step_requires
+from conformance.drivers.memory.steps import step_requires
 from conformance.scenario import Step
 
 VOCAB = ("deploy", "staging", "alpha", "beta", "gamma", "prod")

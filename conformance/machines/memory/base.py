@@ -9,7 +9,8 @@ from typing import Any
 
 from hypothesis.stateful import multiple
 
-from conformance.drivers.memory import DEFAULT_CLAUSES, MemoryDriver
+from conformance.drivers.memory.driver import MemoryDriver
+from conformance.drivers.memory.steps import DEFAULT_CLAUSES
 from conformance.machines import DifferentialMachine, live
 from conformance.machines.memory.alphabet import _sendable_cases
 from conformance.scenario import Step

@@ -2,7 +2,8 @@
 run's clock (where it starts, how a ``set_clock`` step moves it), what the oracle needs beyond
 an answer, and the bodies an ``expect`` names.
 
-Part of the ledger driver (:mod:`conformance.drivers.ledger`; ops and args in its docstring).
+Part of the ledger driver (:mod:`conformance.drivers.ledger.driver`; ops and args in its
+docstring).
 """
 
 from __future__ import annotations

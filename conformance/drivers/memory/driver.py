@@ -41,8 +41,9 @@ mistake.
 Safety: a request whose body names a ``scopeKey`` that does not carry this run's id is never
 sent (the step is skipped with the reason), so a run can touch no data it did not create.
 
-A ``raw`` step's request is built, and its answer checked for being observable at all, in
-:mod:`conformance.drivers.memory_raw`.
+The clauses each op speaks for and the capabilities a step needs are in
+:mod:`conformance.drivers.memory.steps`; a ``raw`` step's request is built, and its answer
+checked for being observable at all, in :mod:`conformance.drivers.memory.raw`.
 """
 
 from __future__ import annotations
@@ -55,20 +56,20 @@ from dataclasses import replace
 from functools import partial
 from typing import Any
 
-from conformance.drivers.base import scenario_requires
 from conformance.drivers.common import check_expect, expand_macro, is_macro
-from conformance.drivers.memory_raw import (
+from conformance.drivers.memory.raw import (
     ROUTES,
     _describe,
     _json_media_type,
     _not_observable,
     build_raw,
 )
+from conformance.drivers.memory.steps import DEFAULT_CLAUSES, infer_requires, step_requires
 from conformance.errors import TargetError
 from conformance.oracle.memory import MemoryOracle, SentRequest
 from conformance.scenario import Scenario, Step
 from conformance.targets.base import AUTH, RAW_HTTP
-from conformance.targets.memory import CAP, FORGET, LIST, MemoryTarget
+from conformance.targets.memory import CAP, LIST, MemoryTarget
 from conformance.vocabulary import (
     SPACING_S,
     Exchange,
@@ -78,56 +79,10 @@ from conformance.vocabulary import (
     StepOutcome,
 )
 
-__all__ = [
-    "DEFAULT_CLAUSES",
-    "ROUTES",
-    "MemoryDriver",
-    "infer_requires",
-    "step_requires",
-]
+__all__ = ["MemoryDriver"]
 
 _SCOPE_RE = re.compile(r"\{scope:([A-Za-z0-9_-]{1,24})\}")
 _SYMBOL_RE = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]{0,31})")
-
-DEFAULT_CLAUSES: dict[str, tuple[str, ...]] = {
-    "write": ("MEM-WIRE.12", "MEM-WIRE.13"),
-    "retrieve": ("MEM-WIRE.11", "MEM-STORE.2"),
-    "list": ("MEM-WIRE.14", "MEM-STORE.7"),
-    "forget": ("MEM-WIRE.15", "MEM-STORE.8"),
-    "healthz": ("MEM-WIRE.1",),
-    "raw": ("MEM-WIRE.4",),
-    "pause_ms": (),
-}
-
-
-def step_requires(step: Step) -> set[str]:
-    """Capabilities one step needs."""
-    need: set[str] = set()
-    if step.op in ROUTES:
-        need.add(AUTH)
-    if step.op == "list":
-        need.add(LIST)
-    if step.op == "forget":
-        need.add(FORGET)
-    if step.op == "write" and "cap" in step.args:
-        need.add(CAP)
-    if step.op == "raw":
-        headers = step.args.get("headers") or {}
-        # A hand-made length needs a raw socket; no length at all (``null``) and a chunked
-        # body are what any streaming client sends, and what a public edge passes.
-        if any(
-            k.lower() == "transfer-encoding" or (k.lower() == "content-length" and v is not None)
-            for k, v in headers.items()
-        ):
-            need.add(RAW_HTTP)
-        if step.args.get("auth", True) is not False and step.args.get("path") in ROUTES.values():
-            need.add(AUTH)
-    return need
-
-
-def infer_requires(scenario: Scenario) -> set[str]:
-    """Every capability a memory scenario needs (declared ``requires`` plus what its steps use)."""
-    return scenario_requires(scenario, step_requires)
 
 
 class MemoryDriver:  # long: the oracle, the run's scopes and symbols, the clock and the spacing

@@ -55,14 +55,14 @@ Window (``--window N``, :meth:`LedgerDriver.ahead`): with ``ledger.clock`` and
 ``ledger.test_control``, a step may go out before the answers to earlier ones are back -- it is
 prepared from the state the model predicts (its own answer passing), written behind the others
 on the one connection, and judged later, in order, from the state it was prepared from
-(:meth:`LedgerDriver.settle`; what is kept per step: :mod:`conformance.drivers.ledger_ahead`).
+(:meth:`LedgerDriver.settle`; what is kept per step: :mod:`conformance.drivers.ledger.ahead`).
 A step that needs a store id still in flight reads answers up to it first; the caller is told
 of each judged step (``on_settled``) and runs again whatever followed a step judged otherwise
 than predicted (``conformance.machines.batches``, ``conformance.runner``).
 
-The op table (:data:`OPS`), the clock's start and the pure parts of a step are in
-:mod:`conformance.drivers.ledger_steps`, the isolation checks in
-:mod:`conformance.drivers.ledger_setup`; the names importers use stay importable from here.
+The op table (``OPS``), the clock's start and the pure parts of a step are in
+:mod:`conformance.drivers.ledger.steps`, the isolation checks in
+:mod:`conformance.drivers.ledger.setup`.
 """
 
 from __future__ import annotations
@@ -72,9 +72,9 @@ from dataclasses import replace
 from typing import Any
 
 from conformance.drivers.common import check_expect, expand_macro, is_macro
-from conformance.drivers.ledger_ahead import PREDICTED, STATE, Ahead, Call, NeedAnswers, Settled
-from conformance.drivers.ledger_setup import check_clean, forget_previous, model_with_settings
-from conformance.drivers.ledger_steps import (
+from conformance.drivers.ledger.ahead import PREDICTED, STATE, Ahead, Call, NeedAnswers, Settled
+from conformance.drivers.ledger.setup import check_clean, forget_previous, model_with_settings
+from conformance.drivers.ledger.steps import (
     _NOT_JSON,
     _SYMBOL,
     OPS,
@@ -106,17 +106,7 @@ from reference.ledger.wire import (
     same_instant,
 )
 
-__all__ = [
-    "MAX_WORLDS",
-    "OPS",
-    "PARSE_ERROR",
-    "START_MS",
-    "TICK_MS",
-    "LedgerDriver",
-    "Op",
-    "infer_requires",
-    "step_requires",
-]
+__all__ = ["MAX_WORLDS", "LedgerDriver"]
 
 #: :meth:`LedgerDriver._before_mutation`: the clock pin is to go out with the mutation.
 _DEFERRED = "deferred"

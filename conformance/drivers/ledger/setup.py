@@ -1,13 +1,13 @@
 """The ledger driver's isolation: the check that a ledger is fresh before a run writes to it,
 the model started from the settings a target has, and — without ``ledger.test_control`` —
-forgetting what a scenario left (see "Isolation" in :mod:`conformance.drivers.ledger`).
+forgetting what a scenario left (see "Isolation" in :mod:`conformance.drivers.ledger.driver`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from conformance.drivers.ledger_steps import START_MS
+from conformance.drivers.ledger.steps import START_MS
 from conformance.errors import TargetError
 from conformance.jsonutil import short_json
 from conformance.targets.ledger import LedgerTarget

@@ -1,8 +1,8 @@
 """A memory driver ``raw`` step: the request built from its ``args`` (hand-made framing, auth
 forms, padding), and whether the answer to it says anything about the store at all.
 
-Part of the Memory Worker driver (:mod:`conformance.drivers.memory`; ops and args in its
-docstring).
+Part of the Memory Worker driver (:mod:`conformance.drivers.memory.driver`; ops and args in
+its docstring).
 """
 
 from __future__ import annotations

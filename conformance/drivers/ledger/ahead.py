@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from conformance.drivers.ledger_steps import Op
+from conformance.drivers.ledger.steps import Op
 from conformance.scenario import Step
 from conformance.vocabulary import StepOutcome
 
