@@ -1,7 +1,7 @@
 """The two protocols side by side (architecture, not a spec clause): the table "The two halves
 side by side" of ``docs/architecture.md`` names only modules that exist, and the parts whose
-roles match keep one shape -- a package per protocol, the same module names, one entry point
-name for the wire layers."""
+roles match keep one shape -- a package per protocol (one module per protocol in ``targets/``),
+the same module names, one entry point name for the wire layers."""
 
 from __future__ import annotations
 
@@ -11,11 +11,18 @@ from pathlib import Path
 
 import pytest
 
+from conformance.drivers import DRIVERS
 from conformance.machines.explore import MACHINES
 
 ROOT = Path(__file__).resolve().parents[2]
 ARCHITECTURE = ROOT / "docs" / "architecture.md"
 PROTOCOLS = ("memory", "ledger")
+#: The parts of ``conformance/`` where each protocol is a package (``<part>/memory/``,
+#: ``<part>/ledger/``).
+PACKAGE_PER_PROTOCOL = ("embedded", "machines", "oracle", "drivers", "concurrent")
+#: The part where each protocol is one module (``targets/memory.py``, ``targets/ledger.py``: the
+#: protocol's routes and capability probes).
+MODULE_PER_PROTOCOL = ("targets",)
 
 
 def side_by_side() -> list[list[str]]:
@@ -49,8 +56,14 @@ def test_the_side_by_side_table_names_modules_that_exist() -> None:
 
 
 @pytest.mark.clause()
+def test_every_part_of_the_table_has_one_of_the_two_shapes() -> None:
+    parts = {part.strip("`").rstrip("/") for part, *_ in side_by_side()} - {"reference"}
+    assert parts == {*PACKAGE_PER_PROTOCOL, *MODULE_PER_PROTOCOL}
+
+
+@pytest.mark.clause()
 def test_protocol_modules_live_in_a_package_per_protocol() -> None:
-    for part in ("embedded", "machines", "oracle"):
+    for part in PACKAGE_PER_PROTOCOL:
         base = ROOT / "conformance" / part
         loose = [p.name for p in base.glob("*.py") if p.name.startswith(PROTOCOLS)]
         assert loose == [], f"conformance/{part}/: {loose} belong in its protocol's package"
@@ -59,10 +72,30 @@ def test_protocol_modules_live_in_a_package_per_protocol() -> None:
 
 
 @pytest.mark.clause()
+def test_targets_keep_one_module_per_protocol() -> None:
+    for part in MODULE_PER_PROTOCOL:
+        base = ROOT / "conformance" / part
+        named = sorted(p.name for p in base.iterdir() if p.name.startswith(PROTOCOLS))
+        assert named == sorted(f"{protocol}.py" for protocol in PROTOCOLS), f"conformance/{part}/"
+
+
+def _modules(part: str) -> dict[str, set[str]]:
+    return {p: {m.stem for m in (ROOT / "conformance" / part / p).glob("*.py")} for p in PROTOCOLS}
+
+
+@pytest.mark.clause()
+def test_the_driver_and_checker_model_packages_share_one_shape() -> None:
+    drivers = _modules("drivers")
+    assert {"__init__", "driver", "steps"} <= drivers["memory"] & drivers["ledger"]
+    registry = {p: f"conformance.drivers.{p}.driver:{p.capitalize()}Driver" for p in PROTOCOLS}
+    assert DRIVERS == registry
+    models = _modules("concurrent")
+    assert {"__init__", "model"} <= models["ledger"] <= models["memory"]
+
+
+@pytest.mark.clause()
 def test_the_machine_packages_share_one_shape() -> None:
-    modules = {
-        p: {m.stem for m in (ROOT / "conformance" / "machines" / p).glob("*.py")} for p in PROTOCOLS
-    }
+    modules = _modules("machines")
     assert {"__init__", "alphabet", "base", "lifecycle", "reads"} <= modules["memory"]
     assert modules["memory"] <= modules["ledger"]
     assert MACHINES == {p: f"conformance.machines.{p}:{p.capitalize()}Machine" for p in PROTOCOLS}
