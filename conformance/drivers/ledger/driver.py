@@ -32,7 +32,9 @@ in order / in any order).
 Open points: each call is judged against every answer ``reference.ledger.wire.allowed`` lists
 (the model's own first).  When a store's answer fits several of them that leave different
 ledgers (a merge result's group shows only in a later read), the driver keeps each such ledger
-in step (at most :data:`MAX_WORLDS`) until later answers tell them apart; ``model`` is the first.
+in step (at most :data:`~conformance.oracle.ledger.worlds.MAX_WORLDS`, judged in
+:mod:`conformance.oracle.ledger.worlds`) until later answers tell them apart; ``model`` is the
+first.
 
 Isolation: the ledger has one scope, ``account:local``, so a run cannot be confined to keys of
 its own.  Before anything is written the driver lists active and proposed records and refuses
@@ -78,7 +80,6 @@ from conformance.drivers.ledger.steps import (
     _NOT_JSON,
     _SYMBOL,
     OPS,
-    PARSE_ERROR,
     START_MS,
     TICK_MS,
     Op,
@@ -87,16 +88,16 @@ from conformance.drivers.ledger.steps import (
     _unpinned,
     clock_target,
     infer_requires,
-    read_extras,
     step_requires,
 )
 from conformance.errors import TargetError
 from conformance.jsonutil import short_json
 from conformance.oracle import ledger as oracle
+from conformance.oracle.ledger.worlds import allowed_in_worlds, closest, kept_worlds, passing
 from conformance.scenario import Scenario, Step
 from conformance.targets.ledger import CLOCK, TEST_CONTROL, LedgerTarget
 from conformance.vocabulary import SPACING_S, Exchange, RunContext, StepError, StepOutcome
-from reference.ledger.outcome import INVALID_PARAMS, Ok, Outcome, Refused
+from reference.ledger.outcome import Ok, Outcome
 from reference.ledger.records import SCOPE_LOCAL, LedgerState, empty_state
 from reference.ledger.timefmt import format_rfc3339, parse_rfc3339
 from reference.ledger.wire import (
@@ -106,14 +107,10 @@ from reference.ledger.wire import (
     same_instant,
 )
 
-__all__ = ["MAX_WORLDS", "LedgerDriver"]
+__all__ = ["LedgerDriver"]
 
 #: :meth:`LedgerDriver._before_mutation`: the clock pin is to go out with the mutation.
 _DEFERRED = "deferred"
-
-#: How many ledgers the driver keeps in step when a store's answers have not yet told apart
-#: choices the spec leaves open (a merge result's group, say, shows only in a later read).
-MAX_WORLDS = 32
 
 
 class LedgerDriver:  # long: the model, its correspondences, its clock and the window in flight
@@ -440,106 +437,40 @@ class LedgerDriver:  # long: the model, its correspondences, its clock and the w
             # request delayed on a loaded machine must not bring two stamps within one tick.
             self._last_real = time.monotonic()
 
-    def _options(self, call: Call) -> list[list[tuple[LedgerState, Outcome]]]:
-        """Every answer the model allows, in every ledger the answers so far leave possible."""
-        options: list[list[tuple[LedgerState, Outcome]]] = []
-        for state, _ctx in [(self.model, self.octx), *self._others]:
-            known = call.predicted
-            if known is not None and known[0] is state and known[1] == self.now:
-                options.append(known[2])
-            elif call.parsed is _NOT_JSON:
-                not_json = Refused(
-                    INVALID_PARAMS,
-                    "the body is not JSON",
-                    frozenset({INVALID_PARAMS, PARSE_ERROR}),
-                )
-                options.append([(state, not_json)])
-            else:
-                options.append(allowed(state, call.method, call.parsed, self.now))
-        return options
-
     def _judge(self, call: Call, ex: Exchange, pinned: Exchange | None) -> StepOutcome:
         index, step, base = call.index, call.step, call.base
         method = call.method
-        options = self._options(call)
+        worlds = [(self.model, self.octx), *self._others]
+        options = allowed_in_worlds(
+            worlds,
+            method,
+            call.parsed,
+            self.now,
+            not_json=call.parsed is _NOT_JSON,
+            predicted=call.predicted,
+        )
         if call.pin is not None:
             assert pinned is not None
             problem = self._pinned(call.pin, pinned)
             if problem is not None:
                 return _unpinned(index, step.op, base, problem)
-        passes = self._passes(call, ex, options)
+        passes = passing(worlds, options, method, call.params_m, ex)
         state_kept = False
         if passes:
             new_state, outcome, j = passes[0]
-            kept: dict[LedgerState, oracle.Context] = {}
-            for st, _alt, trial in passes:
-                if len(kept) < MAX_WORLDS and st not in kept and trial.context is not None:
-                    kept[st] = trial.context
-            self._others = [(st, c) for st, c in kept.items() if st is not new_state][
-                : MAX_WORLDS - 1
-            ]
+            self._others = kept_worlds(passes, new_state)
         else:
-            new_state, outcome, j, state_kept = self._no_pass(call, ex, options)
+            new_state, outcome, j, state_kept = closest(
+                worlds[0], options, method, call.params_m, ex
+            )
+            if not state_kept:
+                self._others = []
         self.model = new_state
         if method in ("_test/set_clock", "_test/reset"):
             self._target_clock = None  # whatever the store's clock is now, pin it again
         if j.verdict == "pass":
             j = self._passed(call, ex, outcome, j)
         return self._outcome(index, step, base, j, ex, state_kept=state_kept)
-
-    def _passes(
-        self, call: Call, ex: Exchange, options: list[list[tuple[LedgerState, Outcome]]]
-    ) -> list[tuple[LedgerState, Outcome, oracle.Judgement]]:
-        """Every allowed answer, in every world still possible, that the target's answer
-        matches: the ledger it leaves, the answer, and the judgement."""
-        worlds = [(self.model, self.octx), *self._others]
-        passes: list[tuple[LedgerState, Outcome, oracle.Judgement]] = []
-        for (state, ctx), alts in zip(worlds, options, strict=True):
-            full_listing, packet = read_extras(state, call.method, call.params_m, alts[0][1])
-            for new_state, alt in alts:
-                trial = oracle.judge(
-                    call.method,
-                    alt,
-                    ex.status,
-                    ex.body,
-                    ctx,
-                    transport_error=ex.transport_error,
-                    body_error=ex.body_error,
-                    full_listing=full_listing,
-                    packet=packet,
-                )
-                if trial.verdict == "pass":
-                    passes.append((new_state, alt, trial))
-        return passes
-
-    def _no_pass(
-        self, call: Call, ex: Exchange, options: list[list[tuple[LedgerState, Outcome]]]
-    ) -> tuple[LedgerState, Outcome, oracle.Judgement, bool]:
-        """The model's closest answer when the target matched none: the ledger it leaves, the
-        answer, the judgement, and whether both sides refused (the state kept)."""
-        full_listing, packet = read_extras(self.model, call.method, call.params_m, options[0][0][1])
-        j, best = oracle.judge_any(
-            call.method,
-            [o for _s, o in options[0]],
-            ex.status,
-            ex.body,
-            self.octx,
-            transport_error=ex.transport_error,
-            body_error=ex.body_error,
-            full_listing=full_listing,
-            packet=packet,
-        )
-        new_state, outcome = options[0][best]
-        # Every allowed answer refuses and so did the target: neither ledger changed, and the
-        # worlds still possible stay possible (a run may go on past a deviation here).
-        state_kept = (
-            all(isinstance(o, Refused) for alts in options for _s, o in alts)
-            and ex.status is not None
-            and ex.status != 200
-        )
-        if not state_kept:
-            self._others = []
-        return new_state, outcome, j, state_kept
 
     def _passed(
         self, call: Call, ex: Exchange, outcome: Outcome, j: oracle.Judgement

@@ -1,6 +1,6 @@
 """The ledger driver's op table and the pure parts of its steps: what each op needs, the
-run's clock (where it starts, how a ``set_clock`` step moves it), what the oracle needs beyond
-an answer, and the bodies an ``expect`` names.
+run's clock (where it starts, how a ``set_clock`` step moves it), a raw body as the model reads
+it, and the bodies an ``expect`` names.
 
 Part of the ledger driver (:mod:`conformance.drivers.ledger.driver`; ops and args in its
 docstring).
@@ -17,20 +17,12 @@ from conformance.drivers.base import scenario_requires
 from conformance.scenario import Scenario, Step
 from conformance.targets.ledger import CLOCK, TEST_CONTROL
 from conformance.vocabulary import Exchange, StepError, StepOutcome
-from reference.ledger.lifecycle import listing_order
-from reference.ledger.outcome import Ok, Outcome
-from reference.ledger.packet import build_packet, packet_rank
-from reference.ledger.records import SCOPE_LOCAL, LedgerState
 from reference.ledger.timefmt import parse_rfc3339
-from reference.ledger.wire import record_to_wire
 
 #: Where every scenario's clock starts (a fixed instant: runs are reproducible).
 START_MS = parse_rfc3339("2026-03-02T09:00:00.000Z") or 0
 #: How far the model's clock moves between two mutating steps that did not set it.
 TICK_MS = 1000
-
-#: A JSON-RPC parse error: allowed, besides -32602, for a body that is not JSON at all.
-PARSE_ERROR = -32700
 
 _SYMBOL = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]{0,31})")
 _ADVANCE = re.compile(r"(\d+)(ms|s|m|h|d)")
@@ -109,23 +101,6 @@ def clock_target(args: dict[str, Any], now: int) -> int:
     if new < now:
         raise StepError("set_clock: the run's clock never moves backwards")
     return new
-
-
-def read_extras(
-    state: LedgerState, method: str, params: Any, outcome: Outcome
-) -> tuple[list[dict[str, Any]] | None, list[tuple[str, tuple[Any, ...]]] | None]:
-    """What the oracle needs beyond the answer, as the reference declares it: a listing's
-    full order (LED-LIST.2), a packet's ranks (LED-PACKET.3)."""
-    if not isinstance(outcome, Ok) or not isinstance(params, dict):
-        return None, None
-    if method == "memory/list_memory_records":
-        scope, status = params.get("scopeKey"), params.get("status") or "active"
-        rows = listing_order(state, str(scope), str(status))
-        return [record_to_wire(r) for r in rows], None
-    if method == "_test/packet":
-        packet = build_packet(state, SCOPE_LOCAL)
-        return None, [(r.id, packet_rank(r)) for r in packet.records]
-    return None, None
 
 
 _NOT_JSON = object()

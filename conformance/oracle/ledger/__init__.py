@@ -42,8 +42,9 @@ the target said; a target answering garbage is judged, never a crash.
 
 The parts: :mod:`.clauses` (which clauses a method, a refusal or a field speaks for),
 :mod:`.correspondences` (ids, group labels, instants), :mod:`.records` (one record, a set of
-records), :mod:`.results` (one comparer per kind of result) and :mod:`.judge` (one answer
-against one or every allowed answer).
+records), :mod:`.results` (one comparer per kind of result), :mod:`.judge` (one answer
+against one or every allowed answer) and :mod:`.worlds` (the ledgers kept in step while answers
+have not told open choices apart).
 """
 
 from conformance.oracle.ledger.clauses import (
