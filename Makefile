@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: run test lint typecheck clauses bench variants selftest clean scale-check
+.PHONY: run test lint typecheck clauses bench variants selftest clean scale-check slow-check
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "memspec needs Python 3.11+ (set PYTHON=...)")'
@@ -35,6 +35,11 @@ typecheck: $(STAMP)
 scale-check: $(STAMP)
 	MEMSPEC_SCALE_TEST=1 $(BIN)/python -m pytest -q -p no:randomly -s tests/scale/test_scale_wheel.py \
 	  tests/scale/test_scale_shards.py::test_four_shard_processes_against_four_stores_merge_to_the_unsharded_run
+
+## make slow-check: the tests marked slow (whole runs compared across windows and worker
+## processes, machines shrinking to their end, every hostile mode; ~5 min), which make test skips
+slow-check: $(STAMP)
+	MEMSPEC_SLOW_TESTS=1 $(BIN)/python -m pytest -q -n 2 -m slow
 
 clauses: $(STAMP)
 	$(BIN)/memspec clauses

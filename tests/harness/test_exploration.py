@@ -29,6 +29,7 @@ THREE_MUTANTS = ("mem-forget-always-true", "mem-list-oldest-first", "mem-retriev
 # --------------------------------------------------------------------------- the tests
 
 
+@pytest.mark.slow
 @pytest.mark.clause("MEM-STORE.7", "MEM-STORE.8", "MEM-SCORE.1")
 def test_one_fuzz_run_reports_three_independent_mutants_each_with_its_own_short_replay(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]

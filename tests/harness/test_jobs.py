@@ -80,6 +80,7 @@ def _run_mutant(
     return outcome.data
 
 
+@pytest.mark.slow
 @pytest.mark.clause("MEM-SCORE.2", "MEM-STORE.2")
 def test_worker_processes_change_no_result(tmp_path: Path) -> None:
     """Lanes in worker processes: the corpus's verdicts and replay files as with one thread

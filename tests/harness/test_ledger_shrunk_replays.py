@@ -64,6 +64,7 @@ def passes_on_a_healthy_store(replay: Scenario) -> None:
     assert result.verdict == "pass", result.reason
 
 
+@pytest.mark.slow
 @pytest.mark.clause("LED-INT.3", "LED-EDIT.1", "LED-ASOF.1")
 def test_a_gap_at_supersession_is_shrunk_to_a_small_replay(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
@@ -77,6 +78,7 @@ def test_a_gap_at_supersession_is_shrunk_to_a_small_replay(
     passes_on_a_healthy_store(replay)
 
 
+@pytest.mark.slow
 @pytest.mark.clause("LED-BUDGET.2", "LED-BUDGET.5")
 def test_a_store_that_evicts_at_its_budget_is_shrunk_to_a_small_replay(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path

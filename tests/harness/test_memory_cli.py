@@ -222,6 +222,7 @@ def test_replay_shows_the_first_difference_side_by_side(
 # --------------------------------------------------------------------------- a broken store
 
 
+@pytest.mark.slow
 @pytest.mark.clause("MEM-WRITE.1", "MEM-WRITE.6")
 def test_a_store_that_never_dedups_fails_the_run_with_a_short_replay(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch

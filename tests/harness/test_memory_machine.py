@@ -157,6 +157,7 @@ def test_the_machine_finds_a_batch_half_applied() -> None:
     assert len(result.replay.steps[0].args["records"]) >= 2
 
 
+@pytest.mark.slow
 @pytest.mark.clause("MEM-STORE.5", "MEM-STORE.2")
 def test_the_machine_finds_a_prefilter_keeping_the_shortest_tokens() -> None:
     """Past 24 distinct query tokens the prefilter keeps the longest: a query of 24 two-letter
@@ -189,6 +190,7 @@ def test_the_machine_finds_a_query_length_counted_in_code_points() -> None:
     assert result.replay is not None and len(result.replay.steps) == 1
 
 
+@pytest.mark.slow
 @pytest.mark.clause("MEM-STORE.9", "MEM-RECORD.3")
 def test_an_id_handed_out_again_after_forget_is_blamed_on_id_reuse() -> None:
     """A store that mints the forgotten newest record's id again: the next list shows that id

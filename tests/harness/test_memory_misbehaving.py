@@ -58,6 +58,7 @@ def test_a_misbehaving_target_is_judged_not_crashed(mode: str, verdict: str, wor
     assert "harness error" not in result.reason
 
 
+@pytest.mark.slow
 @pytest.mark.clause("MEM-WIRE.13")
 def test_the_cli_reports_a_broken_target_with_exit_1_and_no_traceback(
     tmp_path: Path,

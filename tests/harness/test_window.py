@@ -75,6 +75,7 @@ def _divergences(data: dict[str, Any]) -> list[tuple[Any, ...]]:
     return [(d["name"], d["step"], d["op"], tuple(d["clauses"])) for d in data["divergences"]]
 
 
+@pytest.mark.slow
 @pytest.mark.clause("LED-INT.3", "LED-EDIT.1")
 def test_verdicts_divergences_and_replays_do_not_depend_on_the_window(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -225,6 +226,7 @@ def _run_memory(url: str, window: int, out: Path) -> dict[str, Any]:
     return outcome.data
 
 
+@pytest.mark.slow
 @pytest.mark.clause("MEM-WRITE.3", "MEM-STORE.7")
 def test_the_memory_check_read_goes_out_with_its_step_and_changes_nothing_a_user_reads(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -259,6 +259,7 @@ def check_mode(mode: str, r: dict[str, Any]) -> list[str]:
     return problems
 
 
+@pytest.mark.slow
 @pytest.mark.clause("MEM-WIRE.1", "MEM-WIRE.8", "MEM-WIRE.3")
 def test_hostile_targets_get_a_verdict_in_time_and_never_the_token(tmp_path: Path) -> None:
     """Every mode of the hostile server: exit 1 (2 when nothing answers), within twice its
@@ -269,6 +270,7 @@ def test_hostile_targets_get_a_verdict_in_time_and_never_the_token(tmp_path: Pat
     assert not problems, json.dumps(problems, indent=1)[:6000]
 
 
+@pytest.mark.slow
 @pytest.mark.clause("MEM-WIRE.1", "MEM-WIRE.8", "MEM-WIRE.3")
 def test_round_two_targets_bounded_memory_no_partial_token_safe_terminals(
     tmp_path: Path,
