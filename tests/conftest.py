@@ -11,7 +11,7 @@ import os
 import pytest
 from hypothesis import HealthCheck, settings
 
-settings.register_profile("quick", max_examples=60, deadline=None)
+settings.register_profile("quick", max_examples=40, deadline=None)
 settings.register_profile("dev", settings.get_profile("quick"))  # the old name of quick
 settings.register_profile(
     "ci",

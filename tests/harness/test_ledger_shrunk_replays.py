@@ -91,6 +91,7 @@ def test_a_store_that_evicts_at_its_budget_is_shrunk_to_a_small_replay(
     passes_on_a_healthy_store(replay)
 
 
+@pytest.mark.slow
 @pytest.mark.clause("LED-ASOF.1", "LED-INT.1")
 def test_a_history_read_off_by_one_millisecond_is_found_at_the_boundary(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path

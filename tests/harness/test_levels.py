@@ -132,6 +132,7 @@ def test_a_deviation_where_both_sides_refused_lets_the_scenario_go_on(
     assert all(o["verdict"] in ("pass", "deviate") for o in scenario["steps"][first + 1 :])
 
 
+@pytest.mark.slow
 @pytest.mark.clause("LED-VOCAB.7", "LED-GATE.9")
 def test_a_deviation_after_which_the_states_may_differ_ends_the_scenario(
     tmp_path: Path,

@@ -145,6 +145,7 @@ def _hunt(mutant: str, seed: int, examples: int = 30) -> Any:
             driver.close()
 
 
+@pytest.mark.slow
 @pytest.mark.clause("MEM-WIRE.12", "MEM-CAP.4")
 def test_the_machine_finds_a_batch_half_applied() -> None:
     """A batch whose last candidate is invalid is refused whole: the list after the 400 shows
@@ -169,6 +170,7 @@ def test_the_machine_finds_a_prefilter_keeping_the_shortest_tokens() -> None:
     assert len(set(result.replay.steps[-1].args["query"].split())) == 25
 
 
+@pytest.mark.slow
 @pytest.mark.clause("MEM-WRITE.2", "MEM-WRITE.5", "MEM-WRITE.1")
 def test_the_machine_makes_twins_and_finds_the_newest_one_bumped() -> None:
     """Two active records with one text exist only through the collision guard; a restatement
@@ -180,6 +182,7 @@ def test_the_machine_makes_twins_and_finds_the_newest_one_bumped() -> None:
     assert any(r.get("supersedes") for s in result.replay.steps for r in s.args.get("records", []))
 
 
+@pytest.mark.slow
 @pytest.mark.clause("MEM-WIRE.11")
 def test_the_machine_finds_a_query_length_counted_in_code_points() -> None:
     """Bounds at max + 1: a query of 4001 UTF-16 units that is only 4000 code points (its last
