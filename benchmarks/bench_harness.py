@@ -67,8 +67,8 @@ from benchmarks.lane_recorder import OracleTimer, Recorder, Sent
 from conformance.drivers.base import Driver
 from conformance.drivers.memory.driver import MemoryDriver
 from conformance.embedded.server import start_server
-from conformance.engine.config import DEFAULT_JOBS
-from conformance.engine.drivers import default_procs
+from conformance.engine.config import DEFAULT_JOBS, DEFAULT_WINDOW
+from conformance.engine.drivers import default_procs, shared_lanes
 from conformance.machines import run_machine
 from conformance.machines.profiles import Profile
 from conformance.runner import load_corpus, run_scenarios
@@ -167,17 +167,25 @@ def store(token: str, separate: bool) -> Iterator[Store]:
 
 
 def differential(
-    round_no: int, corpus: list[Scenario], side: Side, jobs: int, procs: int, separate: bool
+    round_no: int,
+    corpus: list[Scenario],
+    side: Side,
+    jobs: int,
+    procs: int,
+    separate: bool,
+    window: int = 1,
 ) -> list[list[Sent]]:
-    """One round's differential side, arranged as ``memspec run`` arranges its lanes: ``jobs``
-    lanes, in ``procs`` worker processes (0: threads of this process).  Every lane's requests
-    are recorded -- in a worker by the ``benchmarks.lane_recorder`` hook -- and returned per
-    lane, in lane order."""
+    """One round's differential side, arranged as ``memspec run`` arranges its lanes for
+    ``--jobs jobs --window window``: its lanes (``shared_lanes``), in ``procs`` worker processes
+    (0: threads of this process), the machine with ``window`` steps in flight.  Every lane's
+    requests are recorded -- in a worker by the ``benchmarks.lane_recorder`` hook -- and returned
+    per lane, in lane order."""
+    lane_count = shared_lanes(jobs, window)
     token = TOKEN
     seed = SEED + round_no
     profile = Profile(
         "bench",
-        max_examples=EXAMPLES_PER_LANE * jobs,
+        max_examples=EXAMPLES_PER_LANE * jobs,  # the same work whatever the window
         step_count=STEPS_PER_EXAMPLE,
         budget_s=1e9,
         fixed_seed=seed,
@@ -195,13 +203,13 @@ def differential(
             if pool is not None:
                 lanes = list(
                     pool.lanes(
-                        "memory", ctx, driver.capabilities(), jobs,
+                        "memory", ctx, driver.capabilities(), lane_count,
                         hook="benchmarks.lane_recorder:install",
                     )
                 )  # fmt: skip
                 side.worker_start_s.append(pool.started_s)
             else:
-                lanes = [driver, *(driver.lane() for _ in range(jobs - 1))]
+                lanes = [driver, *(driver.lane() for _ in range(lane_count - 1))]
                 recs = [Recorder(d.target) for d in lanes]  # type: ignore[attr-defined]
             steps = 0
             with OracleTimer() as timer:
@@ -214,7 +222,7 @@ def differential(
                         raise SystemExit(
                             f"corpus diverged against the bundled store: {result.reason}"
                         )
-                m = run_machine("memory", lanes[0], profile, seed, lanes=lanes[1:])
+                m = run_machine("memory", lanes[0], profile, seed, lanes=lanes[1:], window=window)
                 steps += m.steps
                 elapsed = time.perf_counter() - started
                 cpu, tcpu = time.process_time() - cpu0, time.thread_time() - tcpu0
@@ -240,7 +248,7 @@ def differential(
         side.http_s += sum(r.http_s for r in recs)
         side.oracle_s += timer.seconds
         side.slept_s += sum(d.spacing_slept_s for d in lanes)  # type: ignore[attr-defined]
-    side.requests += sum(len(x) for x in sent)
+    side.requests += sum(s.count for x in sent for s in x)
     side.steps += steps
     side.wall_s += elapsed
     side.cpu_s += cpu
@@ -252,8 +260,18 @@ def differential(
 
 
 def _replay(target: HttpTarget, sent: list[Sent]) -> None:
+    """One lane's requests in order; a group written ahead is written in one write again, and
+    its answers read right after."""
     for s in sent:
-        if s.kind == "raw":
+        if s.kind == "ahead":
+            requests = s.kwargs["requests"]
+            if target.write_ahead(requests):
+                for _ in requests:
+                    target.read_ahead()
+            else:
+                for method, path, body in requests:
+                    target.request(method, path, body)
+        elif s.kind == "raw":
             target.raw(s.method, s.path, **s.kwargs)
         else:
             kwargs = dict(s.kwargs)
@@ -283,7 +301,7 @@ def raw_replay(per_lane: list[list[Sent]], side: Side, separate: bool) -> None:
         store1 = st.cpu()
         for t in targets:
             t.close()
-    side.requests += sum(len(sent) for sent in per_lane)
+    side.requests += sum(s.count for sent in per_lane for s in sent)
     side.wall_s += elapsed
     side.cpu_s += cpu
     side.thread_cpu_s += tcpu
@@ -395,6 +413,12 @@ def main(argv: list[str] | None = None) -> int:
         help="worker processes for the lanes (memspec run --procs; default: its default)",
     )
     ap.add_argument(
+        "--window",
+        type=int,
+        default=DEFAULT_WINDOW,
+        help="steps in flight per lane (memspec run --window; default: its default)",
+    )
+    ap.add_argument(
         "--store",
         choices=sorted(ARRANGEMENTS),
         default="both",
@@ -403,6 +427,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = ap.parse_args(argv if argv is not None else [])
     jobs = max(1, args.jobs)
+    window = max(1, args.window)
+    lane_count = shared_lanes(jobs, window)
     procs = default_procs(jobs) if args.procs is None else min(max(0, args.procs), jobs)
     arrangements = ARRANGEMENTS[args.store]
     sides = {separate: (Side(), Side()) for separate in arrangements}
@@ -411,25 +437,27 @@ def main(argv: list[str] | None = None) -> int:
     for r in range(ROUNDS):
         for separate in arrangements:
             diff, raw = sides[separate]
-            sent = differential(r, corpus, diff, jobs, procs, separate)
+            sent = differential(r, corpus, diff, jobs, procs, separate, window)
             raw_replay(sent, raw, separate)
     total_s = time.perf_counter() - run_started
 
     print(
         f"memspec harness benchmark: {ROUNDS} interleaved rounds (corpus + machine,"
         f" {EXAMPLES_PER_LANE * jobs}x{STEPS_PER_EXAMPLE} steps), spacing {SPACING_S * 1000:g} ms,"
-        f" {jobs} lane(s) on each side"
+        f" {lane_count} lane(s) on each side"
     )
     print(
-        f"differential arrangement (as memspec run --jobs {jobs} --procs {procs}): "
+        f"differential arrangement (as memspec run --jobs {jobs} --procs {procs}"
+        f" --window {window}): "
         + (
-            f"{procs} worker process(es) x {jobs // procs}"
-            + (f"-{-(-jobs // procs)}" if jobs % procs else "")
+            f"{procs} worker process(es) x {lane_count // procs}"
+            + (f"-{-(-lane_count // procs)}" if lane_count % procs else "")
             + " lanes (threads), the parent hands out units"
             if procs
             else f"1 process x {jobs} lanes (threads)"
         )
-        + f"; raw side: {jobs} connections, threads of one process"
+        + f"; raw side: {lane_count} connections, threads of one process, the requests written"
+        " ahead written ahead again"
     )
     ratios: dict[bool, float] = {}
     for separate in arrangements:
@@ -440,7 +468,7 @@ def main(argv: list[str] | None = None) -> int:
             if separate
             else "store in the harness's process (a thread; one GIL for both)"
         )
-        ratios[separate] = report(title, diff, raw, jobs, separate)
+        ratios[separate] = report(title, diff, raw, lane_count, separate)
     headline = arrangements[0]  # the store in its own process, unless only in-process was run
     met = "met" if ratios[headline] >= GOAL else "NOT met"
     where = "in its own process" if headline else "in-process"

@@ -18,22 +18,32 @@ from conformance.vocabulary import Exchange
 
 @dataclass
 class Sent:
-    kind: str  # "request" | "raw"
+    kind: str  # "request" | "raw" | "ahead" (kwargs["requests"], written in one write)
     method: str
     path: str
     kwargs: dict[str, Any]
 
+    @property
+    def count(self) -> int:
+        """How many requests this is."""
+        return len(self.kwargs["requests"]) if self.kind == "ahead" else 1
+
 
 class Recorder:
-    """Wraps a target's ``request``/``raw``: keeps every request and the time spent in HTTP."""
+    """Wraps a target's ``request``/``raw``/``write_ahead``/``read_ahead``: keeps every request
+    (those written ahead as one group, as they were written) and the time spent in HTTP."""
 
     def __init__(self, target: HttpTarget) -> None:
         self.sent: list[Sent] = []
         self.http_s = 0.0
         self._request = target.request
         self._raw = target.raw
+        self._write_ahead = target.write_ahead
+        self._read_ahead = target.read_ahead
         target.request = self.request  # type: ignore[method-assign]
         target.raw = self.raw  # type: ignore[method-assign]
+        target.write_ahead = self.write_ahead  # type: ignore[method-assign]
+        target.read_ahead = self.read_ahead  # type: ignore[method-assign]
 
     def request(self, method: str, path: str, *args: Any, **kwargs: Any) -> Exchange:
         self.sent.append(Sent("request", method, path, {"args": args, **kwargs}))
@@ -48,6 +58,23 @@ class Recorder:
         t = time.perf_counter()
         try:
             return self._raw(method, path, **kwargs)
+        finally:
+            self.http_s += time.perf_counter() - t
+
+    def write_ahead(self, requests: list[tuple[str, str, Any]]) -> bool:
+        t = time.perf_counter()
+        try:
+            written = self._write_ahead(requests)
+        finally:
+            self.http_s += time.perf_counter() - t
+        if written:  # else nothing went out: the requests sent one at a time are recorded
+            self.sent.append(Sent("ahead", "", "", {"requests": list(requests)}))
+        return written
+
+    def read_ahead(self) -> Exchange:
+        t = time.perf_counter()
+        try:
+            return self._read_ahead()
         finally:
             self.http_s += time.perf_counter() - t
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 import itertools
 import re
 import unicodedata
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -113,19 +114,25 @@ def _term_views(record: MemoryRecord) -> tuple[list[str], ...] | None:
     )
 
 
-def _more_relevant(
-    r: tuple[list[str], ...], s: tuple[list[str], ...], kept: frozenset[str]
-) -> bool:
-    """Whether every bm25 ranks ``r`` strictly above ``s`` for the query tokens ``kept``: in
+#: Per view of a record: its length and how often it holds each kept query token.
+TermCounts = tuple[tuple[int, tuple[int, ...]], ...]
+
+
+def _term_counts(views: tuple[list[str], ...], kept: Sequence[str]) -> TermCounts:
+    """``views`` reduced to what bm25 orders them by for the query tokens ``kept``."""
+    return tuple((len(v), tuple(v.count(t) for t in kept)) for v in views)
+
+
+def _more_relevant(r: TermCounts, s: TermCounts) -> bool:
+    """Whether every bm25 ranks ``r`` strictly above ``s`` for the kept query tokens: in
     every view ``r`` is no longer, holds each kept token at least as often, and holds some
     kept token ``s`` lacks.  (A bm25 term's weight grows with its count, shrinks with the
     document's length, and is positive: FTS5 clamps the IDF above 0.)"""
-    for rv, sv in zip(r, s, strict=True):
-        if len(rv) > len(sv):
+    for (r_len, r_counts), (s_len, s_counts) in zip(r, s, strict=True):
+        if r_len > s_len:
             return False
         extra = False
-        for t in kept:
-            rc, sc = rv.count(t), sv.count(t)
+        for rc, sc in zip(r_counts, s_counts, strict=True):
             if rc < sc:
                 return False
             extra = extra or (rc > 0 and sc == 0)
@@ -141,22 +148,22 @@ def relevance_forced(
     than ``cap_n`` match (MEM-STORE.6: "ordered by bm25 ... NOT recency, which starved
     relevant-but-old records"): a full-text hit that fewer than ``cap_n`` other matching
     records can outrank, because it is strictly more relevant than all the rest
-    (``_more_relevant``).  Records with non-ASCII text are never forced."""
-    kept = frozenset(fts_match_tokens(query))
-    views = {r.id: _term_views(r) for r in matching}
-    out: list[MemoryRecord] = []
+    (``_more_relevant``): it beats at least ``len(matching) - cap_n`` of them.  Records with
+    non-ASCII text are never forced."""
+    kept = sorted(frozenset(fts_match_tokens(query)))
+    counts: dict[str, TermCounts | None] = {}
     for r in matching:
-        rv = views[r.id]
-        if rv is None or not prefilter_must_pass(r, query):
-            continue
-        beaten = 0
-        for s in matching:
-            sv = views[s.id]
-            if s.id != r.id and sv is not None and _more_relevant(rv, sv, kept):
-                beaten += 1
-        if len(matching) - 1 - beaten < cap_n:
-            out.append(r)
-    return out
+        views = _term_views(r)
+        counts[r.id] = None if views is None else _term_counts(views, kept)
+    # records with the same counts are ranked alike: each such group is compared once
+    alike = Counter(c for c in counts.values() if c is not None)
+    must_beat = len(matching) - cap_n
+    forced = {
+        rc
+        for rc in alike
+        if sum(n for sc, n in alike.items() if _more_relevant(rc, sc)) >= must_beat
+    }
+    return [r for r in matching if counts[r.id] in forced and prefilter_must_pass(r, query)]
 
 
 # --------------------------------------------------------------------------- retrieval

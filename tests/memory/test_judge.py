@@ -6,11 +6,12 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from reference.memory.engine import candidate_cap, fts_match_tokens
 from reference.memory.judge import (
+    _term_views,
     eviction_allowed,
     eviction_picks,
     keywords_problem,
@@ -172,6 +173,66 @@ def test_a_relevant_but_old_record_past_the_cap_must_reach_the_engine() -> None:
     assert relevance_forced([rec(1, "harbour quokka é", 10), *crowd], "quokka harbour", 50) == []
     # and at most cap matches: every match reaches the engine anyway (nothing forced needed)
     assert retrieval_problem([old, *crowd[:40]], "quokka harbour", 1, NOW, [old.id]) is None
+
+
+def _forced_by_the_letter(matching: list[MemoryRecord], query: str, cap_n: int) -> list[str]:
+    """MEM-STORE.6's forced records, stated pair by pair on the token lists themselves: a
+    record is forced when fewer than ``cap_n`` others are not strictly less relevant than it
+    in every view (no longer, each query token at least as often, some token they lack)."""
+    kept = set(fts_match_tokens(query))
+
+    def beats(rv: tuple[list[str], ...], sv: tuple[list[str], ...]) -> bool:
+        return all(
+            len(a) <= len(b)
+            and all(a.count(t) >= b.count(t) for t in kept)
+            and any(a.count(t) > 0 and b.count(t) == 0 for t in kept)
+            for a, b in zip(rv, sv, strict=True)
+        )
+
+    forced = []
+    for r in matching:
+        rv = _term_views(r)
+        if rv is None or not prefilter_must_pass(r, query):
+            continue
+        others = [s for s in matching if s.id != r.id]
+        beaten = sum(1 for s in others if (sv := _term_views(s)) is not None and beats(rv, sv))
+        if len(others) - beaten < cap_n:
+            forced.append(r.id)
+    return forced
+
+
+WORDS = ("harbour", "quokka", "note", "deploy", "é")
+
+
+@pytest.mark.clause("MEM-STORE.6")
+@given(
+    texts=st.lists(
+        st.tuples(st.lists(st.sampled_from(WORDS), min_size=1, max_size=5), st.booleans()),
+        min_size=2,
+        max_size=14,
+    ),
+    query=st.lists(st.sampled_from(WORDS), min_size=1, max_size=3),
+    must_beat=st.integers(0, 4),
+)
+# more repeats of a token the other record holds too is not "a token it lacks"
+@example(
+    texts=[(["harbour", "harbour"], False), (["harbour", "note"], False)],
+    query=["harbour"],
+    must_beat=1,
+)
+def test_relevance_forced_is_the_pairwise_rule(
+    texts: list[tuple[list[str], bool]], query: list[str], must_beat: int
+) -> None:
+    """The cap sits where a record must beat ``must_beat`` others to be forced: the boundary."""
+    cap_n = max(0, len(texts) - must_beat)
+    matching = [
+        rec(i, " ".join(words), created=i, kws=(words[0],) if with_kw else ())
+        for i, (words, with_kw) in enumerate(texts, start=1)
+    ]
+    q = " ".join(query)
+    assert [r.id for r in relevance_forced(matching, q, cap_n)] == _forced_by_the_letter(
+        matching, q, cap_n
+    )
 
 
 @pytest.mark.clause("MEM-STORE.6")
