@@ -6,14 +6,16 @@ during the run hits both sides alike.  Each round:
 1. *differential*: against a fresh bundled store, the memory corpus and a fixed-seed run of
    the memory state machine (seed differs per round) go through the driver — model, oracle,
    id and time correspondence, Hypothesis, and the spacing of mutating steps — the way
-   ``memspec run`` runs them: on ``--jobs`` lanes (default: ``memspec run``'s default), each
-   a driver with its own connection, corpus scenarios and machine batches side by side.
+   ``memspec run`` runs them: on its lanes for ``--jobs`` and ``--window`` (defaults:
+   ``memspec run``'s; with a window open, two lanes per job and the check ``/list`` written in
+   the same write as its step), each a driver with its own connection, corpus scenarios and
+   machine batches side by side.
    Every request each lane sends is recorded (settling reads included; the target probe,
    which happens before the clock starts, is not).
 2. *raw*: against another fresh bundled store, the very same requests are sent again by the
    same client class with the same concurrency — each lane's requests, in their order, on a
-   connection of its own, the lanes side by side — with no model, no oracle, no Hypothesis
-   and no spacing.
+   connection of its own, the lanes side by side, a pair written in one write written so
+   again — with no model, no oracle, no Hypothesis and no spacing.
 
 The ratio is (differential steps / differential wall seconds) ÷ (raw requests / raw wall
 seconds): the numerator is the rate at which the harness gets steps judged, the denominator
@@ -45,7 +47,7 @@ per request (the child's own CPU) are printed; with the store in-process, the wh
 steps on one scope, see ``conformance.oracle.memory``) is the price of an unambiguous event
 order and is part of the differential side.
 
-Run: ``.venv/bin/python -m benchmarks.bench_harness [--jobs N] [--store both|process|thread]``
+Run: ``.venv/bin/python -m benchmarks.bench_harness [--jobs N] [--window N] [--store both|process|thread]``
 (about 40–60 s with both; half that with one).
 """
 
