@@ -47,6 +47,15 @@ def only_reference(clauses: Iterable[str]) -> bool:
     return bool(ids) and all(source_of(c) == "reference" for c in ids)
 
 
+def blamed(clauses: Iterable[str], difference: Iterable[str]) -> tuple[str, ...]:
+    """The clauses a divergence names: ``clauses`` (what the difference names and what the step
+    was built to check -- for a check read, the call it follows), or ``difference`` alone when
+    every clause it names is a reference clause: a difference in a choice the seeds leave open
+    is a deviation, whatever the step that showed it was built to check."""
+    own = tuple(dict.fromkeys(difference))
+    return own if only_reference(own) else tuple(dict.fromkeys(clauses))
+
+
 def level_fails(level: str, deviation: bool) -> bool:
     """Whether a divergence fails the run at ``level`` (a failure always does)."""
     return not deviation or level == "reference"

@@ -22,7 +22,9 @@ from conformance.cli import main
 from conformance.commands.selftest import Cell, judge, summarize
 from conformance.embedded.catalogue import Quirks
 from conformance.embedded.server import start_server
+from conformance.machines import run_machine
 from conformance.machines.probes import probe_scenarios
+from conformance.machines.profiles import Profile
 from conformance.scenario import dump_scenario
 from conformance.sources import only_reference, source_of
 from conformance.vocabulary import Secret, TargetConfig
@@ -195,3 +197,25 @@ def test_replay_takes_the_level_too(
         assert "DIFFERS FROM THE REFERENCE" in out and "conformant at the seed level" in out
         assert main([*args, "--target", handle.url, "--level", "reference"]) == 1
         assert "fails at --level reference" in capsys.readouterr().out
+
+
+@pytest.mark.clause("LED-LIST.2", "LED-REVIEW.1")
+def test_a_check_read_tagged_with_a_seed_clause_still_deviates_on_a_reference_difference() -> None:
+    """The machine's read after a ``propose`` carries the propose's clauses (a wrong state is
+    blamed on the call that made it); a store listing oldest first differs from it only in the
+    order, a reference clause (LED-LIST.2), so the finding is a deviation, not a failure."""
+    assert source_of("LED-LIST.2") == "reference" and source_of("LED-REVIEW.1") == "seed"
+    with ledger_harness.bundled_store(quirks=("led-list-oldest-first",)) as url:
+        driver = ledger_harness.make_driver(url)
+        try:
+            result = run_machine(
+                "ledger",
+                driver,
+                Profile("t", max_examples=20, step_count=12, budget_s=60.0, fixed_seed=3),
+            )
+        finally:
+            driver.close()
+    assert result.findings, "the order must show"
+    assert all(only_reference(f.clauses) for f in result.findings), [
+        f.clauses for f in result.findings
+    ]

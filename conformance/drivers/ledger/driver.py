@@ -95,6 +95,7 @@ from conformance.jsonutil import short_json
 from conformance.oracle import ledger as oracle
 from conformance.oracle.ledger.worlds import allowed_in_worlds, closest, kept_worlds, passing
 from conformance.scenario import Scenario, Step
+from conformance.sources import blamed
 from conformance.targets.ledger import CLOCK, TEST_CONTROL, LedgerTarget
 from conformance.vocabulary import SPACING_S, Exchange, RunContext, StepError, StepOutcome
 from reference.ledger.outcome import Ok, Outcome
@@ -532,7 +533,7 @@ class LedgerDriver:  # long: the model, its correspondences, its clock and the w
         """The step's outcome; ``state_kept``: a divergence where the model and the target both
         refused, so neither changed (the runner may go on past it: conformance.sources)."""
         clauses = (
-            tuple(dict.fromkeys(tuple(step.clauses) + j.clauses))
+            blamed(tuple(step.clauses) + j.clauses, j.clauses)
             if j.verdict == "diverge"
             else tuple(dict.fromkeys(base + j.clauses))
         )

@@ -68,6 +68,7 @@ from conformance.drivers.memory.steps import DEFAULT_CLAUSES, infer_requires, st
 from conformance.errors import TargetError
 from conformance.oracle.memory import MemoryOracle, SentRequest
 from conformance.scenario import Scenario, Step
+from conformance.sources import blamed
 from conformance.targets.base import AUTH, RAW_HTTP
 from conformance.targets.memory import CAP, LIST, MemoryTarget
 from conformance.vocabulary import (
@@ -346,7 +347,10 @@ class MemoryDriver:  # long: the oracle, the run's scopes and symbols, the clock
             kept = not allowed.changes and ex.status is not None and ex.status >= 400
             return outcome(
                 verdict=judgement.verdict,
-                clauses=tuple(dict.fromkeys((*judgement.clauses, *step.clauses))),
+                clauses=blamed(
+                    (*judgement.clauses, *step.clauses),
+                    judgement.clauses if judgement.verdict == "diverge" else (),
+                ),
                 expected=judgement.expected,
                 reason=judgement.reason,
                 details={"state_kept": True} if kept and judgement.verdict == "diverge" else {},
@@ -400,7 +404,10 @@ class MemoryDriver:  # long: the oracle, the run's scopes and symbols, the clock
                 verdict, reason, settle_clauses = settled
                 return outcome(
                     verdict=verdict,
-                    clauses=tuple(dict.fromkeys((*settle_clauses, *step.clauses))),
+                    clauses=blamed(
+                        (*settle_clauses, *step.clauses),
+                        settle_clauses if verdict == "diverge" else (),
+                    ),
                     expected=expected,
                     reason=reason,
                 )
