@@ -49,11 +49,14 @@ def only_reference(clauses: Iterable[str]) -> bool:
 
 def blamed(clauses: Iterable[str], difference: Iterable[str]) -> tuple[str, ...]:
     """The clauses a divergence names: ``clauses`` (what the difference names and what the step
-    was built to check -- for a check read, the call it follows), or ``difference`` alone when
-    every clause it names is a reference clause: a difference in a choice the seeds leave open
-    is a deviation, whatever the step that showed it was built to check."""
-    own = tuple(dict.fromkeys(difference))
-    return own if only_reference(own) else tuple(dict.fromkeys(clauses))
+    was built to check -- for a check read, the call it follows), each once; but when every
+    clause ``difference`` names is a reference clause, only the reference clauses among them: a
+    difference in a choice the seeds leave open is a deviation, whatever seed rule the step
+    that showed it was built to check."""
+    named = tuple(dict.fromkeys(clauses))
+    if only_reference(difference):
+        return tuple(c for c in named if source_of(c) == "reference")
+    return named
 
 
 def level_fails(level: str, deviation: bool) -> bool:
