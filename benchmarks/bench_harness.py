@@ -47,8 +47,8 @@ per request (the child's own CPU) are printed; with the store in-process, the wh
 steps on one scope, see ``conformance.oracle.memory``) is the price of an unambiguous event
 order and is part of the differential side.
 
-Run: ``.venv/bin/python -m benchmarks.bench_harness [--jobs N] [--window N] [--store both|process|thread]``
-(about 40–60 s with both; half that with one).
+Run: ``.venv/bin/python -m benchmarks.bench_harness [--jobs N] [--window N]
+[--store both|process|thread]`` (about 40–60 s with both; half that with one).
 """
 
 from __future__ import annotations
