@@ -205,12 +205,7 @@ class LedgerDriver:  # long: the model, its correspondences, its clock and the w
                 self.model = model_with_settings(ex.body)
             elif self._setup_error is None:
                 self._setup_error = f"reading the consolidation settings answered {ex.status}"
-        self.octx = self._fresh_context()
-        self._others = []
-        self.symbols = {}
-        self.now = START_MS
-        self.last_mutation = None
-        self._target_clock = None
+        self._start_over()
         if self.clock and self._setup_error is None:
             self._setup_error = self._pin_clock(self.now)
 
@@ -262,6 +257,16 @@ class LedgerDriver:  # long: the model, its correspondences, its clock and the w
         return oracle.Context(
             oracle.Ids(), oracle.Times(exact=self.clock, anchor=anchor), self._foreign
         )
+
+    def _start_over(self) -> None:
+        """A scenario's fresh start after its reset: no correspondences, no other worlds, no
+        symbols, the model's clock at START_MS, no mutation yet, the target's clock unknown."""
+        self.octx = self._fresh_context()
+        self._others = []
+        self.symbols = {}
+        self.now = START_MS
+        self.last_mutation = None
+        self._target_clock = None
 
     def _pin_clock(self, at: int) -> str | None:
         return self._pinned(at, self.target.test("set_clock", {"now": format_rfc3339(at)}))
@@ -757,12 +762,7 @@ class LedgerDriver:  # long: the model, its correspondences, its clock and the w
             if entry.kind == "begin":
                 reset, pin = answers
                 self.model = empty_state()
-                self.octx = self._fresh_context()
-                self._others = []
-                self.symbols = {}
-                self.now = START_MS
-                self.last_mutation = None
-                self._target_clock = None
+                self._start_over()
                 if reset.status != 200 or reset.body != {"ok": True}:
                     answer = short_json(reset.body or reset.transport_error)
                     self._setup_error = f"_test/reset answered {reset.status} {answer}"
