@@ -323,7 +323,8 @@ def report(title: str, diff: Side, raw: Side, jobs: int, separate: bool) -> floa
     n = diff.requests
     steps_rate = diff.steps / diff.wall_s
     raw_rate = n / raw.wall_s
-    busy_s = diff.wall_s - diff.slept_s
+    # the sleeps are summed over the lanes, which sleep side by side: a lane's average share
+    busy_s = diff.wall_s - diff.slept_s / jobs
     ratio = ratio_of(diff, raw)
     ratio_busy = (diff.steps / busy_s) / raw_rate
     # per round, on that round's requests: raw seconds / differential seconds
