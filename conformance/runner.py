@@ -117,10 +117,12 @@ def run_scenario(
                 result.verdict = "deviate"
                 result.reason = f"step {index} ({step.op}) differs from the reference"
                 result.reason += f" implementation: {outcome.reason}"
-            # When neither side changed anything (both refused the call), the model still
-            # follows the store: the scenario goes on and its later steps are judged at the
-            # seed level.  Otherwise model and store may now differ, and it stops here.
-            if outcome.details.get("state_kept"):
+            # When neither side changed anything (both refused the call), or the model went
+            # on in the store's reading of a choice the seed leaves open (``followed``), the
+            # model still follows the store: the scenario goes on and its later steps are
+            # judged at the seed level.  Otherwise model and store may now differ, and it
+            # stops here.
+            if goes_on(outcome):
                 continue
             deviated = True
             break
@@ -221,13 +223,17 @@ def _stops(outcome: StepOutcome) -> bool:
     """Whether the scenario ends at this outcome (see :func:`run_scenario`)."""
     if outcome.verdict == "skip" and outcome.details.get("unobservable"):
         return False
-    if (
-        outcome.verdict in ("diverge", "deviate")
-        and only_reference(outcome.clauses)
-        and outcome.details.get("state_kept")
-    ):
-        return False  # a deviation where both sides kept their state: the scenario goes on
+    if outcome.verdict in ("diverge", "deviate") and only_reference(outcome.clauses):
+        if goes_on(outcome):
+            return False  # a deviation the model still follows the store past: it goes on
     return outcome.verdict != "pass"
+
+
+def goes_on(outcome: StepOutcome) -> bool:
+    """Whether the model still follows the store past this deviation: both sides refused
+    (``state_kept``), or the model went on in the store's reading of an open choice
+    (``followed``)."""
+    return bool(outcome.details.get("state_kept") or outcome.details.get("followed"))
 
 
 def _steps_ahead(driver: Any, scenario: Scenario) -> list[StepOutcome]:

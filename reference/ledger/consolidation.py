@@ -462,7 +462,29 @@ def _applied_alternatives(
             )
             out.append((new_state, "applied"))
         return out
-    return out + [(apply_element(state, scope_key, op, element, now), "applied")]
+    applied = apply_element(state, scope_key, op, element, now)
+    if op == "expire":
+        return out + [(applied, "applied"), *_expiry_departures(state, targets[0], element, now)]
+    return out + [(applied, "applied")]
+
+
+def _expiry_departures(
+    state: LedgerState, rec: LedgerRecord, element: dict[str, object], now: int
+) -> list[tuple[LedgerState, str | None]]:
+    """``expire`` counted from one of the record's own instants (its ``createdAt``,
+    ``validFrom`` or ``updatedAt``) instead of the run instant (LED-VOCAB.4).  The seed does
+    not say where ``afterDays`` counts from and the reference counts from the run instant, so
+    each other reading is a ledger that departs from LED-VOCAB.4."""
+    days = json_int(element["afterDays"])
+    assert days is not None
+    out: list[tuple[LedgerState, str | None]] = []
+    for base in dict.fromkeys((rec.created_at, rec.valid_from, rec.updated_at)):
+        if base == now:
+            continue  # the reference's own expiry
+        moved = replace(rec, expires_at=base + days * MS_PER_DAY, updated_at=now)
+        departed = replace(state, departures=state.departures | {"LED-VOCAB.4"})
+        out.append((put_record(departed, moved), "applied"))
+    return out
 
 
 def batch_alternatives(

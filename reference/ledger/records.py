@@ -150,6 +150,11 @@ class LedgerState:
     settings: tuple[tuple[str, ConsolidationSettings], ...] = ()
     runs: tuple[Run, ...] = ()
     next_run: int = 1
+    departures: frozenset[str] = frozenset()
+    """The reference clauses this ledger departs from: it is one the seed allows but the
+    reference would not hold (an ``expire`` counted from another instant, LED-VOCAB.4).  The
+    model's own ledger never departs; :func:`~reference.ledger.wire.allowed.allowed` offers the
+    others, and a harness that follows one reports a deviation."""
 
 
 def empty_state() -> LedgerState:

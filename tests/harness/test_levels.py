@@ -25,6 +25,7 @@ from conformance.embedded.server import start_server
 from conformance.machines import run_machine
 from conformance.machines.probes import probe_scenarios
 from conformance.machines.profiles import Profile
+from conformance.runner import load_corpus, run_scenario
 from conformance.scenario import dump_scenario
 from conformance.sources import only_reference, source_of
 from conformance.vocabulary import Secret, TargetConfig
@@ -218,4 +219,43 @@ def test_a_check_read_tagged_with_a_seed_clause_still_deviates_on_a_reference_di
     assert result.findings, "the order must show"
     assert all(only_reference(f.clauses) for f in result.findings), [
         f.clauses for f in result.findings
+    ]
+
+
+@pytest.mark.clause("LED-VOCAB.4", "LED-EXP.2", "LED-EXP.3", "LED-ASOF.1")
+def test_an_expiry_counted_from_another_instant_is_followed_as_a_deviation() -> None:
+    """The seed does not say where ``expire``'s ``afterDays`` counts from (LED-VOCAB.4 is a
+    reference clause).  A store counting from the record's ``createdAt`` deviates once, where
+    the expiry first shows, and the run goes on in its reading: the later sweeps and history
+    reads (LED-EXP.2/.3, LED-ASOF.1, seed) are judged against its expiry instant, not failed
+    for the reference's."""
+    assert source_of("LED-VOCAB.4") == "reference" and source_of("LED-EXP.2") == "seed"
+    (scenario,) = [
+        sc
+        for sc, _ in load_corpus(["ledger"])
+        if sc.name == "expire_sets_the_expiry_days_after_the_run"
+    ]
+    with ledger_harness.bundled_store(quirks=("led-expire-from-created",)) as url:
+        driver = ledger_harness.make_driver(url)
+        try:
+            result = run_scenario(driver, scenario)
+        finally:
+            driver.close()
+    with ledger_harness.bundled_store(quirks=("led-expire-from-created",)) as url:
+        driver = ledger_harness.make_driver(url)
+        try:
+            machine = run_machine(
+                "ledger",
+                driver,
+                Profile("t", max_examples=15, step_count=15, budget_s=120.0, fixed_seed=4),
+            )
+        finally:
+            driver.close()
+    verdicts = [o.verdict for o in result.outcomes]
+    assert result.verdict == "deviate", (result.verdict, result.reason)
+    assert verdicts == ["pass", "pass", "deviate", "pass", "pass", "pass"], verdicts
+    assert result.outcomes[2].clauses == ("LED-VOCAB.4",)
+    assert any("LED-VOCAB.4" in f.clauses for f in machine.findings), "the expiry must show"
+    assert all(only_reference(f.clauses) for f in machine.findings), [
+        f.clauses for f in machine.findings
     ]

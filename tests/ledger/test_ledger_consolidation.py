@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reference.ledger.consolidation import MAX_BATCH, apply_batch
+from reference.ledger.consolidation import MAX_BATCH, apply_batch, element_alternatives
 from reference.ledger.lifecycle import propose, save
 from reference.ledger.outcome import INVALID_PARAMS, REFUSED, Refused
 from reference.ledger.records import LedgerState, empty_state, find_record
@@ -162,6 +162,45 @@ def test_expire_sets_the_expiry_only(days: float) -> None:
     assert rec.expires_at == T1 + int(days) * DAY and rec.updated_at == T1
     state, res = ok(state, "_test/sweep", {"at": format_rfc3339(T1 + int(days) * DAY)}, T1)
     assert res == {"expired": [a]}
+
+
+@pytest.mark.clause("LED-VOCAB.4")
+@given(
+    touched=st.integers(0, 3 * DAY),
+    run_after=st.integers(1, 3 * DAY),
+    days=st.integers(1, 3650),
+)
+def test_expire_counted_from_the_records_own_instants_departs_from_the_reference(
+    touched: int, run_after: int, days: int
+) -> None:
+    """The seed does not say where ``afterDays`` counts from: every allowed ledger of an
+    ``expire`` is the reference's (the run instant, no departure) first, then one per other
+    instant of the record (createdAt, validFrom, updatedAt), each departing from LED-VOCAB.4."""
+    state, (a,) = saved(["temporary"])
+    if touched:  # updatedAt moves away from createdAt/validFrom
+        state, _ = ok(
+            state,
+            "_test/set_expiry",
+            {"recordId": a, "expiresAt": format_rfc3339(T0 + 9000 * DAY)},
+            T0 + touched,
+        )
+    rec = find_record(state, a)
+    assert rec is not None
+    now = rec.updated_at + run_after
+    element = {"operation": "expire", "targets": [a], "afterDays": days}
+    alts = element_alternatives(state, LOCAL, 0, element, now)
+    assert all(v == "applied" for _s, v in alts)
+    (own, _v), *others = alts
+    got = find_record(own, a)
+    assert got is not None and got.expires_at == now + days * DAY and not own.departures
+    bases = sorted({rec.created_at, rec.valid_from, rec.updated_at} - {now})
+    seen = []
+    for other, _v in others:
+        moved = find_record(other, a)
+        assert moved is not None and other.departures == {"LED-VOCAB.4"}
+        assert moved.updated_at == now and moved.status == "active"
+        seen.append(moved.expires_at - days * DAY)
+    assert sorted(seen) == bases
 
 
 @pytest.mark.clause("LED-VOCAB.5", "LED-GROUP.2", "LED-INT.3")

@@ -93,7 +93,13 @@ from conformance.drivers.ledger.steps import (
 from conformance.errors import TargetError
 from conformance.jsonutil import short_json
 from conformance.oracle import ledger as oracle
-from conformance.oracle.ledger.worlds import allowed_in_worlds, closest, kept_worlds, passing
+from conformance.oracle.ledger.worlds import (
+    allowed_in_worlds,
+    closest,
+    kept_worlds,
+    least_departed,
+    passing,
+)
 from conformance.scenario import Scenario, Step
 from conformance.sources import blamed
 from conformance.targets.ledger import CLOCK, TEST_CONTROL, LedgerTarget
@@ -462,9 +468,14 @@ class LedgerDriver:  # long: the model, its correspondences, its clock and the w
                 return _unpinned(index, step.op, base, problem)
         passes = passing(worlds, options, method, call.params_m, ex)
         state_kept = False
+        departed: frozenset[str] = frozenset()
+        own: oracle.Judgement | None = None
         if passes:
-            new_state, outcome, j = passes[0]
+            new_state, outcome, j = least_departed(passes)
             self._others = kept_worlds(passes, new_state)
+            departed = new_state.departures - self.model.departures
+            if departed:  # against the model's own ledger, for the report
+                own = closest(worlds[0], options, method, call.params_m, ex)[2]
         else:
             new_state, outcome, j, state_kept = closest(
                 worlds[0], options, method, call.params_m, ex
@@ -476,7 +487,33 @@ class LedgerDriver:  # long: the model, its correspondences, its clock and the w
             self._target_clock = None  # whatever the store's clock is now, pin it again
         if j.verdict == "pass":
             j = self._passed(call, ex, outcome, j)
+        if own is not None and departed and j.verdict == "pass":
+            return self._departure(index, step, base, own, departed, ex)
         return self._outcome(index, step, base, j, ex, state_kept=state_kept)
+
+    def _departure(
+        self,
+        index: int,
+        step: Step,
+        base: tuple[str, ...],
+        own: oracle.Judgement,
+        departed: frozenset[str],
+        ex: Exchange,
+    ) -> StepOutcome:
+        """A deviation: the store's answer is one only a ledger departing from the reference
+        clauses ``departed`` allows (``own``: how it differs from the model's own).  The model
+        now holds that ledger, so the run goes on (``followed``)."""
+        named = tuple(sorted(departed))
+        j = replace(
+            own,
+            verdict="diverge",
+            clauses=named,
+            reason=f"{own.reason} (the store reads {', '.join(named)} otherwise than the"
+            " reference; the run goes on in its reading)",
+        )
+        out = self._outcome(index, step, base, j, ex)
+        out.details["followed"] = True
+        return out
 
     def _passed(
         self, call: Call, ex: Exchange, outcome: Outcome, j: oracle.Judgement
@@ -495,7 +532,9 @@ class LedgerDriver:  # long: the model, its correspondences, its clock and the w
             problem = self._bind(call.step.bind, outcome)
             if problem:
                 j = replace(j, verdict="indeterminate", reason=problem)
-        if call.expect is not None and j.verdict == "pass":
+        # A hand-written expectation states the reference's reading: once the run goes on in
+        # a ledger that departs from it (``_departure``), the model alone judges.
+        if call.expect is not None and j.verdict == "pass" and not self.model.departures:
             problem = check_expect(call.expect, ex, _bodies(ex, self._foreign), "bodies")
             if problem:
                 j = replace(j, verdict="diverge", reason=f"hand-written expectation: {problem}")

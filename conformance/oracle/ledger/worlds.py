@@ -4,8 +4,15 @@ leaves open (a merge result's group, say, shows only in a later read).
 A *world* is one such ledger with the correspondences its answers were judged under; the
 driver keeps the list (the model's own world first) and asks, for each call, every answer the
 model allows in every world (:func:`allowed_in_worlds`), which of them the target's answer
-matches (:func:`passing`), which worlds stay possible after a match (:func:`kept_worlds`, at
-most :data:`MAX_WORLDS`) and, when none matches, the model's closest answer (:func:`closest`).
+matches (:func:`passing`), which one the run goes on with (:func:`least_departed`), which
+worlds stay possible after a match (:func:`kept_worlds`, at most :data:`MAX_WORLDS`) and, when
+none matches, the model's closest answer (:func:`closest`).
+
+Some of those ledgers depart from a reference clause (``LedgerState.departures``: a choice the
+seed leaves open that the reference makes otherwise, such as the instant ``expire`` counts
+from).  When only such a ledger explains the store's answers, the driver goes on in it and
+reports a deviation naming the clause, once: later answers are judged in the store's reading,
+so a seed rule is not failed for a choice the seed left open.
 """
 
 from __future__ import annotations
@@ -88,6 +95,12 @@ def passing(
             if trial.verdict == "pass":
                 passes.append((new_state, alt, trial))
     return passes
+
+
+def least_departed(passes: Sequence[Pass]) -> Pass:
+    """The matched answer the run goes on with: the first of those whose ledger departs from
+    the fewest reference clauses (the model's own answer when it matched)."""
+    return min(passes, key=lambda p: len(p[0].departures))
 
 
 def kept_worlds(passes: Sequence[Pass], new_state: LedgerState) -> list[World]:
