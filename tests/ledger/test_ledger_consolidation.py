@@ -199,6 +199,7 @@ def test_expire_counted_from_the_records_own_instants_departs_from_the_reference
         moved = find_record(other, a)
         assert moved is not None and other.departures == {"LED-VOCAB.4"}
         assert moved.updated_at == now and moved.status == "active"
+        assert moved.expires_at is not None
         seen.append(moved.expires_at - days * DAY)
     assert sorted(seen) == bases
 
