@@ -277,19 +277,35 @@ def apply_merge(
     return add_record(state, new)
 
 
+def group_members(
+    state: LedgerState, scope_key: str, targets: list[LedgerRecord], subject: str
+) -> dict[str, LedgerRecord]:
+    """The records a ``group`` element gathers: its targets and the group's active member."""
+    members = {r.id: r for r in targets}
+    for r in active_members(state, scope_key, subject):
+        members.setdefault(r.id, r)
+    return members
+
+
 def apply_group(
-    state: LedgerState, scope_key: str, targets: list[LedgerRecord], subject: str, now: int
+    state: LedgerState,
+    scope_key: str,
+    targets: list[LedgerRecord],
+    subject: str,
+    now: int,
+    survivor_id: str | None = None,
 ) -> LedgerState:
     """Put the targets (and the group's active member) in group ``subject``; the member
     updated most recently survives, the others are superseded by it at ``now`` (LED-VOCAB.5).
 
     Ties on ``updated_at`` go to the record written later.  The survivor keeps its
-    ``valid_from`` and its ``updated_at`` becomes ``now``.
+    ``valid_from`` and its ``updated_at`` becomes ``now``.  ``survivor_id``: another member
+    survives instead (a reading the seed allows, :func:`_group_departures`).
     """
-    members = {r.id: r for r in targets}
-    for r in active_members(state, scope_key, subject):
-        members.setdefault(r.id, r)
+    members = group_members(state, scope_key, targets, subject)
     survivor = max(members.values(), key=lambda r: (r.updated_at, r.seq))
+    if survivor_id is not None:
+        survivor = members[survivor_id]
     for m in members.values():
         if m.id != survivor.id:
             state = close_as_superseded(state, replace(m, conflict_group=subject), survivor.id, now)
@@ -395,7 +411,9 @@ def element_alternatives(
     element past the 20th is invalid, refused or not counted; an integral ``afterDays`` such as
     ``7.0`` is an integer or a shape problem; a body only a broad credential form matches is
     refused or applied; a merge result carries no group or one target's, and a merge's or
-    correction's result no session or one target's.
+    correction's result no session or one target's.  Two more readings leave a ledger that
+    departs from a reference clause: an ``expire`` counted from one of the record's own
+    instants (LED-VOCAB.4) and a ``group`` with another survivor (LED-VOCAB.5).
     """
     if index >= MAX_BATCH:
         return [(state, "invalid"), (state, "refused"), (state, None)]
@@ -465,7 +483,29 @@ def _applied_alternatives(
     applied = apply_element(state, scope_key, op, element, now)
     if op == "expire":
         return out + [(applied, "applied"), *_expiry_departures(state, targets[0], element, now)]
+    if op == "group":
+        subject = element["subject"]
+        assert isinstance(subject, str)
+        return out + [(applied, "applied"), *_group_departures(state, targets, subject, now)]
     return out + [(applied, "applied")]
+
+
+def _group_departures(
+    state: LedgerState, targets: list[LedgerRecord], subject: str, now: int
+) -> list[tuple[LedgerState, str | None]]:
+    """``group`` with another member surviving (LED-VOCAB.5).  The seed says that one member
+    survives and the others are superseded by it, not which: the reference keeps the one
+    updated most recently, so each other member surviving is a ledger that departs from
+    LED-VOCAB.5."""
+    scope_key = targets[0].scope_key
+    members = group_members(state, scope_key, targets, subject)
+    own = max(members.values(), key=lambda r: (r.updated_at, r.seq))
+    departed = replace(state, departures=state.departures | {"LED-VOCAB.5"})
+    return [
+        (apply_group(departed, scope_key, targets, subject, now, survivor_id=rid), "applied")
+        for rid in members
+        if rid != own.id
+    ]
 
 
 def _expiry_departures(

@@ -204,6 +204,40 @@ def test_expire_counted_from_the_records_own_instants_departs_from_the_reference
     assert sorted(seen) == bases
 
 
+@pytest.mark.clause("LED-VOCAB.5", "LED-GROUP.2")
+@given(n=st.integers(2, 5), touch=st.lists(st.integers(0, 4), max_size=3))
+def test_group_with_another_survivor_departs_from_the_reference(n: int, touch: list[int]) -> None:
+    """The seed says one member of a ``group`` survives, not which: every allowed ledger is
+    the reference's (the member updated most recently survives, no departure) first, then one
+    per other member surviving, each departing from LED-VOCAB.5; in every one exactly one
+    member is active and the others are superseded by it."""
+    state, ids = saved([f"claim {i}" for i in range(n)])
+    for k, i in enumerate(touch):  # updatedAt moves for some members
+        if i < n:
+            state, _ = ok(
+                state,
+                "_test/set_expiry",
+                {"recordId": ids[i], "expiresAt": format_rfc3339(T0 + 9000 * DAY)},
+                T0 + 100 + k,
+            )
+    element = {"operation": "group", "targets": ids, "subject": "topic"}
+    (own, _v), *others = element_alternatives(state, LOCAL, 0, element, T1)
+    survivors = []
+    for alt, departs in [(own, frozenset()), *((o, {"LED-VOCAB.5"}) for o, _v in others)]:
+        assert alt.departures == departs
+        recs = [find_record(alt, i) for i in ids]
+        active = [r for r in recs if r is not None and r.status == "active"]
+        assert len(active) == 1
+        assert all(
+            r is not None and r.superseded_by == active[0].id for r in recs if r is not active[0]
+        )
+        survivors.append(active[0].id)
+    before = [find_record(state, i) for i in ids]
+    latest = max((r for r in before if r is not None), key=lambda r: (r.updated_at, r.seq))
+    assert survivors[0] == latest.id
+    assert sorted(survivors) == sorted(ids)  # each member survives in exactly one ledger
+
+
 @pytest.mark.clause("LED-VOCAB.5", "LED-GROUP.2", "LED-INT.3")
 def test_group_survivor_is_the_most_recently_updated() -> None:
     state, (a, b, c) = saved(["tabs", "spaces", "two spaces"])

@@ -474,8 +474,10 @@ class LedgerDriver:  # long: the model, its correspondences, its clock and the w
             new_state, outcome, j = least_departed(passes)
             self._others = kept_worlds(passes, new_state)
             departed = new_state.departures - self.model.departures
-            if departed:  # against the model's own ledger, for the report
-                own = closest(worlds[0], options, method, call.params_m, ex)[2]
+            if departed:  # against the model's own reading, for the report
+                kept = self.model.departures
+                own_options = [[(st, o) for st, o in options[0] if st.departures <= kept]]
+                own = closest(worlds[0], own_options, method, call.params_m, ex)[2]
         else:
             new_state, outcome, j, state_kept = closest(
                 worlds[0], options, method, call.params_m, ex

@@ -57,7 +57,9 @@ def allowed(state: LedgerState, method: str, params: object, now: int) -> list[A
     a body only a broad credential form matches is stored or refused (LED-CRED.4); the
     settings' omitted or ``""`` harness/model and ``propose`` without them (LED-CONS.2); the test
     controls' range checks and stamps (LED-WIRE.7); a batch's open element verdicts and merge
-    results (:func:`~reference.ledger.consolidation.batch_alternatives`).
+    results (:func:`~reference.ledger.consolidation.batch_alternatives`), with an ``expire``'s
+    instant and a ``group``'s survivor as ledgers that depart from the reference
+    (``LedgerState.departures``: LED-VOCAB.4, LED-VOCAB.5).
     """
     out: list[Answer] = [handle(state, method, params, now)]
     spec = METHODS.get(method) or TEST_METHODS.get(method)
