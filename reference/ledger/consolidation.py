@@ -534,20 +534,27 @@ def batch_alternatives(
     (``apply_batch``) state first, with its own counts first.
 
     Verdicts that change nothing (invalid, refused, not counted) only widen the counts; choices
-    that write differently are separate states.  At most :data:`MAX_BRANCHES` states are kept.
+    that write differently are separate states.  At most :data:`MAX_BRANCHES` states are kept,
+    those departing from fewer reference clauses first (``LedgerState.departures``), so a
+    departing reading never crowds out one the reference allows.
     """
     branches: dict[LedgerState, dict[Counts, None]] = {state: {(0, 0, 0, 0): None}}
     for i, element in enumerate(operations):
+        candidates = [
+            (new_state, verdict, counts_seen)
+            for st, counts_seen in branches.items()
+            for new_state, verdict in element_alternatives(st, scope_key, i, element, now)
+        ]
+        candidates.sort(key=lambda c: len(c[0].departures))  # stable: the model's own first
         nxt: dict[LedgerState, dict[Counts, None]] = {}
-        for st, counts_seen in branches.items():
-            for new_state, verdict in element_alternatives(st, scope_key, i, element, now):
-                if len(nxt) >= MAX_BRANCHES and new_state not in nxt:
-                    continue
-                bucket = nxt.setdefault(new_state, {})
-                for counts in counts_seen:
-                    c = list(counts)
-                    if verdict is not None:
-                        c[_SLOT[verdict]] += 1
-                    bucket.setdefault((c[0], c[1], c[2], c[3]), None)
+        for new_state, verdict, counts_seen in candidates:
+            if len(nxt) >= MAX_BRANCHES and new_state not in nxt:
+                continue
+            bucket = nxt.setdefault(new_state, {})
+            for counts in counts_seen:
+                c = list(counts)
+                if verdict is not None:
+                    c[_SLOT[verdict]] += 1
+                bucket.setdefault((c[0], c[1], c[2], c[3]), None)
         branches = nxt
     return [(st, list(counts)) for st, counts in branches.items()]

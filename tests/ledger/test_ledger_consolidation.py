@@ -8,7 +8,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reference.ledger.consolidation import MAX_BATCH, apply_batch, element_alternatives
+from reference.ledger import consolidation
+from reference.ledger.consolidation import (
+    MAX_BATCH,
+    apply_batch,
+    batch_alternatives,
+    element_alternatives,
+)
 from reference.ledger.lifecycle import propose, save
 from reference.ledger.outcome import INVALID_PARAMS, REFUSED, Refused
 from reference.ledger.records import LedgerState, empty_state, find_record
@@ -236,6 +242,48 @@ def test_group_with_another_survivor_departs_from_the_reference(n: int, touch: l
     latest = max((r for r in before if r is not None), key=lambda r: (r.updated_at, r.seq))
     assert survivors[0] == latest.id
     assert sorted(survivors) == sorted(ids)  # each member survives in exactly one ledger
+
+
+def _sessions_ledger(n: int) -> tuple[LedgerState, list[str]]:
+    """``n`` active records, each from a session of its own (so a merge or a correction of
+    them has results that carry no session or one target's: open points of their own)."""
+    state = empty_state()
+    ids = []
+    for i in range(n):
+        state, rec = ok(state, "_test/propose", {"body": f"claim {i}", "sessionId": f"s{i}"}, T0)
+        state, _ = ok(state, "memory/approve_memory_record", {"recordId": rec["id"]}, T0 + 1)
+        ids.append(rec["id"])
+    return state, ids
+
+
+@pytest.mark.clause("LED-GATE.1", "LED-VOCAB.2", "LED-VOCAB.4", "LED-VOCAB.5")
+@given(data=st.data())
+def test_departing_readings_never_crowd_out_a_reading_the_reference_allows(
+    data: st.DataObject,
+) -> None:
+    """A batch keeps at most MAX_BRANCHES end states.  The ledgers departing from a reference
+    clause (an ``expire``'s instant, a ``group``'s survivor) come last: the end states that
+    depart from nothing are exactly those of the same batch with no departing reading at all."""
+    state, ids = _sessions_ledger(8)
+    pair = st.lists(st.sampled_from(ids), min_size=2, max_size=2, unique=True)
+    element = st.one_of(
+        pair.map(lambda t: {"operation": "group", "targets": t, "subject": "topic"}),
+        pair.map(lambda t: {"operation": "merge", "targets": t, "body": "merged"}),
+        st.sampled_from(ids).map(lambda i: {"operation": "expire", "targets": [i], "afterDays": 1}),
+        st.sampled_from(ids).map(
+            lambda i: {"operation": "correct", "targets": [i], "body": "fixed"}
+        ),
+    )
+    ops = data.draw(st.lists(element, min_size=1, max_size=20))
+    now = T1 + DAY
+    with_departures = batch_alternatives(state, LOCAL, ops, now)
+    assert not with_departures[0][0].departures  # the model's own end state first
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(consolidation, "_group_departures", lambda *a: [])
+        mp.setattr(consolidation, "_expiry_departures", lambda *a: [])
+        without = batch_alternatives(state, LOCAL, ops, now)
+    kept = [(st_, counts) for st_, counts in with_departures if not st_.departures]
+    assert kept == without
 
 
 @pytest.mark.clause("LED-VOCAB.5", "LED-GROUP.2", "LED-INT.3")
