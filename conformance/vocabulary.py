@@ -34,7 +34,7 @@ RUN_ID = re.compile(r"memspec-[a-z0-9]{4,32}")
 #: with its own clock, so that the store's stamps of the two come in the steps' order.
 SPACING_S = 0.003
 
-#: What a step keeps of its answer once it is judged (one memory budget for a run, issue 23):
+#: What a step keeps of its answer once it is judged (one memory budget for a run):
 #: the parsed answer itself only when it is small -- at most this many bytes and JSON values
 #: for a step that passed, and the larger bound for one that did not (a divergence's answer is
 #: what a reader and a replay need).  A larger answer is kept as an excerpt of

@@ -3,7 +3,7 @@ whole run (the harness and its worker processes).
 
 A target may answer every call with 4 MiB (the client's bound) of tiny JSON values: a million
 ``{}`` parse to about 75 MB of Python objects.  The judge needs the whole parsed answer while
-it judges (issue 23), so that cannot be avoided for one answer; what must not happen is ten
+it judges, so that cannot be avoided for one answer; what must not happen is ten
 lanes in three processes holding one each at the same time (more than 1 GB).  So an answer
 whose parsed size is estimated above :data:`LARGE_COST` takes the run's *answer gate* before
 it is parsed, and holds it as long as its :class:`~conformance.vocabulary.Exchange` (with the
