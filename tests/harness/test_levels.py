@@ -206,20 +206,24 @@ def test_a_check_read_tagged_with_a_seed_clause_still_deviates_on_a_reference_di
     blamed on the call that made it); a store listing oldest first differs from it only in the
     order, a reference clause (LED-LIST.2), so the finding is a deviation, not a failure."""
     assert source_of("LED-LIST.2") == "reference" and source_of("LED-REVIEW.1") == "seed"
-    with ledger_harness.bundled_store(quirks=("led-list-oldest-first",)) as url:
+    findings = _ledger_machine_findings(
+        "led-list-oldest-first",
+        Profile("t", max_examples=20, step_count=12, budget_s=60.0, fixed_seed=3),
+    )
+    assert findings, "the order must show"
+    assert all(only_reference(clauses) for clauses in findings), findings
+
+
+def _ledger_machine_findings(quirk: str, profile: Profile) -> list[tuple[str, ...]]:
+    """The clauses of each finding of the ledger machine against a fresh bundled store with
+    ``quirk``."""
+    with ledger_harness.bundled_store(quirks=(quirk,)) as url:
         driver = ledger_harness.make_driver(url)
         try:
-            result = run_machine(
-                "ledger",
-                driver,
-                Profile("t", max_examples=20, step_count=12, budget_s=60.0, fixed_seed=3),
-            )
+            result = run_machine("ledger", driver, profile)
         finally:
             driver.close()
-    assert result.findings, "the order must show"
-    assert all(only_reference(f.clauses) for f in result.findings), [
-        f.clauses for f in result.findings
-    ]
+    return [tuple(f.clauses) for f in result.findings]
 
 
 #: A store reading a choice the seed leaves open otherwise than the reference, a corpus scenario
@@ -280,17 +284,8 @@ def test_the_ledger_machine_follows_a_reading_the_seed_leaves_open(
     """The machine meets the store's reading in its check reads and goes on in it: every
     finding is a deviation, one of them names the clause (before, a later sweep or history
     read failed LED-EXP.2/.3 or LED-INT.3 for the reference's expiry instant or survivor)."""
-    with ledger_harness.bundled_store(quirks=(quirk,)) as url:
-        driver = ledger_harness.make_driver(url)
-        try:
-            machine = run_machine(
-                "ledger",
-                driver,
-                Profile("t", max_examples=15, step_count=15, budget_s=120.0, fixed_seed=seed),
-            )
-        finally:
-            driver.close()
-    assert any(clause in f.clauses for f in machine.findings), "the reading must show"
-    assert all(only_reference(f.clauses) for f in machine.findings), [
-        f.clauses for f in machine.findings
-    ]
+    findings = _ledger_machine_findings(
+        quirk, Profile("t", max_examples=15, step_count=15, budget_s=120.0, fixed_seed=seed)
+    )
+    assert any(clause in clauses for clauses in findings), "the reading must show"
+    assert all(only_reference(clauses) for clauses in findings), findings
