@@ -193,8 +193,11 @@ def rank_allowed(
     return groups
 
 
-def _order_problem(query: str, above: MemoryRecord, below: MemoryRecord, where: str) -> Problem:
-    ka, kb = keyword_match(query, above), keyword_match(query, below)
+def _order_problem(
+    query: str, above: MemoryRecord, below: MemoryRecord, where: str, distinct: bool = False
+) -> Problem:
+    ka = keyword_match(query, above, distinct=distinct)
+    kb = keyword_match(query, below, distinct=distinct)
     if ka != kb:
         return Problem(
             ("MEM-SCORE.1", "MEM-SCORE.2", "MEM-SCORE.5"),
@@ -216,6 +219,7 @@ def retrieval_problem(
     answer: Sequence[str],
     *,
     prefiltered: bool = True,
+    distinct: bool = False,
 ) -> Problem | None:
     """``None`` when the ids ``answer`` are an allowed ``/retrieve`` answer, else why not.
 
@@ -232,7 +236,9 @@ def retrieval_problem(
     fits the cap) or (more than the cap match, and at least cap − limit matching records not
     returned score no higher than the last one returned).  ``prefiltered=False`` judges a
     store without a prefilter (the in-process store): every matching record reaches the
-    engine, so only the tie freedom remains.
+    engine, so only the tie freedom remains.  ``distinct``: scored by the other reading of
+    keyword match, a repeated query token counting once (MEM-SCORE.7; see
+    ``scoring.keyword_match``).
     """
     by_id = {r.id: r for r in active}
     if not tokenize(query):
@@ -245,13 +251,17 @@ def retrieval_problem(
     problem = _returned_records_problem(by_id, query, limit, answer)
     if problem is not None:
         return problem
-    score = {r.id: score_record(query, r, now) for r in active}
+    score = {r.id: score_record(query, r, now, distinct=distinct) for r in active}
     for i in range(1, len(answer)):
         if score[answer[i]] > score[answer[i - 1]]:
             return _order_problem(
-                query, by_id[answer[i - 1]], by_id[answer[i]], f"is at position {i}, below"
+                query,
+                by_id[answer[i - 1]],
+                by_id[answer[i]],
+                f"is at position {i}, below",
+                distinct,
             )
-    return _left_out_problem(active, by_id, score, query, limit, answer, prefiltered)
+    return _left_out_problem(active, by_id, score, query, limit, answer, prefiltered, distinct)
 
 
 def _returned_records_problem(
@@ -288,6 +298,7 @@ def _left_out_problem(
     limit: int,
     answer: Sequence[str],
     prefiltered: bool,
+    distinct: bool = False,
 ) -> Problem | None:
     """``None`` when the matching records an ordered ``answer`` leaves out can be explained by
     the prefilter (MEM-STORE.5), bm25's choice of candidates (MEM-STORE.6) and the cut at
@@ -331,7 +342,7 @@ def _left_out_problem(
             " answer: better-scoring records were left out",
         )
     assert better, "a fitting answer was accepted above"
-    return _order_problem(query, by_id[answer[-1]], better[0], "was left out while")
+    return _order_problem(query, by_id[answer[-1]], better[0], "was left out while", distinct)
 
 
 def is_allowed_ranking(

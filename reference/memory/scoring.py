@@ -65,13 +65,17 @@ def query_tokens(query: str) -> tuple[str, ...]:
     return tuple(tokenize(query))
 
 
-def keyword_match(query: str, record: MemoryRecord) -> float:
+def keyword_match(query: str, record: MemoryRecord, *, distinct: bool = False) -> float:
     """Fraction of the query's tokens (repeats counted) the record holds whole (MEM-SCORE.2).
 
     0.0 for a query without tokens.  Whole-token, never substring: ``"a"`` does not hit
-    ``"alpha"``.
+    ``"alpha"``.  ``distinct``: the other reading of §5's words, over the query's distinct
+    tokens (a repeated token counts once); not the reference's (MEM-SCORE.7), only what the
+    oracle follows a store that reads §5 so by.
     """
     q = query_tokens(query)
+    if distinct:
+        q = tuple(dict.fromkeys(q))
     if not q:
         return 0.0
     bag = record_tokens(record)
@@ -89,6 +93,16 @@ def recency_score(record: MemoryRecord, now: int) -> float:
     return math.exp(-age / TAU_MS)
 
 
-def score_record(query: str, record: MemoryRecord, now: int) -> float:
-    """``ALPHA * keyword_match + BETA * recency_score`` (MEM-SCORE.1)."""
-    return ALPHA * keyword_match(query, record) + BETA * recency_score(record, now)
+def score_record(query: str, record: MemoryRecord, now: int, *, distinct: bool = False) -> float:
+    """``ALPHA * keyword_match + BETA * recency_score`` (MEM-SCORE.1); ``distinct``: see
+    :func:`keyword_match` (MEM-SCORE.7)."""
+    return ALPHA * keyword_match(query, record, distinct=distinct) + BETA * recency_score(
+        record, now
+    )
+
+
+def repeats_a_token(query: str) -> bool:
+    """Whether the query holds some token more than once: the only queries the two readings
+    of keyword match (MEM-SCORE.7) score differently."""
+    q = query_tokens(query)
+    return len(set(q)) != len(q)

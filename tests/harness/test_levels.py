@@ -29,7 +29,7 @@ from conformance.runner import load_corpus, run_scenario
 from conformance.scenario import dump_scenario
 from conformance.sources import only_reference, source_of
 from conformance.vocabulary import Secret, TargetConfig
-from tests.common import ledger_harness
+from tests.common import ledger_harness, memory_harness
 from tests.common.engine import run_engine
 from tests.common.memory_harness import TOKEN
 
@@ -206,7 +206,8 @@ def test_a_check_read_tagged_with_a_seed_clause_still_deviates_on_a_reference_di
     blamed on the call that made it); a store listing oldest first differs from it only in the
     order, a reference clause (LED-LIST.2), so the finding is a deviation, not a failure."""
     assert source_of("LED-LIST.2") == "reference" and source_of("LED-REVIEW.1") == "seed"
-    findings = _ledger_machine_findings(
+    findings = _machine_findings(
+        "ledger",
         "led-list-oldest-first",
         Profile("t", max_examples=20, step_count=12, budget_s=60.0, fixed_seed=3),
     )
@@ -214,13 +215,17 @@ def test_a_check_read_tagged_with_a_seed_clause_still_deviates_on_a_reference_di
     assert all(only_reference(clauses) for clauses in findings), findings
 
 
-def _ledger_machine_findings(quirk: str, profile: Profile) -> list[tuple[str, ...]]:
-    """The clauses of each finding of the ledger machine against a fresh bundled store with
+_HARNESS = {"ledger": ledger_harness, "memory": memory_harness}
+
+
+def _machine_findings(protocol: str, quirk: str, profile: Profile) -> list[tuple[str, ...]]:
+    """The clauses of each finding of ``protocol``'s machine against a fresh bundled store with
     ``quirk``."""
-    with ledger_harness.bundled_store(quirks=(quirk,)) as url:
-        driver = ledger_harness.make_driver(url)
+    harness: Any = _HARNESS[protocol]
+    with harness.bundled_store(quirks=(quirk,)) as url:
+        driver = harness.make_driver(url)
         try:
-            result = run_machine("ledger", driver, profile)
+            result = run_machine(protocol, driver, profile)
         finally:
             driver.close()
     return [tuple(f.clauses) for f in result.findings]
@@ -230,6 +235,7 @@ def _ledger_machine_findings(quirk: str, profile: Profile) -> list[tuple[str, ..
 #: where that shows, the step where it first shows and the reference clause it departs from.
 FOLLOWED = [
     pytest.param(
+        "ledger",
         "led-expire-from-created",
         "expire_sets_the_expiry_days_after_the_run",
         2,
@@ -238,6 +244,7 @@ FOLLOWED = [
         marks=pytest.mark.clause("LED-VOCAB.4", "LED-EXP.2", "LED-EXP.3", "LED-ASOF.1"),
     ),
     pytest.param(
+        "ledger",
         "led-group-keeps-oldest",
         "group_keeps_the_most_recently_updated_member",
         5,
@@ -245,23 +252,34 @@ FOLLOWED = [
         id="group-keeps-the-oldest",
         marks=pytest.mark.clause("LED-VOCAB.5", "LED-GROUP.2", "LED-INT.3", "LED-ASOF.1"),
     ),
+    pytest.param(
+        "memory",
+        "mem-distinct-query-tokens",
+        "repeated_query_tokens_count_each_time",
+        2,
+        "MEM-SCORE.7",
+        id="repeated-query-token-counted-once",
+        marks=pytest.mark.clause("MEM-SCORE.7", "MEM-SCORE.2", "MEM-STORE.3"),
+    ),
 ]
 
 
-@pytest.mark.parametrize(("quirk", "name", "shows_at", "clause"), FOLLOWED)
+@pytest.mark.parametrize(("protocol", "quirk", "name", "shows_at", "clause"), FOLLOWED)
 def test_a_reading_the_seed_leaves_open_is_followed_as_one_deviation(
-    quirk: str, name: str, shows_at: int, clause: str
+    protocol: str, quirk: str, name: str, shows_at: int, clause: str
 ) -> None:
-    """The seed says neither where ``expire``'s ``afterDays`` counts from nor which member of
-    a ``group`` survives (LED-VOCAB.4, LED-VOCAB.5: reference clauses).  A store reading either
-    otherwise deviates once, where its reading first shows, and the scenario goes on in that
-    reading: every later sweep, history read and listing (seed rules) is judged against what
+    """The seed says neither where ``expire``'s ``afterDays`` counts from, nor which member of
+    a ``group`` survives, nor whether a repeated query token counts once or each time
+    (LED-VOCAB.4, LED-VOCAB.5, MEM-SCORE.7: reference clauses).  A store reading one otherwise
+    deviates once, where its reading first shows, and the scenario goes on in that reading:
+    every later sweep, history read, listing or retrieve (seed rules) is judged against what
     the store chose, and passes -- the hand-written expectations, which state the reference's
     reading, are no longer checked."""
     assert source_of(clause) == "reference"
-    (scenario,) = [sc for sc, _ in load_corpus(["ledger"]) if sc.name == name]
-    with ledger_harness.bundled_store(quirks=(quirk,)) as url:
-        driver = ledger_harness.make_driver(url)
+    (scenario,) = [sc for sc, _ in load_corpus([protocol]) if sc.name == name]
+    harness: Any = _HARNESS[protocol]
+    with harness.bundled_store(quirks=(quirk,)) as url:
+        driver = harness.make_driver(url)
         try:
             result = run_scenario(driver, scenario)
         finally:
@@ -271,21 +289,38 @@ def test_a_reading_the_seed_leaves_open_is_followed_as_one_deviation(
     assert len(verdicts) == len(scenario.steps), verdicts  # every step reached
     assert [i for i, v in enumerate(verdicts) if v != "pass"] == [shows_at], verdicts
     assert result.outcomes[shows_at].clauses == (clause,)
+    assert result.outcomes[shows_at].details.get("followed") is True
 
 
-@pytest.mark.clause("LED-VOCAB.4", "LED-VOCAB.5", "LED-EXP.2", "LED-EXP.3", "LED-GROUP.2")
-@pytest.mark.parametrize(
-    ("quirk", "seed", "clause"),
-    [("led-expire-from-created", 4, "LED-VOCAB.4"), ("led-group-keeps-oldest", 1, "LED-VOCAB.5")],
+@pytest.mark.clause(
+    "LED-VOCAB.4", "LED-VOCAB.5", "LED-EXP.2", "LED-EXP.3", "LED-GROUP.2", "MEM-SCORE.7"
 )
-def test_the_ledger_machine_follows_a_reading_the_seed_leaves_open(
-    quirk: str, seed: int, clause: str
+@pytest.mark.parametrize(
+    ("protocol", "quirk", "seed", "clause"),
+    [
+        ("ledger", "led-expire-from-created", 4, "LED-VOCAB.4"),
+        ("ledger", "led-group-keeps-oldest", 1, "LED-VOCAB.5"),
+        ("memory", "mem-distinct-query-tokens", 4, "MEM-SCORE.7"),
+    ],
+)
+def test_the_machine_follows_a_reading_the_seed_leaves_open(
+    protocol: str, quirk: str, seed: int, clause: str
 ) -> None:
     """The machine meets the store's reading in its check reads and goes on in it: every
     finding is a deviation, one of them names the clause (before, a later sweep or history
-    read failed LED-EXP.2/.3 or LED-INT.3 for the reference's expiry instant or survivor)."""
-    findings = _ledger_machine_findings(
-        quirk, Profile("t", max_examples=15, step_count=15, budget_s=120.0, fixed_seed=seed)
+    read failed LED-EXP.2/.3 or LED-INT.3 for the reference's expiry instant or survivor, and
+    a retrieve failed MEM-SCORE.2 for the reference's count of a repeated token)."""
+    findings = _machine_findings(
+        protocol,
+        quirk,
+        Profile(
+            "t",
+            max_examples=15,
+            step_count=15,
+            budget_s=120.0,
+            fixed_seed=seed,
+            shrink_budget_s=5.0,
+        ),
     )
     assert any(clause in clauses for clauses in findings), "the reading must show"
     assert all(only_reference(clauses) for clauses in findings), findings

@@ -96,6 +96,59 @@ def test_equal_scores_any_order_and_any_survivors_at_the_limit(
     assert retrieval_problem(active, "deploy", limit, NOW, ids(*order[:limit])) is None
 
 
+# --------------------------------------------------------------------------- MEM-SCORE.7
+
+
+@pytest.mark.clause("MEM-SCORE.7", "MEM-SCORE.2", "MEM-SCORE.3")
+def test_a_repeated_query_token_counts_each_time_and_the_other_reading_is_told_apart() -> None:
+    """``rollout rollout canary``: the reference counts ``rollout`` twice (2/3 beats 1/3), the
+    other reading of §5 once (1/2 each, so the newer record ranks first).  Each reading allows
+    exactly its own order."""
+    older, newer = rec(1, "beta rollout", created=100), rec(2, "canary checks", created=200)
+    query = "rollout rollout canary"
+    assert retrieval_problem([older, newer], query, 5, NOW, ids(1, 2)) is None
+    problem = retrieval_problem([older, newer], query, 5, NOW, ids(2, 1))
+    assert problem is not None and "MEM-SCORE.2" in problem.clauses
+    assert retrieval_problem([older, newer], query, 5, NOW, ids(2, 1), distinct=True) is None
+    assert retrieval_problem([older, newer], query, 5, NOW, ids(1, 2), distinct=True) is not None
+
+
+_WORDS = st.sampled_from(["alpha", "beta", "gamma", "delta"])
+
+
+@pytest.mark.clause("MEM-SCORE.7", "MEM-SCORE.2")
+@given(
+    st.lists(st.lists(_WORDS, min_size=1, max_size=3), min_size=1, max_size=5),
+    st.lists(_WORDS, min_size=1, max_size=4),
+    st.data(),
+)
+def test_the_two_readings_differ_only_on_a_query_that_repeats_a_token(
+    texts: list[list[str]], words: list[str], data: st.DataObject
+) -> None:
+    """For a query without a repeated token both readings allow the same answers, and the
+    answer ranked by distinct tokens is always one the distinct reading allows."""
+    active = [rec(i, " ".join(t), created=100 + 7 * i) for i, t in enumerate(texts)]
+    query = " ".join(words)
+    matching = [r for r in active if set(tokenize(r.text)) & set(words)]
+    answer = [r.id for r in data.draw(st.permutations(matching))]
+    limit = data.draw(st.integers(1, 6))
+    answer = answer[:limit]
+    ours = retrieval_problem(active, query, limit, NOW, answer)
+    other = retrieval_problem(active, query, limit, NOW, answer, distinct=True)
+    if len(set(words)) == len(words):
+        assert (ours is None) == (other is None)
+    distinct = list(dict.fromkeys(words))
+    ranked = sorted(
+        matching,
+        key=lambda r: (
+            -sum(1 for w in distinct if w in tokenize(r.text)) / len(distinct),
+            -r.created_at,
+        ),
+    )
+    best = [r.id for r in ranked][:limit]
+    assert retrieval_problem(active, query, limit, NOW, best, distinct=True) is None
+
+
 # --------------------------------------------------------------------------- MEM-STORE.5
 
 

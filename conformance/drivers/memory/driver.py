@@ -66,7 +66,7 @@ from conformance.drivers.memory.raw import (
 )
 from conformance.drivers.memory.steps import DEFAULT_CLAUSES, infer_requires, step_requires
 from conformance.errors import TargetError
-from conformance.oracle.memory import MemoryOracle, SentRequest
+from conformance.oracle.memory import Judgement, MemoryOracle, SentRequest
 from conformance.scenario import Scenario, Step
 from conformance.sources import blamed
 from conformance.targets.base import AUTH, RAW_HTTP
@@ -355,7 +355,28 @@ class MemoryDriver:  # long: the oracle, the run's scopes and symbols, the clock
                 reason=judgement.reason,
                 details={"state_kept": True} if kept and judgement.verdict == "diverge" else {},
             )
-        problem = check_expect(step.expect, ex, _texts(ex), "texts") if step.expect else None
+        return self._allowed_answer(step, clauses, sent, ex, judgement, outcome)
+
+    def _allowed_answer(
+        self,
+        step: Step,
+        clauses: tuple[str, ...],
+        sent: SentRequest,
+        ex: Exchange,
+        judgement: Judgement,
+        outcome: Callable[..., StepOutcome],
+    ) -> StepOutcome:
+        """A step whose answer the model allows: its hand-written expectation checked, the
+        judgement committed (:meth:`_passed`); a deviation the run goes on past when the answer
+        is allowed only in a reading of an open choice other than the reference's."""
+        departed = judgement.details.get("departed")
+        # A hand-written expectation states the reference's reading: not checked once the
+        # store has shown it reads an open choice otherwise.
+        problem = (
+            check_expect(step.expect, ex, _texts(ex), "texts")
+            if step.expect and not departed and not self._departed()
+            else None
+        )
         if problem is not None:
             return outcome(
                 verdict="diverge",
@@ -364,7 +385,24 @@ class MemoryDriver:  # long: the oracle, the run's scopes and symbols, the clock
                 reason=f"hand-written expectation: {problem}",
             )
         self.oracle.commit(judgement)
-        return self._passed(step, clauses, sent, ex, judgement.expected, outcome)
+        passed = self._passed(step, clauses, sent, ex, judgement.expected, outcome)
+        if departed and passed.verdict == "pass":
+            # The model now judges in the store's reading (``followed``).
+            return outcome(
+                verdict="diverge",
+                clauses=tuple(departed),
+                expected=judgement.expected,
+                reason=f"{judgement.details['departure']} (the store reads"
+                f" {', '.join(departed)} otherwise than the reference; the run goes on in its"
+                " reading)",
+                details={"followed": True},
+            )
+        return passed
+
+    def _departed(self) -> bool:
+        """Whether the store has shown it reads an open choice otherwise than the reference
+        (every live world departs from a reference clause)."""
+        return all(w.departures for w in self.oracle.worlds)
 
     def _request(
         self, step: Step, follow: tuple[str, dict[str, Any]] | None = None

@@ -22,8 +22,10 @@ ENTRIES: tuple[Entry, ...] = (
     ),
     _m(
         "mem-distinct-query-tokens",
-        ("MEM-SCORE.2", "MEM-SCORE.1", "MEM-STORE.2", "MEM-SCORE.5", "MEM-SEAM.2"),
-        "keyword match divides by the distinct query tokens, so a repeated token counts once",
+        ("MEM-SCORE.7",),
+        "keyword match divides by the distinct query tokens, so a repeated token counts once"
+        " (the other reading of §5: a deviation from the reference, killed at --level"
+        " reference)",
     ),
     _m(
         "mem-recency-from-created",

@@ -10,7 +10,7 @@ usage mode (:func:`check_answer`).
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Final
 
 from conformance.jsonutil import short_json
 from conformance.oracle.memory.clauses import DEAD_CLAUSES, ROUTE_CLAUSE, Reject
@@ -24,9 +24,13 @@ from conformance.oracle.memory.records import (
 from conformance.oracle.memory.worlds import TimeProblem, World, find
 from reference.memory.judge import listing_problem, retrieval_problem
 from reference.memory.records import MemoryRecord
+from reference.memory.scoring import repeats_a_token
 from reference.memory.store import StoreState, active_records, bump_usage, parse_record_id
 
 MAX_ASSIGNMENTS = 24
+#: The reference clause a store counting a repeated query token once departs from: the world
+#: that follows it judges every later retrieve by that reading (``World.departures``).
+DISTINCT_TOKENS: Final = "MEM-SCORE.7"
 
 
 @dataclass(frozen=True)
@@ -206,7 +210,17 @@ def check_answer(
     held = as_the_store_holds(w, active)
     if spec.route == "/retrieve":
         assert spec.query is not None
-        problem = retrieval_problem(held, spec.query, spec.limit, now, ids)
+        problem = retrieval_problem(
+            held, spec.query, spec.limit, now, ids, distinct=DISTINCT_TOKENS in w.departures
+        )
+        if problem is not None and _distinct_reading_allows(w, held, spec, now, ids):
+            nw.departures = w.departures | {DISTINCT_TOKENS}
+            nw.departed_why = (
+                f"{problem.reason}, counting each repeat of a query token as the reference"
+                " does; the answer is allowed when a repeated token counts once (the other"
+                " reading of §5)"
+            )
+            problem = None
     else:
         problem = listing_problem(held, spec.query, spec.limit, ids)
     if problem is not None:
@@ -217,6 +231,20 @@ def check_answer(
     else:
         nw.state = state
     return [nw]
+
+
+def _distinct_reading_allows(
+    w: World, held: list[MemoryRecord], spec: View, now: int, ids: list[str]
+) -> bool:
+    """Whether a retrieve answer the reference reading refuses is allowed by the other reading
+    of keyword match (MEM-SCORE.7: a repeated query token counts once), in a world that has not
+    taken that reading yet.  Only a query repeating a token is scored differently."""
+    assert spec.query is not None
+    return (
+        DISTINCT_TOKENS not in w.departures
+        and repeats_a_token(spec.query)
+        and retrieval_problem(held, spec.query, spec.limit, now, ids, distinct=True) is None
+    )
 
 
 def as_the_store_holds(w: World, active: list[MemoryRecord]) -> list[MemoryRecord]:

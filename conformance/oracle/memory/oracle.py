@@ -24,6 +24,7 @@ from conformance.oracle.memory.worlds import (
     World,
     changed_scopes,
     dedupe_worlds,
+    least_departed,
     set_statuses,
     status_of,
 )
@@ -140,7 +141,10 @@ class MemoryOracle:
                 f" harness stops at {MAX_WORLDS} rather than guess (make batches smaller)",
             )
         if survivors:
-            return Judgement("pass", (), expected, worlds=dedupe_worlds(survivors))
+            worlds = least_departed(dedupe_worlds(survivors))
+            return Judgement(
+                "pass", (), expected, worlds=worlds, details=self._departure(worlds[0])
+            )
         if failures:
             clauses, message = failures[0]
             return Judgement("diverge", clauses, expected, message)
@@ -152,6 +156,16 @@ class MemoryOracle:
             f"answered HTTP {ex.status}; the model allows only"
             f" {' or '.join(str(s) for s in statuses)}",
         )
+
+    def _departure(self, world: World) -> dict[str, Any]:
+        """``{"departed": clauses, "departure": why}`` when the answer left only worlds that
+        depart from reference clauses the live worlds did not (the store reads an open choice
+        otherwise than the reference, MEM-SCORE.7); else ``{}``."""
+        before = min((w.departures for w in self.worlds), key=len)
+        departed = world.departures - before
+        if not departed:
+            return {}
+        return {"departed": tuple(sorted(departed)), "departure": world.departed_why}
 
     def commit(self, judgement: Judgement) -> None:
         """Keep the worlds a passing judgement left."""

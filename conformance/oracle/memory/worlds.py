@@ -47,6 +47,11 @@ class World:
     times: dict[str, dict[int, int]] = field(default_factory=dict)  # scope -> model ms -> target ms
     meta: dict[str, RecMeta] = field(default_factory=dict)  # model id -> meta
     keywords_seen: dict[str, tuple[str, ...]] = field(default_factory=dict)  # target id -> kws
+    #: the reference clauses whose other reading the store's answers showed (MEM-SCORE.7): from
+    #: then on this world judges by that reading, as the store answers
+    departures: frozenset[str] = frozenset()
+    #: how the answer that made the last departure differs from the reference's reading
+    departed_why: str = ""
 
     def copy(self) -> World:
         return World(
@@ -56,6 +61,8 @@ class World:
             {scope: dict(m) for scope, m in self.times.items()},
             dict(self.meta),
             dict(self.keywords_seen),
+            self.departures,
+            self.departed_why,
         )
 
     def bind(self, model_id: str, target_id: str) -> None:
@@ -148,11 +155,19 @@ def dedupe_worlds(worlds: list[World]) -> list[World]:
             _state_key(w.state),
             tuple(sorted(w.m2t.items())),
             tuple(sorted((k, tuple(sorted(v.items()))) for k, v in w.times.items())),
+            w.departures,
         )
         if k not in keys:
             keys.add(k)
             out.append(w)
     return out
+
+
+def least_departed(worlds: list[World]) -> list[World]:
+    """The worlds departing from the fewest reference clauses (``World.departures``): the
+    model's own reading whenever the answers allow it."""
+    fewest = min(len(w.departures) for w in worlds)
+    return [w for w in worlds if len(w.departures) == fewest]
 
 
 def _state_key(state: StoreState) -> Any:
