@@ -261,6 +261,15 @@ FOLLOWED = [
         id="repeated-query-token-counted-once",
         marks=pytest.mark.clause("MEM-SCORE.7", "MEM-SCORE.2", "MEM-STORE.3"),
     ),
+    pytest.param(
+        "memory",
+        "mem-tighter-field-caps",
+        "write_records_are_validated_whole",
+        21,
+        "MEM-WIRE.21",
+        id="fields-capped-tighter",
+        marks=pytest.mark.clause("MEM-WIRE.21", "MEM-WIRE.12"),
+    ),
 ]
 
 
@@ -269,8 +278,9 @@ def test_a_reading_the_seed_leaves_open_is_followed_as_one_deviation(
     protocol: str, quirk: str, name: str, shows_at: int, clause: str
 ) -> None:
     """The seed says neither where ``expire``'s ``afterDays`` counts from, nor which member of
-    a ``group`` survives, nor whether a repeated query token counts once or each time
-    (LED-VOCAB.4, LED-VOCAB.5, MEM-SCORE.7: reference clauses).  A store reading one otherwise
+    a ``group`` survives, nor whether a repeated query token counts once or each time, nor how
+    tight a field's size cap is (LED-VOCAB.4, LED-VOCAB.5, MEM-SCORE.7, MEM-WIRE.21: reference
+    clauses).  A store reading one otherwise
     deviates once, where its reading first shows, and the scenario goes on in that reading:
     every later sweep, history read, listing or retrieve (seed rules) is judged against what
     the store chose, and passes -- the hand-written expectations, which state the reference's

@@ -611,3 +611,59 @@ def test_a_prefilter_is_judged_by_the_keywords_the_store_showed_not_the_models()
     # written WITH keywords: those are the store's, whatever it showed
     w.meta[derived.id] = RecMeta(kw_given=True)
     assert as_the_store_holds(w, [derived]) == [derived]
+
+
+# --------------------------------------------------------------------------- MEM-WIRE.21
+
+
+def _write_with(**fields: object) -> SentRequest:
+    record = {"kind": "fact", "text": "deploy notes", "sourceThreadKey": "t", **fields}
+    return _sent("/write", {"scopeKey": "org:t", "records": [record]})
+
+
+@pytest.mark.clause("MEM-WIRE.21", "MEM-WIRE.8")
+@pytest.mark.parametrize(
+    ("fields", "reason"),
+    [
+        ({"sourceThreadKey": "t" * 150}, "records[0].sourceThreadKey is too long"),
+        ({"sourceRunId": "r" * 65}, "sourceRunId must be at most 64 characters"),
+        ({"supersedes": "s" * 200}, "bad request"),  # names no field: still a tighter cap
+        ({"keywords": ["k" * 33]}, "records[0].keywords: at most 32 characters each"),
+    ],
+)
+def test_a_tighter_cap_than_the_reference_is_a_deviation_the_run_follows(
+    fields: dict[str, object], reason: str
+) -> None:
+    """§16 caps these fields without a number: a store refusing a value over the floor
+    (``CAP_FLOORS``) but within the reference's bound departs from MEM-WIRE.21 only; the
+    model keeps its state (a refused batch writes nothing), and a second such refusal is no
+    new departure."""
+    oracle = MemoryOracle()
+    j = oracle.judge(_write_with(**fields), _ex(400, {"error": reason}), NOW)
+    assert j.verdict == "pass"
+    assert j.details["departed"] == ("MEM-WIRE.21",)
+    assert "tighter cap" in j.details["departure"]
+    assert all(w.state == empty_store() for w in j.worlds)
+    oracle.commit(j)
+    again = oracle.judge(_write_with(**fields), _ex(400, {"error": reason}), NOW + 5)
+    assert again.verdict == "pass" and not again.details
+
+
+@pytest.mark.clause("MEM-WIRE.21", "MEM-WIRE.12")
+@pytest.mark.parametrize(
+    ("fields", "reason"),
+    [
+        ({"sourceThreadKey": "t" * 64}, "sourceThreadKey is too long"),  # at the floor
+        ({"keywords": ["k" * 32]}, "keywords too long"),
+        ({}, "no"),  # nothing over a floor
+        # over a floor, but the reason names another capped field, one within its floor
+        ({"sourceThreadKey": "t" * 150, "sourceRunId": "r"}, "sourceRunId is too long"),
+    ],
+)
+def test_a_refusal_no_tighter_cap_explains_still_fails(
+    fields: dict[str, object], reason: str
+) -> None:
+    """A floor is what every store must accept: a 400 for values within it, or naming a
+    capped field that is within its floor, is a divergence as before."""
+    j = MemoryOracle().judge(_write_with(**fields), _ex(400, {"error": reason}), NOW)
+    assert j.verdict == "diverge" and not j.details

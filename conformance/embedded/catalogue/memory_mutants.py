@@ -21,6 +21,13 @@ ENTRIES: tuple[Entry, ...] = (
         "retrieve counts a query token as a hit when it occurs inside a word ('art' hits 'start')",
     ),
     _m(
+        "mem-tighter-field-caps",
+        ("MEM-WIRE.21",),
+        "caps sourceThreadKey, sourceRunId and supersedes at 100 and a keyword at 32, below the"
+        " reference's 200 and 64 (§16 caps them without a number: a deviation from the"
+        " reference, killed at --level reference)",
+    ),
+    _m(
         "mem-distinct-query-tokens",
         ("MEM-SCORE.7",),
         "keyword match divides by the distinct query tokens, so a repeated token counts once"

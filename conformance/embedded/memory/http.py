@@ -248,6 +248,21 @@ def candidate(rec: Any, i: int) -> MemoryCandidate:
     )
 
 
+def _tighter_caps(cands: list[MemoryCandidate]) -> None:
+    """A store capping the fields §16 gives no number for below the reference's bounds:
+    ``sourceThreadKey``, ``sourceRunId`` and ``supersedes`` at 100, a keyword at 32."""
+    for i, c in enumerate(cands):
+        for name, value in (
+            ("sourceThreadKey", c.source_thread_key),
+            ("sourceRunId", c.source_run_id),
+            ("supersedes", c.supersedes),
+        ):
+            if value is not None and js_length(value) > 100:
+                raise BadRequest(f"records[{i}].{name} must be at most 100 characters")
+        if any(js_length(k) > 32 for k in c.keywords or ()):
+            raise BadRequest(f"records[{i}].keywords must be strings of at most 32 characters")
+
+
 def candidates(body: Mapping[str, Any]) -> list[MemoryCandidate]:
     recs = body.get("records")
     if not isinstance(recs, list) or len(recs) > MAX_BATCH:
@@ -316,6 +331,8 @@ def _write(store: MemoryStore, body: Mapping[str, Any]) -> Reply:
             store.write(key, candidates({**body, "records": recs[:-1]}), cap(body))
             raise
     cands = candidates(body)
+    if store.quirks("mem-tighter-field-caps"):  # mutant: its own, tighter caps (MEM-WIRE.21)
+        _tighter_caps(cands)
     c = 10001 if store.quirks("mem-cap-10001-accepted") and body.get("cap") == 10001 else cap(body)
     counts = store.write(key, cands, c)
     result = {

@@ -35,6 +35,11 @@ from reference.memory.judge import eviction_picks
 from reference.memory.records import ACTIVE, EVICTED, MemoryCandidate, MemoryRecord
 from reference.memory.store import empty_store
 from reference.memory.wire import (
+    CAP_FLOORS,
+    MAX_KEYWORD,
+    MAX_RUN_ID,
+    MAX_SUPERSEDES,
+    MAX_THREAD_KEY,
     Allowed,
     ErrorBody,
     ExactBody,
@@ -47,10 +52,19 @@ from reference.memory.wire import (
     handle,
     members_differ,
     names_field,
+    over_cap_floor,
 )
 from reference.memory.wire.handle import read_body
 
 MAX_WORLDS = 64
+#: The reference clause a store capping a field tighter than the reference departs from.
+TIGHTER_CAPS = "MEM-WIRE.21"
+_REFERENCE_CAPS = {
+    "sourceThreadKey": MAX_THREAD_KEY,
+    "sourceRunId": MAX_RUN_ID,
+    "supersedes": MAX_SUPERSEDES,
+    "keywords": MAX_KEYWORD,
+}
 
 
 @dataclass
@@ -140,6 +154,7 @@ class MemoryOracle:
                 f"{len(survivors)} model states remain consistent with the answers so far; the"
                 f" harness stops at {MAX_WORLDS} rather than guess (make batches smaller)",
             )
+        survivors = survivors or self._tighter_cap(allowed, sent, ex)
         if survivors:
             worlds = least_departed(dedupe_worlds(survivors))
             return Judgement(
@@ -166,6 +181,43 @@ class MemoryOracle:
         if not departed:
             return {}
         return {"departed": tuple(sorted(departed)), "departure": world.departed_why}
+
+    def _tighter_cap(
+        self, allowed: AllowedInWorlds, sent: SentRequest, ex: Exchange
+    ) -> list[World]:
+        """The worlds after a ``/write`` the model accepts but the store refused for a field §16
+        caps without a number, capped tighter than the reference caps it (MEM-WIRE.21): each
+        live world unchanged (a refused batch writes nothing), departing from that clause; or
+        none.  Only when every model answer is a 200, the store's 400 carries a reason
+        (MEM-WIRE.8), some field is over its floor (``CAP_FLOORS``) and the reason names no
+        other capped field."""
+        if (
+            sent.path.split("?", 1)[0] != "/write"
+            or ex.status != 400
+            or any(o.status != 200 for _, _, a in allowed.per_world for o in a.options)
+        ):
+            return []
+        reason = ex.body.get("error") if isinstance(ex.body, dict) else None
+        over = over_cap_floor(sent.body)
+        if not isinstance(reason, str) or not reason.strip() or not over:
+            return []
+        named = [f for f in over if names_field(reason, f)]
+        if not named and any(names_field(reason, f) for f in CAP_FLOORS):
+            return []  # it names a capped field whose values are all within the floor
+        field = (named or list(over))[0]
+        why = (
+            f"the store refused a write whose {field} is {over[field]} code units long, within"
+            f" the reference's cap of {_REFERENCE_CAPS[field]}: a tighter cap than the"
+            f" reference's (§16 caps it without a number; at least {CAP_FLOORS[field]} must be"
+            " accepted)"
+        )
+        out = []
+        for w in self.worlds:
+            nw = w.copy()
+            nw.departures = w.departures | {TIGHTER_CAPS}
+            nw.departed_why = why
+            out.append(nw)
+        return out
 
     def commit(self, judgement: Judgement) -> None:
         """Keep the worlds a passing judgement left."""

@@ -99,6 +99,7 @@ from reference.memory.wire.request import (
     make_request,
 )
 from reference.memory.wire.validation import (
+    CAP_FLOORS,
     LENIENT,
     STRICT,
     ForgetBody,
@@ -106,6 +107,7 @@ from reference.memory.wire.validation import (
     Policy,
     RetrieveBody,
     WriteBody,
+    over_cap_floor,
     validate_forget,
     validate_list,
     validate_retrieve,
@@ -115,6 +117,7 @@ from reference.memory.wire.validation import (
 __all__ = [
     "Allowed",
     "BodySpec",
+    "CAP_FLOORS",
     "CLIENT_TIMEOUT_MS",
     "ClientFailure",
     "ClientRead",
@@ -167,6 +170,7 @@ __all__ = [
     "js_integer",
     "json_equal",
     "make_request",
+    "over_cap_floor",
     "match_records",
     "members_differ",
     "names_field",

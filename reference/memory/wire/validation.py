@@ -353,3 +353,30 @@ def validate_forget(obj: object, policy: Policy = LENIENT) -> ForgetBody | WireE
         rid = ""
     assert isinstance(rid, str)
     return errs.result() or ForgetBody(scope, rid)
+
+
+# --------------------------------------------------------------------------- tighter caps
+
+#: MEM-WIRE.21: §16 caps ``sourceThreadKey``, ``sourceRunId``, ``supersedes`` and each keyword
+#: ("size caps", "short strings") without a number; the reference's are 200 and 64.  A store
+#: may cap them tighter, but never below these floors (UTF-16 code units): a value at most this
+#: long must be accepted.
+CAP_FLOORS: Final = {"sourceThreadKey": 64, "sourceRunId": 64, "supersedes": 64, "keywords": 32}
+
+
+def over_cap_floor(obj: object) -> dict[str, int]:
+    """The fields of a ``/write`` body holding a value longer than its floor (:data:`CAP_FLOORS`;
+    for ``keywords``, a keyword), each with the longest such value's length: what a store with
+    tighter caps than the reference's may refuse the batch for (MEM-WIRE.21)."""
+    over: dict[str, int] = {}
+    recs = obj.get("records") if isinstance(obj, dict) else None
+    for rec in recs if isinstance(recs, list) else ():
+        if not isinstance(rec, dict):
+            continue
+        for name, floor in CAP_FLOORS.items():
+            value = rec.get(name)
+            values = value if name == "keywords" and isinstance(value, list) else [value]
+            for v in values:
+                if isinstance(v, str) and utf16_length(v) > floor:
+                    over[name] = max(over.get(name, 0), utf16_length(v))
+    return over
