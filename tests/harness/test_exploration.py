@@ -81,7 +81,16 @@ def test_one_fuzz_run_reports_three_independent_mutants_each_with_its_own_short_
     assert explored["after_first"]["steps"] > 0, explored
     assert explored["exploring_examples"] >= 60, explored  # every run of exploration ran
     assert f"{len(found)} distinct divergence(s); the first after" in out, out
-    assert len([d for d in data["divergences"] if d["source"] == "machine"]) == len(found)
+    # A reversed ranking can look, on one query repeating a token, like a store counting the
+    # repeat once (MEM-SCORE.7): then that answer is also reported, as a deviation, beside the
+    # failure the later queries show.  Every failure is a report divergence, every deviation a
+    # report deviation.
+    failures = [d for d in found if not d["deviation"]]
+    assert all(d["clauses"] == ["MEM-SCORE.7"] for d in found if d["deviation"]), found
+    assert len([d for d in data["divergences"] if d["source"] == "machine"]) == len(failures)
+    assert len([d for d in data["deviations"] if d["source"] == "machine"]) == len(found) - len(
+        failures
+    )
 
 
 @pytest.mark.clause("MEM-STORE.8", "MEM-STORE.7")
