@@ -658,6 +658,8 @@ def test_a_tighter_cap_than_the_reference_is_a_deviation_the_run_follows(
         ({}, "no"),  # nothing over a floor
         # over a floor, but the reason names another capped field, one within its floor
         ({"sourceThreadKey": "t" * 150, "sourceRunId": "r"}, "sourceRunId is too long"),
+        # over a floor, but the reason names a field no cap explains
+        ({"sourceThreadKey": "t" * 150}, "records[0].kind must be fact or summary"),
     ],
 )
 def test_a_refusal_no_tighter_cap_explains_still_fails(

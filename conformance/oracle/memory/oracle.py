@@ -59,6 +59,8 @@ from reference.memory.wire.handle import read_body
 MAX_WORLDS = 64
 #: The reference clause a store capping a field tighter than the reference departs from.
 TIGHTER_CAPS = "MEM-WIRE.21"
+#: The other fields of a ``/write``: a refusal naming one is not explained by a tighter cap.
+_UNCAPPED = ("scopeKey", "kind", "text", "confidence", "cap")
 _REFERENCE_CAPS = {
     "sourceThreadKey": MAX_THREAD_KEY,
     "sourceRunId": MAX_RUN_ID,
@@ -189,8 +191,8 @@ class MemoryOracle:
         caps without a number, capped tighter than the reference caps it (MEM-WIRE.21): each
         live world unchanged (a refused batch writes nothing), departing from that clause; or
         none.  Only when every model answer is a 200, the store's 400 carries a reason
-        (MEM-WIRE.8), some field is over its floor (``CAP_FLOORS``) and the reason names no
-        other capped field."""
+        (MEM-WIRE.8), some field is over its floor (``CAP_FLOORS``) and the reason names none
+        of the write's other fields."""
         if (
             sent.path.split("?", 1)[0] != "/write"
             or ex.status != 400
@@ -202,8 +204,8 @@ class MemoryOracle:
         if not isinstance(reason, str) or not reason.strip() or not over:
             return []
         named = [f for f in over if names_field(reason, f)]
-        if not named and any(names_field(reason, f) for f in CAP_FLOORS):
-            return []  # it names a capped field whose values are all within the floor
+        if not named and any(names_field(reason, f) for f in (*CAP_FLOORS, *_UNCAPPED)):
+            return []  # it names a field within its floor, or one no cap explains
         field = (named or list(over))[0]
         why = (
             f"the store refused a write whose {field} is {over[field]} code units long, within"
