@@ -20,6 +20,7 @@ from reference.memory.store import (
     store_write,
 )
 from reference.memory.wire import (
+    CAP_FLOORS,
     MAX_BODY_BYTES,
     Allowed,
     ErrorBody,
@@ -37,6 +38,7 @@ from reference.memory.wire import (
     record_from_wire,
     record_to_wire,
     select_store,
+    tighter_cap,
     validate_cap_config,
     validate_forget,
     validate_list,
@@ -1027,3 +1029,31 @@ def test_cap_config(value: object, cap: int, warns: bool) -> None:
         max_records_per_scope=value,
     )
     assert choice.cap == cap and len(choice.warnings) == int(warns)
+
+
+# --------------------------------------------------------------------------- MEM-WIRE.21 caps
+
+_CAPPED = ("sourceThreadKey", "sourceRunId", "supersedes", "keywords")
+
+
+@pytest.mark.clause("MEM-WIRE.21")
+@given(
+    st.sampled_from(_CAPPED),
+    st.integers(1, 200),
+    st.sampled_from(["names it", "names nothing", "names kind"]),
+)
+def test_a_tighter_cap_explains_a_refusal_only_past_its_floor(
+    name: str, length: int, reason_kind: str
+) -> None:
+    """``tighter_cap``: a refusal is a cap tighter than the reference's only for a value over
+    its floor (``CAP_FLOORS``: what every store must accept), and never when the reason names
+    a field no cap bounds."""
+    value: object = ["k" * length] if name == "keywords" else "v" * length
+    body = {"scopeKey": "org:t", "records": [{"kind": "fact", "text": "t", name: value}]}
+    reason = {"names it": f"records[0].{name} too long", "names nothing": "bad request",
+              "names kind": "records[0].kind must be fact or summary"}[reason_kind]  # fmt: skip
+    found = tighter_cap(body, reason)
+    if length <= CAP_FLOORS[name] or reason_kind == "names kind":
+        assert found is None
+    else:
+        assert found == (name, length)

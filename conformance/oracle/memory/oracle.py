@@ -36,10 +36,7 @@ from reference.memory.records import ACTIVE, EVICTED, MemoryCandidate, MemoryRec
 from reference.memory.store import empty_store
 from reference.memory.wire import (
     CAP_FLOORS,
-    MAX_KEYWORD,
-    MAX_RUN_ID,
-    MAX_SUPERSEDES,
-    MAX_THREAD_KEY,
+    REFERENCE_CAPS,
     Allowed,
     ErrorBody,
     ExactBody,
@@ -52,21 +49,13 @@ from reference.memory.wire import (
     handle,
     members_differ,
     names_field,
-    over_cap_floor,
+    tighter_cap,
 )
 from reference.memory.wire.handle import read_body
 
 MAX_WORLDS = 64
 #: The reference clause a store capping a field tighter than the reference departs from.
 TIGHTER_CAPS = "MEM-WIRE.21"
-#: The other fields of a ``/write``: a refusal naming one is not explained by a tighter cap.
-_UNCAPPED = ("scopeKey", "kind", "text", "confidence", "cap")
-_REFERENCE_CAPS = {
-    "sourceThreadKey": MAX_THREAD_KEY,
-    "sourceRunId": MAX_RUN_ID,
-    "supersedes": MAX_SUPERSEDES,
-    "keywords": MAX_KEYWORD,
-}
 
 
 @dataclass
@@ -177,7 +166,7 @@ class MemoryOracle:
     def _departure(self, world: World) -> dict[str, Any]:
         """``{"departed": clauses, "departure": why}`` when the answer left only worlds that
         depart from reference clauses the live worlds did not (the store reads an open choice
-        otherwise than the reference, MEM-SCORE.7); else ``{}``."""
+        otherwise than the reference: MEM-SCORE.7, MEM-WIRE.21); else ``{}``."""
         before = min((w.departures for w in self.worlds), key=len)
         departed = world.departures - before
         if not departed:
@@ -190,9 +179,8 @@ class MemoryOracle:
         """The worlds after a ``/write`` the model accepts but the store refused for a field §16
         caps without a number, capped tighter than the reference caps it (MEM-WIRE.21): each
         live world unchanged (a refused batch writes nothing), departing from that clause; or
-        none.  Only when every model answer is a 200, the store's 400 carries a reason
-        (MEM-WIRE.8), some field is over its floor (``CAP_FLOORS``) and the reason names none
-        of the write's other fields."""
+        none.  Only when every model answer is a 200 and the store's 400 carries a reason
+        (MEM-WIRE.8) that ``reference.memory.wire.tighter_cap`` explains."""
         if (
             sent.path.split("?", 1)[0] != "/write"
             or ex.status != 400
@@ -200,16 +188,15 @@ class MemoryOracle:
         ):
             return []
         reason = ex.body.get("error") if isinstance(ex.body, dict) else None
-        over = over_cap_floor(sent.body)
-        if not isinstance(reason, str) or not reason.strip() or not over:
+        found = (
+            tighter_cap(sent.body, reason) if isinstance(reason, str) and reason.strip() else None
+        )
+        if found is None:
             return []
-        named = [f for f in over if names_field(reason, f)]
-        if not named and any(names_field(reason, f) for f in (*CAP_FLOORS, *_UNCAPPED)):
-            return []  # it names a field within its floor, or one no cap explains
-        field = (named or list(over))[0]
+        field, length = found
         why = (
-            f"the store refused a write whose {field} is {over[field]} code units long, within"
-            f" the reference's cap of {_REFERENCE_CAPS[field]}: a tighter cap than the"
+            f"the store refused a write whose {field} is {length} code units long, within"
+            f" the reference's cap of {REFERENCE_CAPS[field]}: a tighter cap than the"
             f" reference's (§16 caps it without a number; at least {CAP_FLOORS[field]} must be"
             " accepted)"
         )

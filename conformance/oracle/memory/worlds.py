@@ -47,8 +47,8 @@ class World:
     times: dict[str, dict[int, int]] = field(default_factory=dict)  # scope -> model ms -> target ms
     meta: dict[str, RecMeta] = field(default_factory=dict)  # model id -> meta
     keywords_seen: dict[str, tuple[str, ...]] = field(default_factory=dict)  # target id -> kws
-    #: the reference clauses whose other reading the store's answers showed (MEM-SCORE.7): from
-    #: then on this world judges by that reading, as the store answers
+    #: the reference clauses whose other reading the store's answers showed (MEM-SCORE.7,
+    #: MEM-WIRE.21): from then on this world judges by that reading, as the store answers
     departures: frozenset[str] = frozenset()
     #: how the answer that made the last departure differs from the reference's reading
     departed_why: str = ""

@@ -33,6 +33,7 @@ from reference.jsonvalues import (
     parse_json,
 )
 from reference.memory.wire.allowed import (
+    REFERENCE_CAPS,
     Allowed,
     BodySpec,
     ErrorBody,
@@ -46,6 +47,7 @@ from reference.memory.wire.allowed import (
     match_records,
     members_differ,
     names_field,
+    tighter_cap,
 )
 from reference.memory.wire.client import (
     CLIENT_TIMEOUT_MS,
@@ -149,6 +151,7 @@ __all__ = [
     "Option",
     "Policy",
     "RECORD_FIELDS",
+    "REFERENCE_CAPS",
     "RECORD_FIELDS_WHEN_SET",
     "RecordsBody",
     "RetrieveBody",
@@ -171,6 +174,7 @@ __all__ = [
     "json_equal",
     "make_request",
     "over_cap_floor",
+    "tighter_cap",
     "match_records",
     "members_differ",
     "names_field",

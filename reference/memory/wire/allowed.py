@@ -20,6 +20,8 @@ from reference.memory.judge import listing_problem, rank_allowed, record_problem
 from reference.memory.records import MemoryRecord
 from reference.memory.store import StoreState, bump_usage, parse_record_id, store_list
 from reference.memory.wire.codec import WireError, record_from_wire
+from reference.memory.wire.request import MAX_KEYWORD, MAX_RUN_ID, MAX_SUPERSEDES, MAX_THREAD_KEY
+from reference.memory.wire.validation import CAP_FLOORS, over_cap_floor
 
 
 def members_differ(want: Mapping[str, object], got: object) -> list[str] | None:
@@ -45,6 +47,34 @@ def names_field(reason: str, name: str) -> bool:
     return (
         re.search(rf"(?<![{_IDENT_CHAR}]){re.escape(name)}(?![{_IDENT_CHAR}])", reason) is not None
     )
+
+
+#: The reference's caps on the fields §16 caps without a number (MEM-WIRE.21).
+REFERENCE_CAPS: Final = {
+    "sourceThreadKey": MAX_THREAD_KEY,
+    "sourceRunId": MAX_RUN_ID,
+    "supersedes": MAX_SUPERSEDES,
+    "keywords": MAX_KEYWORD,
+}
+#: The other fields of a ``/write``: a refusal naming one is not explained by a tighter cap.
+_UNCAPPED: Final = ("scopeKey", "kind", "text", "confidence", "cap")
+
+
+def tighter_cap(body: object, reason: str) -> tuple[str, int] | None:
+    """The field, and the length of its longest value, that explains a 400 with ``reason`` to
+    the ``/write`` ``body`` the reference accepts as a cap tighter than the reference's
+    (MEM-WIRE.21): a field over its floor (``over_cap_floor``) that the reason names, or the
+    first one over its floor when the reason names none of the write's fields.  ``None`` when
+    no tighter cap explains the refusal (nothing over a floor, or the reason names a field
+    within its floor or one no cap bounds)."""
+    over = over_cap_floor(body)
+    named = [f for f in over if names_field(reason, f)]
+    if not named and any(names_field(reason, f) for f in (*CAP_FLOORS, *_UNCAPPED)):
+        return None
+    if not over:
+        return None
+    field = (named or list(over))[0]
+    return field, over[field]
 
 
 @dataclass(frozen=True)
