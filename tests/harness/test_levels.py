@@ -231,46 +231,41 @@ def _machine_findings(protocol: str, quirk: str, profile: Profile) -> list[tuple
     return [tuple(f.clauses) for f in result.findings]
 
 
+def _followed(
+    case_id: str, protocol: str, quirk: str, scenario: str, shows_at: int, clause: str, *also: str
+) -> Any:
+    """One ``FOLLOWED`` case, marked with the clause it departs from and the seed clauses the
+    later steps still judge (``also``)."""
+    return pytest.param(
+        protocol, quirk, scenario, shows_at, clause,
+        id=case_id, marks=pytest.mark.clause(clause, *also),
+    )  # fmt: skip
+
+
 #: A store reading a choice the seed leaves open otherwise than the reference, a corpus scenario
 #: where that shows, the step where it first shows and the reference clause it departs from.
 FOLLOWED = [
-    pytest.param(
-        "ledger",
-        "led-expire-from-created",
-        "expire_sets_the_expiry_days_after_the_run",
-        2,
-        "LED-VOCAB.4",
-        id="expire-days-from-createdAt",
-        marks=pytest.mark.clause("LED-VOCAB.4", "LED-EXP.2", "LED-EXP.3", "LED-ASOF.1"),
+    _followed(
+        "expire-days-from-createdAt", "ledger", "led-expire-from-created",
+        "expire_sets_the_expiry_days_after_the_run", 2,
+        "LED-VOCAB.4", "LED-EXP.2", "LED-EXP.3", "LED-ASOF.1",
     ),
-    pytest.param(
-        "ledger",
-        "led-group-keeps-oldest",
-        "group_keeps_the_most_recently_updated_member",
-        5,
-        "LED-VOCAB.5",
-        id="group-keeps-the-oldest",
-        marks=pytest.mark.clause("LED-VOCAB.5", "LED-GROUP.2", "LED-INT.3", "LED-ASOF.1"),
+    _followed(
+        "group-keeps-the-oldest", "ledger", "led-group-keeps-oldest",
+        "group_keeps_the_most_recently_updated_member", 5,
+        "LED-VOCAB.5", "LED-GROUP.2", "LED-INT.3", "LED-ASOF.1",
     ),
-    pytest.param(
-        "memory",
-        "mem-distinct-query-tokens",
-        "repeated_query_tokens_count_each_time",
-        2,
-        "MEM-SCORE.7",
-        id="repeated-query-token-counted-once",
-        marks=pytest.mark.clause("MEM-SCORE.7", "MEM-SCORE.2", "MEM-STORE.3"),
+    _followed(
+        "repeated-query-token-counted-once", "memory", "mem-distinct-query-tokens",
+        "repeated_query_tokens_count_each_time", 2,
+        "MEM-SCORE.7", "MEM-SCORE.2", "MEM-STORE.3",
     ),
-    pytest.param(
-        "memory",
-        "mem-tighter-field-caps",
-        "write_records_are_validated_whole",
-        21,
-        "MEM-WIRE.21",
-        id="fields-capped-tighter",
-        marks=pytest.mark.clause("MEM-WIRE.21", "MEM-WIRE.12"),
+    _followed(
+        "fields-capped-tighter", "memory", "mem-tighter-field-caps",
+        "write_records_are_validated_whole", 21,
+        "MEM-WIRE.21", "MEM-WIRE.12",
     ),
-]
+]  # fmt: skip
 
 
 @pytest.mark.parametrize(("protocol", "quirk", "name", "shows_at", "clause"), FOLLOWED)
