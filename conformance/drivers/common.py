@@ -17,7 +17,7 @@ read loosely (``"times": true`` is not 1).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, TypeGuard
 
 from conformance.jsonutil import json_subset, short_json
@@ -30,6 +30,17 @@ _FORMS: dict[str, frozenset[str]] = {
     "$concat": frozenset({"$concat"}),
     "$pad": frozenset({"$pad", "to", "with"}),
 }
+
+
+def followed_reason(reason: str, departed: Iterable[str]) -> str:
+    """The reason of a deviation the run goes on past (``followed``): how the answer differs
+    from the reference's reading, and that the model now judges in the store's reading of the
+    open choices ``departed`` (reference clauses)."""
+    named = ", ".join(departed)
+    return (
+        f"{reason} (the store reads {named} otherwise than the reference; the run goes on in"
+        " its reading)"
+    )
 
 
 def is_macro(value: Any) -> bool:

@@ -73,7 +73,7 @@ import time
 from dataclasses import replace
 from typing import Any
 
-from conformance.drivers.common import check_expect, expand_macro, is_macro
+from conformance.drivers.common import check_expect, expand_macro, followed_reason, is_macro
 from conformance.drivers.ledger.ahead import PREDICTED, STATE, Ahead, Call, NeedAnswers, Settled
 from conformance.drivers.ledger.setup import check_clean, forget_previous, model_with_settings
 from conformance.drivers.ledger.steps import (
@@ -510,8 +510,7 @@ class LedgerDriver:  # long: the model, its correspondences, its clock and the w
             own,
             verdict="diverge",
             clauses=named,
-            reason=f"{own.reason} (the store reads {', '.join(named)} otherwise than the"
-            " reference; the run goes on in its reading)",
+            reason=followed_reason(own.reason, named),
         )
         out = self._outcome(index, step, base, j, ex)
         out.details["followed"] = True

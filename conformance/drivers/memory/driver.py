@@ -56,7 +56,7 @@ from dataclasses import replace
 from functools import partial
 from typing import Any
 
-from conformance.drivers.common import check_expect, expand_macro, is_macro
+from conformance.drivers.common import check_expect, expand_macro, followed_reason, is_macro
 from conformance.drivers.memory.raw import (
     ROUTES,
     _describe,
@@ -392,9 +392,7 @@ class MemoryDriver:  # long: the oracle, the run's scopes and symbols, the clock
                 verdict="diverge",
                 clauses=tuple(departed),
                 expected=judgement.expected,
-                reason=f"{judgement.details['departure']} (the store reads"
-                f" {', '.join(departed)} otherwise than the reference; the run goes on in its"
-                " reading)",
+                reason=followed_reason(judgement.details["departure"], departed),
                 details={"followed": True},
             )
         return passed
