@@ -117,6 +117,9 @@ class TargetConfig:
     label: str = ""  # "bundled store" or the URL, for reports
     ca_file: str | None = None  # PEM file of CAs to trust for an https target (--ca-cert)
     token_source: str = ""  # where the token came from, for messages ("$MEMORY_TOKEN")
+    #: a JSON-RPC target's handshake: (method, params as JSON text, "" for none), sent once
+    #: after connecting (``[jsonrpc.initialize]`` in a target profile)
+    initialize: tuple[str, str] | None = None
 
     def public(self) -> dict[str, Any]:
         """What a report may say about the target (never the token)."""
@@ -126,6 +129,7 @@ class TargetConfig:
             "token": "set" if self.token else "none",
             "timeout_s": self.timeout_s,
             "ca_cert": self.ca_file,
+            "initialize": self.initialize[0] if self.initialize else None,
             "declared": sorted(self.declared),
             "denied": sorted(self.denied),
         }

@@ -64,6 +64,21 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         action="store_true",
         help="enable the ledger's POST /ledger/_test/* controls (reset, clock, sweep, ...)",
     )
+    p.add_argument(
+        "--ledger-ws",
+        type=int,
+        metavar="PORT",
+        default=None,
+        help="also serve the ledger as JSON-RPC 2.0 over a WebSocket on this port of the same"
+        " host (0 = any free one; loopback only): target ws://HOST:PORT/",
+    )
+    p.add_argument(
+        "--ledger-unix",
+        metavar="PATH",
+        default=None,
+        help="also serve the ledger as JSON-RPC 2.0 over a WebSocket on this Unix socket"
+        " (created mode 0600, removed on stop): target ws+unix://PATH",
+    )
     p.add_argument("--quiet", action="store_true", help="no access log on stderr")
     # The catalogue of altered stores (conformance/embedded/catalogue): hidden from the normal
     # help -- they exist to test memspec itself, never to serve anyone's data.
@@ -162,6 +177,21 @@ def _serve_until_signalled(handle: ServerHandle, quirks: Quirks) -> None:
             signal.signal(sig, old)
 
 
+def _ledger_sockets(handle: ServerHandle, host: str, args: argparse.Namespace) -> list[str]:
+    """The JSON-RPC WebSocket forms of the ledger ``--ledger-ws`` / ``--ledger-unix`` ask for
+    (their target URLs)."""
+    urls = []
+    if args.ledger_ws is not None:
+        if not 0 <= args.ledger_ws <= 65535:
+            raise ValueError(f"--ledger-ws must be a port 0-65535, not {args.ledger_ws}")
+        urls.append(handle.serve_ledger_socket(host=host, port=args.ledger_ws))
+    if args.ledger_unix is not None:
+        if os.path.exists(args.ledger_unix):
+            raise ValueError(f"--ledger-unix {args.ledger_unix} exists already")
+        urls.append(handle.serve_ledger_socket(unix_path=args.ledger_unix))
+    return urls
+
+
 def run(args: argparse.Namespace) -> int:
     from conformance.embedded.server import pause_hook_from_env, start_server
 
@@ -191,6 +221,13 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"cannot listen on {host}:{args.port}: {exc.strerror or exc}") from exc
     except Exception as exc:  # e.g. a file that is not a SQLite database
         raise UsageError(f"cannot open the store at {db}: {exc}") from exc
+    try:
+        sockets = _ledger_sockets(handle, host, args)
+    except (OSError, ValueError) as exc:
+        handle.stop()
+        raise UsageError(f"cannot serve the ledger socket: {exc}") from exc
+    for url in sockets:
+        print(f"memspec serve: ledger JSON-RPC on {url}", flush=True)
     _serve_until_signalled(handle, quirks)
     print("memspec serve: stopped", flush=True)
     return 0

@@ -20,10 +20,10 @@ from conformance.errors import TargetError, TargetUnreachable, UsageError
 from conformance.targets.base import (
     MAX_TIMEOUT_S,
     HttpTarget,
-    check_url,
     load_target_profile,
     load_token,
 )
+from conformance.targets.jsonrpc import LedgerSocketTarget, check_target_url, is_socket_url
 from conformance.vocabulary import Secret, TargetConfig
 
 #: At most this many bundled stores are started to carry the ledger's lanes: on loopback the
@@ -62,6 +62,7 @@ class _Asked:
     ca_file: str | None
     declared: frozenset[str]
     denied: frozenset[str]
+    initialize: tuple[str, str] | None = None
 
 
 @contextmanager
@@ -75,7 +76,7 @@ def open_target(args: argparse.Namespace) -> Iterator[TargetSession]:
     if extra_urls and not asked.url:
         raise UsageError("--ledger-target needs --target (the bundled store starts its own)")
     try:
-        extra_urls = [check_url(u) for u in extra_urls]
+        extra_urls = [check_target_url(u) for u in extra_urls]
     except TargetError as exc:
         raise UsageError(str(exc)) from exc
     if asked.url:
@@ -114,19 +115,24 @@ def _asked(args: argparse.Namespace) -> _Asked:
         )
     token, source = None, ""
     if url:
-        url = check_url(url)
+        url = check_target_url(url)
         token = load_token(token_env, token_file)
         if token_env:
             source = f"the token in ${token_env}"
         elif token_file:
             source = f"the token in {token_file}"
-        if ca_file is not None and not url.startswith("https://"):
-            raise TargetError("--ca-cert is for an https:// target")
+        if ca_file is not None and not url.startswith(("https://", "wss://")):
+            raise TargetError("--ca-cert is for an https:// or wss:// target")
     elif token_env or token_file:
         raise TargetError(
             "--token-env/--token-file need --target (the bundled store makes its own token)"
         )
-    return _Asked(url, token, source, timeout, ca_file, declared, denied)
+    initialize = profile.initialize if profile else None
+    if initialize is not None and not (url and is_socket_url(url)):
+        raise TargetError(
+            "[jsonrpc.initialize] is for a JSON-RPC target (ws://, wss://, ws+unix://)"
+        )
+    return _Asked(url, token, source, timeout, ca_file, declared, denied, initialize)
 
 
 def _remote(asked: _Asked, url: str, extra_urls: list[str]) -> TargetSession:
@@ -134,12 +140,13 @@ def _remote(asked: _Asked, url: str, extra_urls: list[str]) -> TargetSession:
         return TargetConfig(
             u, asked.token, asked.timeout, declared=asked.declared, denied=asked.denied,
             label=u, ca_file=asked.ca_file, token_source=asked.source,
+            initialize=asked.initialize if is_socket_url(u) else None,
         )  # fmt: skip
 
     config = remote(url)
     try:
         # Fail on a bad CA file here, as a usage error, not in the middle of a run.
-        HttpTarget(config).close()
+        (LedgerSocketTarget if is_socket_url(url) else HttpTarget)(config).close()
     except TargetError as exc:
         raise UsageError(str(exc)) from exc
     return TargetSession(config, ledger_extra=[remote(u) for u in extra_urls])

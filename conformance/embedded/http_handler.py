@@ -18,6 +18,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from conformance.embedded.http_pool import Server
+from conformance.embedded.ledger_dispatch import call_ledger
 from conformance.embedded.memory import http as memory_http
 from conformance.embedded.storage_faults import storage_fault, unavailable_message
 
@@ -416,18 +417,13 @@ class Handler(BaseHTTPRequestHandler):
         self._access(status)
 
     def _ledger(self, kind: str, path: str, raw: bytes) -> tuple[int, dict[str, Any]]:
-        service = self.server.ledger
-        if service is None:
+        """``POST /ledger/<name>`` by the one dispatcher both forms share (``_test/<control>``
+        only when the store serves test controls)."""
+        if self.server.ledger is None:
             return 503, _LEDGER_UNAVAILABLE
-        if kind == "ledger_test":
-            name = path[len(_LEDGER_TEST_PREFIX) :]
-            self._fields["ledger"] = f"_test/{name}"[:80]
-            status, body = service.handle_test(name, raw)
-        else:
-            method = path[len(_LEDGER_PREFIX) :]
-            self._fields["ledger"] = method[:80]
-            status, body = service.handle(method, raw)
-        return int(status), body
+        name = path[len(_LEDGER_PREFIX) :]
+        self._fields["ledger"] = name[:80]
+        return call_ledger(self.server.ledger, name, raw)
 
 
 def _route_path(requestline: str) -> str:

@@ -110,6 +110,7 @@ class ServerHandle:
         self.host, self.port = server.server_address[:2]
         self._stopped = False
         self._stop_lock = threading.Lock()
+        self._sockets: list[Any] = []
 
     @property
     def store(self) -> MemoryStore:
@@ -119,12 +120,33 @@ class ServerHandle:
     def ledger(self) -> Any | None:
         return self._server.ledger
 
+    def serve_ledger_socket(
+        self, *, host: str = "127.0.0.1", port: int = 0, unix_path: str | None = None
+    ) -> str:
+        """Serve this store's ledger also as JSON-RPC 2.0 over a WebSocket, on ``host:port``
+        (loopback only) or on the Unix socket ``unix_path``, with the same token; stopped with
+        the store.  Returns its target URL (``ws://…/`` or ``ws+unix://…``)."""
+        from conformance.embedded.ledger_socket import LedgerSocketServer
+
+        if unix_path is None and not is_loopback(host):
+            raise ValueError(f"refusing to serve the ledger socket on non-loopback {host!r}")
+        srv = self._server
+        token = srv.token.decode("utf-8") if srv.token else None
+        socket_server = LedgerSocketServer(
+            srv.ledger, srv.faults, token, require_auth=srv.require_auth,
+            host=host.strip("[]"), port=port, unix_path=unix_path,
+        )  # fmt: skip
+        self._sockets.append(socket_server)
+        return socket_server.url
+
     def stop(self, grace: float = 5.0) -> None:
         """Stop accepting, let in-flight requests finish (up to ``grace`` s), close storage."""
         with self._stop_lock:
             if self._stopped:
                 return
             self._stopped = True
+        for socket_server in self._sockets:
+            socket_server.stop()
         srv = self._server
         srv.accepting = False
         srv.shutdown()

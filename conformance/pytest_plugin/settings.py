@@ -96,11 +96,11 @@ def _read_target(opt: Any) -> tuple[TargetConfig, TokenOrigin]:
     """URL, token (from a file, a named variable, or ``$MEMSPEC_TOKEN``), timeout, capabilities."""
     from conformance.errors import TargetError
     from conformance.session import check_capabilities
-    from conformance.targets.base import check_url
+    from conformance.targets.jsonrpc import check_target_url
     from conformance.vocabulary import TargetConfig
 
     try:
-        url = check_url(opt("memspec_target"))
+        url = check_target_url(opt("memspec_target"))
         token, shown = _read_token(opt)
         timeout = float(opt("memspec_timeout"))
         if not timeout > 0:

@@ -207,6 +207,10 @@ class TargetProfile:
     [capabilities]                    # true: declared present, false: declared absent
     raw_http = false
     "memory.cap" = true
+
+    [jsonrpc.initialize]              # a JSON-RPC target only: sent once after connecting
+    method = "initialize"
+    params = { client = "memspec" }   # a table or an array; left out: no params member
     ```
     """
 
@@ -216,6 +220,8 @@ class TargetProfile:
     timeout_s: float | None = None
     declared: frozenset[str] = frozenset()
     denied: frozenset[str] = frozenset()
+    #: ``[jsonrpc.initialize]``: (method, params as JSON text or "" for none)
+    initialize: tuple[str, str] | None = None
 
 
 def load_target_profile(path: str | Path) -> TargetProfile:
@@ -226,7 +232,7 @@ def load_target_profile(path: str | Path) -> TargetProfile:
         raise TargetError(f"cannot read target profile {p}: {exc.strerror or exc}") from exc
     except tomllib.TOMLDecodeError as exc:
         raise TargetError(f"target profile {p} is not TOML: {exc}") from exc
-    unknown = set(data) - {"target", "capabilities"}
+    unknown = set(data) - {"target", "capabilities", "jsonrpc"}
     if unknown:
         raise TargetError(f"target profile {p}: unknown table(s) {sorted(unknown)}")
     target = data.get("target", {})
@@ -255,6 +261,7 @@ def load_target_profile(path: str | Path) -> TargetProfile:
         if key in target and not isinstance(target[key], str):
             raise TargetError(f"target profile {p}: {key} must be a string")
     return TargetProfile(
+        initialize=_initialize(p, data.get("jsonrpc", {})),
         url=target.get("url"),
         token_env=target.get("token_env"),
         token_file=target.get("token_file"),
@@ -262,6 +269,30 @@ def load_target_profile(path: str | Path) -> TargetProfile:
         declared=frozenset(k for k, v in caps.items() if v),
         denied=frozenset(k for k, v in caps.items() if not v),
     )
+
+
+def _initialize(p: Path, table: Any) -> tuple[str, str] | None:
+    """A profile's ``[jsonrpc.initialize]``: the handshake's method and its params as JSON text
+    ("" when it has none)."""
+    if not isinstance(table, dict) or set(table) - {"initialize"}:
+        raise TargetError(f"target profile {p}: [jsonrpc] holds only the table initialize")
+    init = table.get("initialize")
+    if init is None:
+        return None
+    if not isinstance(init, dict) or set(init) - {"method", "params"}:
+        raise TargetError(f"target profile {p}: [jsonrpc.initialize] has method and params")
+    method, params = init.get("method"), init.get("params")
+    if not isinstance(method, str) or not method:
+        raise TargetError(f"target profile {p}: [jsonrpc.initialize] method must be a string")
+    if params is not None and not isinstance(params, dict | list):
+        raise TargetError(
+            f"target profile {p}: [jsonrpc.initialize] params must be a table or an array"
+        )
+    try:
+        text = "" if params is None else _to_json(params)
+    except (TypeError, ValueError) as exc:  # a TOML date or time has no JSON form
+        raise TargetError(f"target profile {p}: [jsonrpc.initialize] params: {exc}") from exc
+    return method, text
 
 
 def check_url(url: str) -> str:
@@ -297,6 +328,28 @@ def redact_url(url: str) -> str:
             authority = "[userinfo]@" + authority.rpartition("@")[2]
         url = scheme + sep + authority + slash + path
     return scrub.shown(url)
+
+
+def auth_header(secret: Secret | None, auth: Auth) -> str | None:
+    """The ``Authorization`` value a request carries for ``auth``: the bearer token (``True``),
+    none (``False``), or one of the wrong forms a step asks for."""
+    token = secret.reveal() if secret else ""
+    if auth is False:
+        return None
+    if auth is True:
+        return f"Bearer {token}" if token else None
+    if auth == "wrong":
+        # Same length as the real token, last character changed: a constant-time compare
+        # must still refuse it.  Without a token, any token is wrong.
+        if not token:
+            return "Bearer memspec-not-the-token"
+        last = "A" if token[-1] != "A" else "B"
+        return f"Bearer {token[:-1]}{last}"
+    if auth == "scheme":
+        return f"Basic {token or 'memspec'}"
+    if auth == "empty":
+        return "Bearer "
+    raise ValueError(f"unknown auth form {auth!r}")
 
 
 class _Watchdog:
@@ -520,23 +573,7 @@ class HttpTarget:  # long: the connection, TLS, deadline watchdog and pipelining
     # -- requests ---------------------------------------------------------------------
 
     def _auth_header(self, auth: Auth) -> str | None:
-        token = self.config.token.reveal() if self.config.token else ""
-        if auth is False:
-            return None
-        if auth is True:
-            return f"Bearer {token}" if token else None
-        if auth == "wrong":
-            # Same length as the real token, last character changed: a constant-time compare
-            # must still refuse it.  Without a token, any token is wrong.
-            if not token:
-                return "Bearer memspec-not-the-token"
-            last = "A" if token[-1] != "A" else "B"
-            return f"Bearer {token[:-1]}{last}"
-        if auth == "scheme":
-            return f"Basic {token or 'memspec'}"
-        if auth == "empty":
-            return "Bearer "
-        raise ValueError(f"unknown auth form {auth!r}")
+        return auth_header(self.config.token, auth)
 
     def _decode(self, answer: Answer) -> tuple[Any, str, str | None]:
         """(parsed JSON or None, excerpt, body_error) — exactly what the target sent: nothing

@@ -102,7 +102,8 @@ from conformance.oracle.ledger.worlds import (
 )
 from conformance.scenario import Scenario, Step
 from conformance.sources import blamed
-from conformance.targets.ledger import CLOCK, TEST_CONTROL, LedgerTarget
+from conformance.targets.jsonrpc import ledger_target
+from conformance.targets.ledger import CLOCK, TEST_CONTROL, LedgerClient
 from conformance.vocabulary import SPACING_S, Exchange, RunContext, StepError, StepOutcome
 from reference.ledger.outcome import Ok, Outcome
 from reference.ledger.records import SCOPE_LOCAL, LedgerState, empty_state
@@ -125,9 +126,9 @@ class LedgerDriver:  # long: the model, its correspondences, its clock and the w
 
     protocol = "ledger"
 
-    def __init__(self, ctx: RunContext, *, target: LedgerTarget | None = None) -> None:
+    def __init__(self, ctx: RunContext, *, target: LedgerClient | None = None) -> None:
         self.ctx = ctx
-        self.target = target if target is not None else LedgerTarget(ctx.target)
+        self.target = target if target is not None else ledger_target(ctx.target)
         try:
             self._caps = self.target.probe()
             self.clock = CLOCK in self._caps

@@ -10,14 +10,14 @@ from typing import Any
 from conformance.drivers.ledger.steps import START_MS
 from conformance.errors import TargetError
 from conformance.jsonutil import short_json
-from conformance.targets.ledger import LedgerTarget
+from conformance.targets.ledger import LedgerClient
 from reference.ledger.outcome import Ok
 from reference.ledger.records import SCOPE_LOCAL, LedgerState, empty_state, settings_for
 from reference.ledger.wire import handle, settings_to_wire
 
 
 def check_clean(
-    target: LedgerTarget, *, control: bool, allow_dirty: bool
+    target: LedgerClient, *, control: bool, allow_dirty: bool
 ) -> tuple[frozenset[str], dict[str, Any] | None]:
     """Refuse a ledger that holds records unless ``--allow-dirty``; return the ids found
     (ignored by the oracle when the ledger cannot be reset) and the settings baseline."""
@@ -68,7 +68,7 @@ def model_with_settings(wire: dict[str, Any]) -> LedgerState:
 
 
 def forget_previous(
-    target: LedgerTarget, foreign: frozenset[str], baseline: dict[str, Any] | None
+    target: LedgerClient, foreign: frozenset[str], baseline: dict[str, Any] | None
 ) -> str | None:
     """Without reset: tombstone every active record and reject every proposal the target
     holds that did not predate the run, and put the settings back as they were found.
