@@ -152,7 +152,9 @@ def _prepared_db(db: str) -> str:
     return db
 
 
-def _serve_until_signalled(handle: ServerHandle, quirks: Quirks) -> None:
+def _serve_until_signalled(
+    handle: ServerHandle, quirks: Quirks, sockets: list[str] | None = None
+) -> None:
     """Announce the server, serve until SIGINT/SIGTERM, then stop it."""
     done = threading.Event()
 
@@ -162,6 +164,8 @@ def _serve_until_signalled(handle: ServerHandle, quirks: Quirks) -> None:
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         print(f"memspec serve: listening on {handle.url}", flush=True)
+        for url in sockets or ():
+            print(f"memspec serve: ledger JSON-RPC on {url}", flush=True)
         if quirks:
             print(
                 f"memspec serve: ALTERED store ({quirks.label()}): for testing memspec only",
@@ -226,8 +230,6 @@ def run(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as exc:
         handle.stop()
         raise UsageError(f"cannot serve the ledger socket: {exc}") from exc
-    for url in sockets:
-        print(f"memspec serve: ledger JSON-RPC on {url}", flush=True)
-    _serve_until_signalled(handle, quirks)
+    _serve_until_signalled(handle, quirks, sockets)
     print("memspec serve: stopped", flush=True)
     return 0

@@ -314,10 +314,13 @@ class LedgerSocketTarget(LedgerClient):  # long: the connection, its ids and the
         }
         conn: ClientConnection
         try:
+            # Entered as a context manager: the connection itself in every version of the
+            # library (a connection opened and then used directly is deprecated).
             if self._address.unix_path is not None:
                 conn = unix_connect(self._address.unix_path, self._address.uri, **options)
             else:
                 conn = connect(self._address.uri, ssl=self._ssl, proxy=None, **options)
+            conn = conn.__enter__()
         except InvalidStatus as exc:
             raise _Refused(exc.response.status_code, bytes(exc.response.body or b"")) from exc
         try:
