@@ -64,6 +64,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         action="store_true",
         help="enable the ledger's POST /ledger/_test/* controls (reset, clock, sweep, ...)",
     )
+    _add_socket_options(p)
+    p.add_argument("--quiet", action="store_true", help="no access log on stderr")
+    # The catalogue of altered stores (conformance/embedded/catalogue): hidden from the normal
+    # help -- they exist to test memspec itself, never to serve anyone's data.
+    p.add_argument("--variant", action="append", default=[], metavar="NAME", help=SUPPRESS)
+    p.add_argument("--mutant", action="append", default=[], metavar="NAME", help=SUPPRESS)
+    p.set_defaults(func=run)
+
+
+def _add_socket_options(p: argparse.ArgumentParser) -> None:
+    """``--ledger-ws`` and ``--ledger-unix``: the ledger as JSON-RPC over a WebSocket."""
     p.add_argument(
         "--ledger-ws",
         type=int,
@@ -79,12 +90,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="also serve the ledger as JSON-RPC 2.0 over a WebSocket on this Unix socket"
         " (created mode 0600, removed on stop): target ws+unix://PATH",
     )
-    p.add_argument("--quiet", action="store_true", help="no access log on stderr")
-    # The catalogue of altered stores (conformance/embedded/catalogue): hidden from the normal
-    # help -- they exist to test memspec itself, never to serve anyone's data.
-    p.add_argument("--variant", action="append", default=[], metavar="NAME", help=SUPPRESS)
-    p.add_argument("--mutant", action="append", default=[], metavar="NAME", help=SUPPRESS)
-    p.set_defaults(func=run)
 
 
 def quirks_from_args(variant_names: list[str], mutant_names: list[str]) -> Quirks:

@@ -2,7 +2,7 @@
 named by the target options, or the bundled store started in-process on ``127.0.0.1`` (an
 ephemeral port, a random token, test controls on) and stopped at the end --
 ``start_bundled_store`` is the one place that wires ``conformance.embedded`` in; the harness
-itself only ever speaks HTTP.  Not a command of its own: the commands share it."""
+itself only ever speaks to it over the wire.  Not a command of its own: the commands share it."""
 
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from conformance.embedded.http_pool import Server
-from conformance.embedded.ledger_dispatch import call_ledger
+from conformance.embedded.ledger.dispatch import call_ledger
 from conformance.embedded.memory import http as memory_http
 from conformance.embedded.storage_faults import storage_fault, unavailable_message
 

@@ -126,7 +126,7 @@ class ServerHandle:
         """Serve this store's ledger also as JSON-RPC 2.0 over a WebSocket, on ``host:port``
         (loopback only) or on the Unix socket ``unix_path``, with the same token; stopped with
         the store.  Returns its target URL (``ws://…/`` or ``ws+unix://…``)."""
-        from conformance.embedded.ledger_socket import LedgerSocketServer
+        from conformance.embedded.ledger.jsonrpc import LedgerSocketServer
 
         if unix_path is None and not is_loopback(host):
             raise ValueError(f"refusing to serve the ledger socket on non-loopback {host!r}")

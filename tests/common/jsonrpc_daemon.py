@@ -20,9 +20,9 @@ from typing import Any
 
 from websockets.sync.server import Server, ServerConnection, serve, unix_serve
 
+from conformance.embedded.ledger.dispatch import Dispatch
+from conformance.embedded.ledger.jsonrpc import respond
 from conformance.embedded.ledger.service import LedgerService
-from conformance.embedded.ledger_dispatch import Dispatch
-from conformance.embedded.ledger_socket import respond
 from conformance.embedded.storage_faults import FaultLog
 
 Honest = Callable[[], str | None]

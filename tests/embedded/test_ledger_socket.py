@@ -1,4 +1,4 @@
-"""The bundled ledger as JSON-RPC 2.0 over a WebSocket (``conformance/embedded/ledger_socket.py``):
+"""The bundled ledger as JSON-RPC 2.0 over a WebSocket (``conformance/embedded/ledger/jsonrpc.py``):
 the same dispatcher as ``POST /ledger/<name>``, JSON-RPC's own rules (parse errors, invalid
 requests, notifications, batches), the token on the upgrade, and ``memspec serve`` serving it
 on a port and on a Unix socket."""
@@ -19,9 +19,9 @@ import pytest
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect, unix_connect
 
+from conformance.embedded.ledger.dispatch import Dispatch
+from conformance.embedded.ledger.jsonrpc import respond
 from conformance.embedded.ledger.service import LedgerService
-from conformance.embedded.ledger_dispatch import Dispatch
-from conformance.embedded.ledger_socket import respond
 from conformance.embedded.server import start_server
 from conformance.embedded.storage_faults import FaultLog
 from tests.common.memory_store import ROOT

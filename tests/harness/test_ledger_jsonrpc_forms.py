@@ -54,8 +54,10 @@ def verdicts(quirks: frozenset[str], tmp: Path) -> dict[str, dict[str, Any]]:
                     for s in data["scenarios"]
                 },
                 "machines": {
-                    m["name"]: (m["verdict"], sorted(m["failed_clauses"]) if m["verdict"] == "fail"
-                                else [])
+                    m["name"]: (
+                        m["verdict"],
+                        sorted(m["failed_clauses"]) if m["verdict"] == "fail" else [],
+                    )
                     for m in data["machines"]
                 },  # fmt: skip
             }

@@ -1,7 +1,7 @@
 """The bundled ledger served as a daemon serves it: JSON-RPC 2.0 over a WebSocket, on TCP or on
 a Unix socket (``memspec serve --ledger-ws PORT`` / ``--ledger-unix PATH``).
 
-One dispatcher for both forms: ``ledger_dispatch.call_ledger`` answers a method or a test
+One dispatcher for both forms: ``dispatch.call_ledger`` answers a method or a test
 control by its name with the service's ``(status, body)``; the HTTP handler
 (``POST /ledger/<name>``) and this server both call it, and here the answer is wrapped as
 JSON-RPC -- a 200 as ``result``, any other answer's ``{"error": {code, message}}`` as
@@ -32,7 +32,7 @@ from websockets.datastructures import Headers
 from websockets.http11 import Request, Response
 from websockets.sync.server import Server, ServerConnection, serve, unix_serve
 
-from conformance.embedded.ledger_dispatch import Dispatch
+from conformance.embedded.ledger.dispatch import Dispatch
 from conformance.embedded.storage_faults import FaultLog
 
 __all__ = ["LedgerSocketServer", "respond"]

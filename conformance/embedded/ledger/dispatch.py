@@ -1,5 +1,5 @@
 """The one dispatcher of the bundled ledger's two forms: ``POST /ledger/<name>``
-(``http_handler.py``) and JSON-RPC over a WebSocket (``ledger_socket.py``) both answer a call
+(``http_handler.py``) and JSON-RPC over a WebSocket (``ledger/jsonrpc.py``) both answer a call
 by its name through :func:`call_ledger`."""
 
 from __future__ import annotations
