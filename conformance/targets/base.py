@@ -306,6 +306,10 @@ def check_url(url: str) -> str:
         port = parts.port  # a port that is not a number from 0 to 65535 raises
     except ValueError as exc:
         raise TargetError(f"not a valid URL: {shown!r} ({exc})") from exc
+    if parts.scheme.lower() in ("ws", "wss", "ws+unix"):
+        raise TargetError(
+            f"{shown}: a JSON-RPC target (ws://, wss://, ws+unix://) serves the ledger only"
+        )
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise TargetError(f"not an http(s) URL: {shown!r}")
     if port == 0:
