@@ -333,14 +333,17 @@ def json_differences(
     if not walker.out:
         off = first_difference(a, b)
         assert off is not None
-        ca = _show_text(a[off : off + 1]) or "end of body"
-        cb = _show_text(b[off : off + 1]) or "end of body"
+        ca, cb = (
+            _quoted(side[off : off + 1].decode("utf-8", "backslashreplace"), 8)
+            if off < len(side)
+            else "end of body"
+            for side in (a, b)
+        )
         walker.add(
             path_at(trees[0], off),
             "whitespace",
-            f"insignificant whitespace differs at byte {off} ({label_a} {ca!r} vs "
-            f"{label_b} {cb!r}); "
-            "the parsed JSON is equal",
+            f"insignificant whitespace differs at byte {off} ({label_a} {ca} vs {label_b} {cb});"
+            " the parsed JSON is equal",
         )
     return walker.out
 
