@@ -163,9 +163,11 @@ HIDDEN = (
 _HIDDEN_OR_SPACE = re.compile(f"[{HIDDEN}]+|\\A +| +\\Z| {{2,}}")
 #: Hidden characters but tab and line ends: what a stream of memspec's own lines, or a page
 #: of its own layout, may hold raw (spaces there are memspec's layout, left alone).
-_HIDDEN_IN_STREAM = re.compile(
-    "[\x00-\x08\x0b\x0c\x0e-\x1f" + HIDDEN.removeprefix("\x00-\x1f") + "]+"
-)
+_HIDDEN_IN_STREAM_CLASS = "[\x00-\x08\x0b\x0c\x0e-\x1f" + HIDDEN.removeprefix("\x00-\x1f") + "]"
+_HIDDEN_IN_STREAM = re.compile(_HIDDEN_IN_STREAM_CLASS + "+")
+#: The same, one character: what a whole page or file is searched with first (a class
+#: without ``+`` is searched about twice as fast, and most pages hold none).
+_ANY_HIDDEN_IN_STREAM = re.compile(_HIDDEN_IN_STREAM_CLASS)
 
 _SHORT_ESCAPES = {"\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
 
@@ -222,7 +224,7 @@ def escape_unsafe(text: str, *, keep_lines: bool = False) -> str:
     as they are, every other :data:`HIDDEN` character is escaped."""
     if not keep_lines:
         return visible(text)
-    if _HIDDEN_IN_STREAM.search(text) is None:
+    if _ANY_HIDDEN_IN_STREAM.search(text) is None:
         return text
     return _HIDDEN_IN_STREAM.sub(_escape_match, text)
 
@@ -307,6 +309,8 @@ def dumps(value: Any, **kw: Any) -> str:
     """Strict JSON of a cleaned value, scrubbed once more as text; every hidden character
     (C1, DEL, format characters, separators) as a ``\\u`` escape."""
     text = scrub_text(json.dumps(clean(value), ensure_ascii=False, allow_nan=False, **kw))
+    if _ANY_HIDDEN_IN_STREAM.search(text) is None:
+        return text
     return _UNSAFE_IN_JSON.sub(_escape_match, text)
 
 
