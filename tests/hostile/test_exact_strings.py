@@ -300,3 +300,33 @@ def test_a_reason_quoting_a_target_raw_keeps_its_whitespace(got: str, want: str)
         parser = _Text()
         parser.feed(files["report.html"])
         assert line in "".join(parser.text)
+
+
+@pytest.mark.clause("MEM-SCOPE.1")
+def test_replay_shows_each_record_and_the_reason_exactly() -> None:
+    """``memspec replay``'s side by side: a record's id and text as JSON with every character
+    visible, the reason through the same rule."""
+    from conformance.commands.replay import print_side_by_side  # noqa: PLC0415
+    from conformance.vocabulary import Exchange  # noqa: PLC0415
+
+    def said(text: str) -> str:
+        ex = Exchange(
+            method="POST",
+            path="/retrieve",
+            request_body={},
+            status=200,
+            body={"records": [{"id": "mem:1 ", "text": text, "useCount": 1}]},
+        )
+        o = StepOutcome(
+            index=0, op="retrieve", verdict="diverge", clauses=("MEM-SCOPE.1",),
+            expected="200 records: 'a b'", exchange=ex, reason=f"answered {text!r}",
+        )  # fmt: skip
+        out = StringIO()
+        print_side_by_side(o, out, 60)
+        return out.getvalue()
+
+    double, single = said("a  b"), said("a b")
+    assert double != single
+    assert '"mem:1 " "a\\u0020\\u0020b" useCount 1' in double, double
+    assert "→ answered 'a\\u0020\\u0020b'" in double
+    assert '"mem:1 " "a b" useCount 1' in single
