@@ -18,8 +18,10 @@ echo it in:
   the token alone are blanked.
 
 **Scrub first, then cut.** Every piece of target text that is shown goes through
-:func:`shown` — scrub, escape what a terminal or a page would obey (:func:`escape_unsafe`),
-then cut to a bound — so a cut can never land inside a token that the scrub would then miss.
+:func:`shown` — scrub, make every character visible (:func:`visible`: controls, format
+characters, separators, lone surrogates and runs of spaces escaped as JSON escapes them), then
+cut to a bound — so a cut can never land inside a token that the scrub would then miss, and
+two texts that differ never look the same.
 
 The tokens to blank are registered once per process (:func:`register`): the CLI registers the
 token it loaded or made, and every writer asks the registry.  A token shorter than
@@ -42,6 +44,8 @@ MASK = "[token]"
 
 #: How much of a target's text one message quotes (a reason, an excerpt, an error).
 SHOWN_LIMIT = 300
+#: How much of a whole reason (memspec's words and the target text it quotes) a page shows.
+REASON_LIMIT = 4000
 
 _lock = threading.Lock()
 _secrets: list[str] = []
@@ -127,33 +131,102 @@ def scrub_text(text: str) -> str:
     lone surrogates replaced by U+FFFD (so the text can always be written as UTF-8)."""
     if _SURROGATE.search(text):
         text = _SURROGATE.sub("\ufffd", text)
+    return _blank(text)
+
+
+def _blank(text: str) -> str:
+    """``text`` with every registered token (in any escaped form) replaced by ``[token]``;
+    lone surrogates left as they are (:func:`shown` escapes them)."""
     pattern = _pattern
     if pattern is None:
         return text
     return pattern.sub(MASK, text)
 
 
-#: What a terminal or a browser would obey rather than show: C0 controls, DEL, C1 controls and
-#: the bidi/format controls (marks, embeddings, overrides, isolates).
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-#: The same but tab and line ends: what a stream of memspec's own lines may hold.
-_UNSAFE_IN_STREAM = re.compile(
-    "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]"
+#: What is shown as an escape, never as itself (docs/hostile-targets.md, "Exact strings"):
+#: every control (Cc: C0, DEL, C1), every format character (Cf: U+00AD, U+200B, U+FEFF, the
+#: bidi marks, embeddings, overrides and isolates, ...), the line and paragraph separators
+#: (U+2028, U+2029), every space separator but the ASCII space (Zs: NBSP, U+2000-200A, U+202F,
+#: U+3000, ...), lone surrogates and the noncharacters U+FFFE/U+FFFF -- each of them a
+#: character a terminal or a browser obeys, hides, or draws like another.  The class is
+#: Unicode 14's (Python 3.11); ``tests/hostile/test_exact_strings.py`` checks it against
+#: ``unicodedata``.
+HIDDEN = (
+    "\x00-\x1f\x7f-\xa0\xad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2"
+    "\u1680\u180e\u2000-\u200f\u2028-\u202f\u205f-\u2064\u2066-\u206f\u3000"
+    "\ud800-\udfff\ufeff\ufff9-\ufffb\ufffe\uffff\U000110bd\U000110cd"
+    "\U00013430-\U00013438\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001"
+    "\U000e0020-\U000e007f"
 )
+#: A hidden character, or an ASCII space that is not a single space between two other
+#: characters (leading, trailing, or one of a run): shown as an escape.
+_HIDDEN_OR_SPACE = re.compile(f"[{HIDDEN}]+|\\A +| +\\Z| {{2,}}")
+#: Hidden characters but tab and line ends: what a stream of memspec's own lines, or a page
+#: of its own layout, may hold raw (spaces there are memspec's layout, left alone).
+_HIDDEN_IN_STREAM_CLASS = "[\x00-\x08\x0b\x0c\x0e-\x1f" + HIDDEN.removeprefix("\x00-\x1f") + "]"
+_HIDDEN_IN_STREAM = re.compile(_HIDDEN_IN_STREAM_CLASS + "+")
+#: The same, one character: what a whole page or file is searched with first (a class
+#: without ``+`` is searched about twice as fast, and most pages hold none).
+_ANY_HIDDEN_IN_STREAM = re.compile(_HIDDEN_IN_STREAM_CLASS)
+
+_SHORT_ESCAPES = {"\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
 
 
-def _escape_char(m: re.Match[str]) -> str:
-    cp = ord(m.group())
-    return f"\\x{cp:02x}" if cp < 0x100 else f"\\u{cp:04x}"
+def _escape_one(c: str) -> str:
+    """One character as JSON's ``ensure_ascii`` writes it: ``\\n``, ``\\t``, ``\\u00a0``;
+    a character past U+FFFF as its surrogate pair (``\\udb40\\udc01``)."""
+    short = _SHORT_ESCAPES.get(c)
+    if short is not None:
+        return short
+    cp = ord(c)
+    if cp > 0xFFFF:
+        v = cp - 0x10000
+        return f"\\u{0xD800 + (v >> 10):04x}\\u{0xDC00 + (v & 0x3FF):04x}"
+    return f"\\u{cp:04x}"
+
+
+def _escape_match(m: re.Match[str]) -> str:
+    return "".join(map(_escape_one, m.group()))
+
+
+def visible(text: str) -> str:
+    """``text`` as memspec shows a target's text: every :data:`HIDDEN` character, and every
+    ASCII space that is leading, trailing or one of a run of two or more, written as JSON
+    writes it escaped (``\\n``, ``\\u00a0``, ``\\u200b``, ``\\ud800``, ``\\u0020``); a
+    single space between two other characters, and everything else, as itself.
+
+    Each escape is JSON's own spelling, so applied to a JSON text (the form every value --
+    an answer, an allowed answer, a key -- is shown in) the result is JSON text of the same
+    value: ``json.loads(visible(json.dumps(v, ensure_ascii=False))) == v``, and two values
+    that differ never look the same.  Free text (a reason phrase, a body that is not JSON)
+    has its own backslashes left as they are.  Idempotent: ``visible(visible(t)) ==
+    visible(t)``."""
+    if _HIDDEN_OR_SPACE.search(text) is None:
+        return text
+    return _HIDDEN_OR_SPACE.sub(_escape_match, text)
+
+
+#: A JSON string literal (the last one of a text may be cut short).
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"?', re.DOTALL)
+
+
+def _visible_laid_out(text: str) -> str:
+    """A text memspec laid out over lines (indented JSON): tab, line ends and spaces outside
+    string literals are its layout and pass; every hidden character is escaped, and inside
+    each JSON string literal the whole :func:`visible` rule applies (runs of spaces too)."""
+    return _JSON_STRING.sub(lambda m: visible(m.group()), escape_unsafe(text, keep_lines=True))
 
 
 def escape_unsafe(text: str, *, keep_lines: bool = False) -> str:
-    """``text`` with every control and bidi/format character written as an escape
-    (``\\x1b``, ``\\u202e``) — shown, never obeyed.  ``keep_lines`` leaves tab, CR and LF."""
-    pattern = _UNSAFE_IN_STREAM if keep_lines else _UNSAFE
-    if pattern.search(text) is None:
+    """``text`` with what a terminal or a page would obey or hide shown escaped.  Without
+    ``keep_lines`` this is :func:`visible`; with it (memspec's own lines and pages: a whole
+    console stream, ``report.html``, ``junit.xml``) tab, CR, LF and every ASCII space pass
+    as they are, every other :data:`HIDDEN` character is escaped."""
+    if not keep_lines:
+        return visible(text)
+    if _ANY_HIDDEN_IN_STREAM.search(text) is None:
         return text
-    return pattern.sub(_escape_char, text)
+    return _HIDDEN_IN_STREAM.sub(_escape_match, text)
 
 
 def cut(text: str, limit: int) -> str:
@@ -179,15 +252,18 @@ def window(limit: int) -> int:
 
 
 def shown(text: str, limit: int = SHOWN_LIMIT, *, keep_lines: bool = False) -> str:
-    """The one way a target's text is shown: the token blanked in every form, every control
-    and bidi character escaped, *then* cut to ``limit`` characters (a cut made first could
-    land inside the token and leave all of it but its last characters).
+    """The one way a target's text is shown: the token blanked in every form, then made
+    :func:`visible` (every control, format, separator and lone surrogate escaped, and every
+    space that is not a single space between two characters), *then* cut to ``limit``
+    characters (a cut made first could land inside the token and leave all of it but its
+    last characters).  ``keep_lines`` (indented JSON a page shows) leaves the tabs, line ends
+    and spaces of the layout as they are, and applies the whole rule inside string literals.
 
     Only the first :func:`window` characters are scrubbed (a token that starts before the cut
     ends inside them), so showing 300 characters of a 4 MiB text costs no more than of a
     short one."""
     head = text[: window(limit)]
-    out = cut(escape_unsafe(scrub_text(head), keep_lines=keep_lines), limit)
+    out = cut(_visible_laid_out(_blank(head)) if keep_lines else visible(_blank(head)), limit)
     if len(text) > len(head):  # say how long the whole text was, not only the window
         keep = out.rpartition("…[")[0] if "…[" in out else out
         out = f"{keep}…[{len(text) - len(keep)} more characters cut]"
@@ -223,26 +299,25 @@ def xml_safe(text: str) -> str:
     return _XML_INVALID.sub("\ufffd", text)
 
 
-#: C1 controls, DEL and the bidi/format controls: JSON writes them raw, so they are written as
-#: ``\\u`` escapes (the same JSON value) to keep an editor or a terminal showing the file safe.
-_UNSAFE_IN_JSON = re.compile("[\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-
-
-def _json_escape(m: re.Match[str]) -> str:
-    return f"\\u{ord(m.group()):04x}"
+#: Every :data:`HIDDEN` character JSON writes raw (C1, DEL, format characters, separators):
+#: written as ``\\u`` escapes (the same JSON value), so an editor or a terminal showing the
+#: file is safe and shows every character.
+_UNSAFE_IN_JSON = _HIDDEN_IN_STREAM
 
 
 def dumps(value: Any, **kw: Any) -> str:
-    """Strict JSON of a cleaned value, scrubbed once more as text; C1, DEL and bidi/format
-    controls as ``\\u`` escapes."""
+    """Strict JSON of a cleaned value, scrubbed once more as text; every hidden character
+    (C1, DEL, format characters, separators) as a ``\\u`` escape."""
     text = scrub_text(json.dumps(clean(value), ensure_ascii=False, allow_nan=False, **kw))
-    return _UNSAFE_IN_JSON.sub(_json_escape, text)
+    if _ANY_HIDDEN_IN_STREAM.search(text) is None:
+        return text
+    return _UNSAFE_IN_JSON.sub(_escape_match, text)
 
 
 def page_safe(text: str) -> str:
-    """An HTML or XML page's text with every control but tab and line ends, DEL, C1 and
-    bidi/format controls written as visible ``\\x1b``/``\\u202e`` escapes (a numeric
-    reference would still be obeyed by a browser, a raw one by a terminal showing the file)."""
+    """An HTML or XML page's text with every :data:`HIDDEN` character but tab and line ends
+    written as a visible ``\\u001b``/``\\u202e`` escape (a numeric reference would still be
+    obeyed by a browser, a raw one by a terminal showing the file)."""
     return escape_unsafe(text, keep_lines=True)
 
 
@@ -254,7 +329,7 @@ _ASCII_MARKS = str.maketrans(
 
 class ScrubbingStream:
     """A text stream wrapper that blanks registered tokens in everything written to it,
-    escapes control and bidi characters (but tab and line ends), falls back to ASCII marks
+    escapes every :data:`HIDDEN` character (but tab and line ends), falls back to ASCII marks
     on a terminal that cannot encode ``✓``/``✗``, and ends quietly when the reader goes
     away."""
 

@@ -23,11 +23,16 @@ from conformance.audit.jsonscan import (
     path_key,
     scan,
 )
+from conformance.scrub import visible
 
 CONTEXT_TEXT = 24
 CONTEXT_HEX = 8
 MAX_DIFFERENCES = 12
 VALUE_WIDTH = 72
+#: How many characters of the text the two strings share are shown before and after the part
+#: that differs, and how much of each differing part.
+STRING_CONTEXT = 20
+STRING_PART = 60
 
 
 @dataclass(frozen=True)
@@ -123,30 +128,21 @@ def first_difference(a: bytes, b: bytes) -> int | None:
 
 
 def _show_text(chunk: bytes) -> str:
-    out = []
-    for ch in chunk.decode("utf-8", "backslashreplace"):
-        if ch == "\n":
-            out.append("\\n")
-        elif ch == "\r":
-            out.append("\\r")
-        elif ch == "\t":
-            out.append("\\t")
-        elif ord(ch) < 0x20 or 0x7F <= ord(ch) < 0xA0 or ch in "\u2028\u2029":
-            out.append(f"\\u{ord(ch):04x}")
-        else:
-            out.append(ch)
-    return "".join(out)
+    """Bytes as text an auditor can read exactly (:func:`conformance.scrub.visible`: line
+    ends, tabs, controls, NBSP and other spaces, format characters, separators and runs of
+    spaces as JSON escapes; bytes that are not UTF-8 as ``\\xNN``)."""
+    return visible(chunk.decode("utf-8", "backslashreplace"))
 
 
 def byte_context(data: bytes, offset: int) -> ByteContext:
     """The bytes around ``offset``: text (``▶`` before the offset byte) and hex (``[..]``)."""
     start = max(0, offset - CONTEXT_TEXT)
     end = min(len(data), offset + CONTEXT_TEXT)
+    before = data[start:offset].decode("utf-8", "backslashreplace")
+    after = data[offset:end].decode("utf-8", "backslashreplace")
     text = (
         ("…" if start > 0 else "")
-        + _show_text(data[start:offset])
-        + "▶"
-        + _show_text(data[offset:end])
+        + visible(before + "▶" + after)  # one text: a space beside the mark is not leading
         + ("…" if end < len(data) else "")
     )
     hs = max(0, offset - CONTEXT_HEX)
@@ -162,17 +158,49 @@ def byte_context(data: bytes, offset: int) -> ByteContext:
 
 
 def _render(data: bytes, node: Node) -> str:
-    text = json.dumps(decode(data, node), ensure_ascii=False, separators=(",", ":"))
+    text = visible(json.dumps(decode(data, node), ensure_ascii=False, separators=(",", ":")))
     if len(text) > VALUE_WIDTH:
         text = text[: VALUE_WIDTH - 1] + "…"
     return text
 
 
-def _raw(data: bytes, node: Node) -> str:
-    text = _show_text(data[node.start : node.end])
-    if len(text) > VALUE_WIDTH:
-        text = text[: VALUE_WIDTH - 1] + "…"
-    return text
+def _quoted(text: str, limit: int, *, head: bool = True) -> str:
+    """``text`` JSON-quoted with every character visible, at most ``limit`` characters of it
+    (its start, or with ``head=False`` its end), saying how many more there were."""
+    if len(text) <= limit:
+        return visible(json.dumps(text, ensure_ascii=False))
+    if head:
+        part = visible(json.dumps(text[:limit], ensure_ascii=False))
+        return f"{part}…[{len(text) - limit} more]"
+    part = visible(json.dumps(text[-limit:], ensure_ascii=False))
+    return f"[{len(text) - limit} more]…{part}"
+
+
+def text_difference(a: str, b: str, label_a: str = "A", label_b: str = "B") -> str:
+    """Where two different texts differ, so they never read alike: the character offset of
+    the first difference and both lengths, the text they share just before it, the part of
+    each that differs (JSON-quoted, every character visible -- a trailing ``"\\n\\n"``, a
+    NBSP for a space, an inserted U+200B), and the text they share after it.
+
+    The differing parts are what is left once the longest common prefix and suffix are taken
+    away: ``a == prefix + part_a + suffix`` and ``b == prefix + part_b + suffix``, so the two
+    parts differ, and when both are non-empty their first characters do (each part is cut
+    after :data:`STRING_PART` characters, never before its first)."""
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    j = 0
+    while j < n - i and a[len(a) - 1 - j] == b[len(b) - 1 - j]:
+        j += 1
+    part_a, part_b = a[i : len(a) - j], b[i : len(b) - j]
+    before = _quoted(a[:i], STRING_CONTEXT, head=False) if i else "(start)"
+    after = _quoted(a[len(a) - j :], STRING_CONTEXT) if j else "(end)"
+    return (
+        f"differ at character {i} ({label_a} {len(a)}, {label_b} {len(b)} characters):"
+        f" after {before}, {label_a} has {_quoted(part_a, STRING_PART)}, {label_b} has"
+        f" {_quoted(part_b, STRING_PART)}, then {after}"
+    )
 
 
 def _keys(keys: list[str]) -> str:
@@ -212,13 +240,20 @@ class _Walker:
                     detail = f"{shown} != absent" if a_longer else f"absent != {shown}"
                     self.add(path_index(path, i), "missing", detail)
         elif na.kind == "string":
-            if na.text != nb.text:
-                self.add(path, "value", f"{_render(a, na)} != {_render(b, nb)}")
+            sa, sb = na.text, nb.text
+            ra, rb = _render(a, na), _render(b, nb)
+            if sa != sb and not (ra.endswith("…") or rb.endswith("…")):
+                self.add(path, "value", f"{ra} != {rb}")  # both whole, every character visible
+            elif sa != sb:
+                self.add(path, "value", f"strings {text_difference(sa, sb, self.la, self.lb)}")
             elif a[na.start : na.end] != b[nb.start : nb.end]:
+                raw_a = a[na.start : na.end].decode("utf-8", "backslashreplace")
+                raw_b = b[nb.start : nb.end].decode("utf-8", "backslashreplace")
                 self.add(
                     path,
                     "spelling",
-                    f"same string, spelled differently: {_raw(a, na)} vs {_raw(b, nb)}",
+                    "same string, spelled differently: the JSON texts "
+                    + text_difference(raw_a, raw_b, self.la, self.lb),
                 )
         elif na.kind == "number":
             if na.text != nb.text:
@@ -298,14 +333,17 @@ def json_differences(
     if not walker.out:
         off = first_difference(a, b)
         assert off is not None
-        ca = _show_text(a[off : off + 1]) or "end of body"
-        cb = _show_text(b[off : off + 1]) or "end of body"
+        ca, cb = (
+            _quoted(side[off : off + 1].decode("utf-8", "backslashreplace"), 8)
+            if off < len(side)
+            else "end of body"
+            for side in (a, b)
+        )
         walker.add(
             path_at(trees[0], off),
             "whitespace",
-            f"insignificant whitespace differs at byte {off} ({label_a} {ca!r} vs "
-            f"{label_b} {cb!r}); "
-            "the parsed JSON is equal",
+            f"insignificant whitespace differs at byte {off} ({label_a} {ca} vs {label_b} {cb});"
+            " the parsed JSON is equal",
         )
     return walker.out
 
@@ -352,7 +390,7 @@ def compare_requests(
     if a.method != b.method:
         problems.append(f"method {a.method} != {b.method}")
     if a.path != b.path:
-        problems.append(f"path {a.path} != {b.path}")
+        problems.append(f"path {visible(a.path)} != {visible(b.path)}")
     if headers:
         ha, hb = _header_map(a, ignored_headers), _header_map(b, ignored_headers)
         if ha != hb:
@@ -365,8 +403,8 @@ def compare_requests(
                     va = [v for n, v in ha if n == name]
                     vb = [v for n, v in hb if n == name]
                     if va != vb:
-                        show_a = ", ".join(va) if va else "absent"
-                        show_b = ", ".join(vb) if vb else "absent"
+                        show_a = ", ".join(map(visible, va)) if va else "absent"
+                        show_b = ", ".join(map(visible, vb)) if vb else "absent"
                         problems.append(f"header {name}: {show_a} != {show_b}")
     body = compare_bodies(a.body, b.body)
     return RequestVerdict(

@@ -17,7 +17,6 @@ scenarios), never failed.  A host that hangs, floods or crashes makes the step
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -30,9 +29,11 @@ from conformance.binding.functions import BY_NAME, Fn
 from conformance.binding.host import Answer, EngineHost
 from conformance.binding.judge import THROWS, Judged, describe, ok, outcome_allowed
 from conformance.binding.vectors import Vector, function_vectors
+from conformance.jsonutil import short_json
 from conformance.machines.constants import pinned_local_constants
 from conformance.runner import ScenarioResult
 from conformance.scenario import Scenario, Step
+from conformance.scrub import shown
 from conformance.vocabulary import StepOutcome
 
 JSON = Any
@@ -53,8 +54,10 @@ class FunctionRun:
 
 
 def _excerpt(v: JSON, n: int = 300) -> str:
-    s = json.dumps(v, ensure_ascii=False)
-    return s if len(s) <= n else s[: n - 1] + "…"
+    """An answer as a line shows it: JSON, every hidden character and run of spaces escaped,
+    then cut (:func:`conformance.jsonutil.short_json`) -- spelled as :func:`describe` spells
+    the allowed answers, so two that differ never look the same."""
+    return short_json(v, n, sort_keys=True)
 
 
 def _outcome(answer: Answer) -> JSON:
@@ -88,7 +91,7 @@ def judge_answer(
             verdict="indeterminate",
             clauses=tuple(clauses),
             expected=expected,
-            reason=f"{label}: host {answer.kind}: {answer.detail}",
+            reason=f"{label}: host {answer.kind}: {shown(answer.detail)}",
             details=details,
         )
     if answer.kind == "garbage":
@@ -98,13 +101,13 @@ def judge_answer(
             verdict="diverge",
             clauses=tuple(clauses),
             expected=expected,
-            reason=f"{label}: not a binding answer: {answer.detail}",
+            reason=f"{label}: not a binding answer: {shown(answer.detail)}",
             details=details,
         )
     got = _outcome(answer)
     if outcome_allowed(got, judged):
         return StepOutcome(index=index, op=fn, verdict="pass", clauses=tuple(clauses))
-    shown = f"refused ({answer.detail})" if answer.kind == "error" else _excerpt(answer.value)
+    said = f"refused ({shown(answer.detail)})" if answer.kind == "error" else _excerpt(answer.value)
     details["answered"] = got
     return StepOutcome(
         index=index,
@@ -112,7 +115,7 @@ def judge_answer(
         verdict="diverge",
         clauses=tuple(clauses),
         expected=expected,
-        reason=f"{label}: answered {shown}",
+        reason=f"{label}: answered {said}",
         details=details,
     )
 

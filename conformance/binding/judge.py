@@ -17,6 +17,7 @@ import struct
 from dataclasses import dataclass, field
 from typing import Any
 
+from conformance.jsonutil import short_json
 from reference.memory.scoring import tokenize
 
 JSON = Any
@@ -156,9 +157,11 @@ def outcome_allowed(got: JSON, judged: Judged) -> bool:
 
 def describe(judged: Judged) -> str:
     """The allowed set in words, for a report."""
-    shown = " | ".join(_canon(a) for a in judged.allowed[:4])
+    shown = " | ".join(short_json(a, 300, sort_keys=True) for a in judged.allowed[:4])
     if len(judged.allowed) > 4:
         shown += f" | … ({len(judged.allowed)} in all)"
     if judged.checker is not None:
-        return f"checker {_canon(judged.checker)}; reference answer {shown}"
+        return (
+            f"checker {short_json(judged.checker, 300, sort_keys=True)}; reference answer {shown}"
+        )
     return shown

@@ -22,6 +22,7 @@ from conformance.jsonutil import short_json
 from conformance.report.console import said_line, sent_line
 from conformance.runner import run_scenario
 from conformance.scenario import ScenarioError, load_scenario
+from conformance.scrub import REASON_LIMIT, shown
 from conformance.session import new_run_id
 from conformance.vocabulary import RunContext, StepOutcome
 
@@ -80,9 +81,10 @@ def print_side_by_side(o: StepOutcome, out: TextIO, width: int) -> None:
         lines = [f"{ex.status} records:" if ex.body["records"] else f"{ex.status} records: none"]
         for i, r in enumerate(ex.body["records"]):
             if isinstance(r, dict):
-                used = f", last used {r['lastUsedAt']}" if "lastUsedAt" in r else ""
+                used = f", last used {short_json(r['lastUsedAt'], 60)}" if "lastUsedAt" in r else ""
+                rid, text = short_json(r.get("id"), 200), short_json(r.get("text"), 500)
                 lines.append(
-                    f"  {i + 1}. {r.get('id')} {r.get('text')!r} useCount {r.get('useCount')}{used}"
+                    f"  {i + 1}. {rid} {text} useCount {short_json(r.get('useCount'), 40)}{used}"
                 )
             else:
                 lines.append(f"  {i + 1}. {short_json(r, 200, sort_keys=True)}")
@@ -97,7 +99,7 @@ def print_side_by_side(o: StepOutcome, out: TextIO, width: int) -> None:
         b = right[i] if i < len(right) else ""
         out.write(f"   {a:<{width}} │ {b}\n")
     if o.reason:
-        out.write(f"   → {o.reason}\n")
+        out.write(f"   → {shown(o.reason, REASON_LIMIT)}\n")
 
 
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:

@@ -18,6 +18,7 @@ from conformance.contract.model import (
     SIZE,
     Run,
 )
+from conformance.scrub import shown, window
 from conformance.vocabulary import Exchange, Secret
 
 
@@ -25,9 +26,9 @@ def excerpt(ex: Exchange, limit: int = 300) -> str:
     error = unanswered(ex)
     if error:
         return error
-    text = ex.answer[:limit].decode("utf-8", "replace")
-    more = "…" if len(ex.answer) > limit else ""
-    return f"{ex.status} {text}{more}"
+    head = ex.answer[: 4 * window(limit)]
+    text = head.decode("utf-8", "replace") + ("…" if len(ex.answer) > len(head) else "")
+    return f"{ex.status} {shown(text, limit)}"
 
 
 def _error_shape_ok(protocol: str, ex: Exchange) -> bool:

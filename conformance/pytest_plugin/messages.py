@@ -19,10 +19,11 @@ def option_names(message: str, url: str) -> str:
 
 
 def trim(text: str, limit: int = LINE) -> str:
-    """One line of at most ``limit`` characters: scrubbed, escaped, *then* cut."""
-    from conformance.scrub import shown, window  # noqa: PLC0415 - the plugin loads lazily
+    """One line of at most ``limit`` characters: scrubbed, made visible (line ends and runs
+    of spaces escaped, never collapsed), *then* cut."""
+    from conformance.scrub import shown  # noqa: PLC0415 - the plugin loads lazily
 
-    return shown(" ".join(text[: window(limit)].split()), limit)
+    return shown(text, limit)
 
 
 def as_json(value: Any) -> str:

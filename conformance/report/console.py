@@ -5,16 +5,15 @@ from __future__ import annotations
 from typing import Any, TextIO
 
 from conformance.jsonutil import head_json
-from conformance.scrub import clean, escape_unsafe, window
+from conformance.scrub import clean, escape_unsafe
 from conformance.scrub import shown as shown_text
 
 
 def _trim(s: str, n: int) -> str:
-    """What a line shows of ``s`` (it may quote a target): scrubbed, control characters
-    escaped, then cut (:func:`conformance.scrub.shown`); runs of whitespace as one space."""
-    w = window(n)  # enough of s that a cut at n never lands inside an unscrubbed token
-    head = " ".join(s[:w].split())
-    return shown_text(head + "…" if len(s) > w else head, n)
+    """What a line shows of ``s`` (it may quote a target): scrubbed, made visible (line ends,
+    tabs, runs of spaces, format characters escaped -- never collapsed, so two texts that
+    differ never print alike), then cut (:func:`conformance.scrub.shown`)."""
+    return shown_text(s, n)
 
 
 def _title(s: str, n: int) -> str:

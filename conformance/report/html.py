@@ -17,7 +17,7 @@ from typing import Any
 
 from conformance.report.console import said_line
 from conformance.report.timeline import timeline_html
-from conformance.scrub import shown
+from conformance.scrub import REASON_LIMIT, shown
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,sans-serif;margin:2em;color:#1d1d1f;
@@ -46,6 +46,12 @@ def _j(v: Any, limit: int = 4000) -> str:
     except (TypeError, ValueError, RecursionError):
         s = repr(v)
     return shown(s, limit, keep_lines=True)
+
+
+def _reason(text: str) -> str:
+    """A reason as a paragraph shows it: runs of spaces and hidden characters escaped (a page
+    would collapse the one and hide the other), then HTML-escaped."""
+    return escape(shown(text, REASON_LIMIT))
 
 
 def _said(ex: dict[str, Any] | None) -> str:
@@ -83,7 +89,7 @@ def _steps_table(steps: list[dict[str, Any]]) -> str:
             f"<td><pre>{escape(req)}</pre></td><td><pre>{escape(o.get('expected') or '')}</pre>"
             "</td>"
             f"<td><pre>{escape(_said(ex))}</pre>"
-            + (f"<p class='bad'>{escape(o.get('reason', ''))}</p>" if o.get("reason") else "")
+            + (f"<p class='bad'>{_reason(o['reason'])}</p>" if o.get("reason") else "")
             + "</td></tr>"
         )
     return (
@@ -105,7 +111,7 @@ def _divergence_blocks(data: dict[str, Any], divs: list[dict[str, Any]], kind: s
             f"<h3>{escape(d['source'])} <code>{escape(d['name'])}"
             f"</code> — step {d['step']} ({escape(d['op'])})</h3>"
             f"<p>clauses: {', '.join('<code>' + escape(c) + '</code>' for c in d['clauses'])}</p>"
-            f"<p class='bad'>{escape(d['reason'])}</p>"
+            f"<p class='bad'>{_reason(d['reason'])}</p>"
         )
         if exp:
             parts.append(f"<p class='warn'>expected divergence: {escape(exp['reason'])}</p>")
@@ -258,7 +264,7 @@ def _scenarios_html(data: dict[str, Any]) -> list[str]:
             f"<tr class='{cls}'><td>{escape(x['name'])}<br>"
             f"<span class='muted'>{escape(x.get('path') or '')}</span></td>"
             f"<td class='v'>{escape(x['verdict'])}</td><td>{escape(', '.join(x['clauses']))}</td>"
-            f"<td>{escape(x['reason'])}</td></tr>"
+            f"<td>{_reason(x['reason'])}</td></tr>"
         )
     parts.append("</table>")
     return parts
@@ -280,7 +286,7 @@ def _machines_html(data: dict[str, Any]) -> list[str]:
                 f"<tr class='{cls}'><td>{escape(m['name'])}</td>"
                 f"<td class='v'>{escape(m['verdict'])}</td>"
                 f"<td class='n'>{m['examples']}</td><td class='n'>{m['steps']}</td>"
-                f"<td>{escape(m['profile'])} / {m['seed']}</td><td>{escape(m['reason'])}</td></tr>"
+                f"<td>{escape(m['profile'])} / {m['seed']}</td><td>{_reason(m['reason'])}</td></tr>"
             )
         parts.append("</table>")
     return parts

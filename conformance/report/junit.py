@@ -14,11 +14,11 @@ import xml.etree.ElementTree as ET
 from typing import Any
 
 from conformance.report.console import said_line, sent_line
-from conformance.scrub import shown
+from conformance.scrub import REASON_LIMIT, shown
 
 
 def _failure_text(step: dict[str, Any] | None, reason: str) -> str:
-    lines = [reason]
+    lines = [shown(reason, REASON_LIMIT)]
     if step:
         lines.append(f"clauses: {', '.join(step.get('clauses', []))}")
         lines.append("model allows:")
@@ -84,7 +84,7 @@ def _testcase(
     ]
     for d in deviations:
         text = f"[{', '.join(d['clauses'])}] step {d['step']} ({d['op']}): {d['reason']}"
-        ET.SubElement(props, "property", name="deviation", value=text[:500])
+        ET.SubElement(props, "property", name="deviation", value=shown(text, 500))
     verdict = item["verdict"]
     step = None
     if kind == "scenario":

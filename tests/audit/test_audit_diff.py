@@ -7,16 +7,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conformance import scrub
 from conformance.audit.capture import Capture
 from conformance.audit.diff import (
     byte_context,
     compare_bodies,
+    describe_body,
     diff_captures,
     first_difference,
     json_differences,
+    text_difference,
 )
 from tests.common.audit import STYLES, captured, json_value, serialize
 
@@ -120,7 +123,8 @@ def test_readable_differences() -> None:
     assert one('{"a":"1"}', '{"a":1}') == ['$.a: "1" != 1']
     assert one('{"a":true}', '{"a":false}') == ["$.a: true != false"]
     assert one('{"a":"\\u00e9"}', '{"a":"é"}') == [
-        '$.a: same string, spelled differently: "\\u00e9" vs "é"'
+        "$.a: same string, spelled differently: the JSON texts differ at character 1"
+        ' (A 8, B 3 characters): after "\\"", A has "\\\\u00e9", B has "é", then "\\""'
     ]
     assert one('{"a":1.0}', '{"a":1}') == ["$.a: same number, spelled differently: 1.0 vs 1"]
     assert one('{"a":1,"a":2}', '{"a":2}') == ["$.a: key appears 2 times in A"]
@@ -136,6 +140,11 @@ def test_byte_context_marks_the_offset() -> None:
     end = byte_context(b"abc", 3)
     assert end.hex.endswith("[EOF]") and end.text == "abc▶"
     assert byte_context(b"a\nb\x00", 1).text == "a▶\\nb\\u0000"
+    # every character visible: a NBSP, a U+200B, a run of spaces, a trailing space
+    assert (
+        byte_context("a\u00a0b\u200b  c ".encode(), 1).text
+        == "a▶\\u00a0b\\u200b\\u0020\\u0020c\\u0020"
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -179,3 +188,71 @@ def test_headers_are_compared_only_when_asked() -> None:
         a, b, headers=True, ignored_headers=frozenset({"host", "content-type"})
     )
     assert ignoring.identical
+    # a header value differing only by a trailing space or a NBSP reads differently
+    rb = replace(rb, headers=(("content-type", "application/json "),))
+    ra = replace(ra, headers=(("content-type", "application/json"),))
+    spaced = diff_captures(replace(a, requests=(ra,)), replace(b, requests=(rb,)), headers=True)
+    assert spaced.requests[0].problems == (
+        "header content-type: application/json != application/json\\u0020",
+    )
+
+
+LONG = "You are the deploy bot. " * 20  # longer than any cut of a value
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "parts"),
+    [
+        # a trailing "\n\n" added (memory off): the two strings must not read alike
+        (LONG, LONG + "\n\n", ('A has "", B has "\\n\\n", then (end)',)),
+        (LONG + "x y", LONG + "x\u00a0y", ('A has " ", B has "\\u00a0"',)),
+        (LONG + "xy", LONG + "x\u200by", ('A has ""', 'B has "\\u200b"')),
+        (LONG + "z", LONG + "Z", ('A has "z", B has "Z", then (end)',)),
+        ("Z" + LONG, "z" + LONG, ("differ at character 0", "after (start)")),
+        (LONG + "a  b", LONG + "a b", ('A has " ", B has ""',)),
+    ],
+)
+def test_a_long_string_shows_the_bytes_that_differ(a: str, b: str, parts: tuple[str, ...]) -> None:
+    """Past any cut of a value, the explanation shows the offset of the first difference, the
+    text before it, and each side's differing part escaped: never two identical strings."""
+    body_a = json.dumps({"system": a}, ensure_ascii=False).encode()
+    body_b = json.dumps({"system": b}, ensure_ascii=False).encode()
+    (d,) = json_differences(body_a, body_b)
+    assert d.path == "$.system" and d.kind == "value"
+    offset = next(i for i in range(min(len(a), len(b)) + 1) if a[i : i + 1] != b[i : i + 1])
+    assert f"differ at character {offset} (A {len(a)}, B {len(b)} characters)" in d.detail
+    for part in parts:
+        assert part in d.detail, d.detail
+    side_a, _, side_b = d.detail.partition(", B has ")
+    assert side_a.rpartition("A has ")[2] != side_b.partition(", then ")[0]
+    lines = describe_body(compare_bodies(body_a, body_b))
+    text_a, text_b = (ln.split("text: ", 1)[1] for ln in lines[1:3])
+    assert text_a != text_b  # the byte windows read differently too
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    common=st.text(max_size=200),
+    a=st.text(max_size=5),
+    b=st.text(max_size=5),
+    tail=st.text(max_size=200),
+)
+def test_text_difference_never_shows_two_strings_alike(
+    common: str, a: str, b: str, tail: str
+) -> None:
+    """For any two different strings (lone surrogates, format characters, spaces included),
+    the parts shown as differing are different JSON strings that read back to the texts that
+    differ, and the offset is that of the first differing character."""
+    sa, sb = common + a + tail, common + b + tail
+    if sa == sb:
+        return
+    text = text_difference(sa, sb)
+    first = next(i for i in range(min(len(sa), len(sb)) + 1) if sa[i : i + 1] != sb[i : i + 1])
+    assert text.startswith(f"differ at character {first} ")
+    part_a = text.split(", A has ", 1)[1].split(", B has ", 1)[0]
+    part_b = text.split(", B has ", 1)[1].rsplit(", then ", 1)[0]
+    assert part_a != part_b
+    assert not scrub._HIDDEN_IN_STREAM.search(text) and "\t" not in text and "\n" not in text
+    for part, whole in ((part_a, sa), (part_b, sb)):
+        if "…[" not in part:
+            assert json.loads(part) in whole

@@ -143,7 +143,7 @@ def test_shown_says_when_it_cut_and_escapes_what_a_terminal_obeys() -> None:
     with only_token("Zz9-QQ-not-shown"):
         assert scrub.shown("short") == "short"
         out = scrub.shown("a\x1b[2J\u202eb\x9b\x7f\n" + "x" * 1000, 40)
-        assert out.startswith("a\\x1b[2J\\u202eb\\x9b\\x7f\\x0a")
+        assert out.startswith("a\\u001b[2J\\u202eb\\u009b\\u007f\\n")
         assert "more characters cut]" in out and len(out) < 80
         assert scrub.shown("x" * 5000 + "Zz9-QQ-not-shown", 10).endswith(
             "xxxxxxxxx…[5007 more characters cut]"

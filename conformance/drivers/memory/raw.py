@@ -12,8 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from conformance.jsonutil import short_json
 from conformance.oracle.memory import SentRequest
-from conformance.scrub import shown
 from conformance.targets.base import RAW_HTTP
 from conformance.vocabulary import Exchange, StepError
 
@@ -165,9 +165,9 @@ def _not_observable(op: str, sent: SentRequest, ex: Exchange) -> str | None:
         return None
     if ex.status is not None and ex.body is None:
         kind = ex.content_type.split(";", 1)[0].strip() or "no Content-Type"
-        said = shown(" ".join(ex.raw_excerpt.split()), 60)
+        said = short_json(ex.raw_excerpt, 60)
         return (
-            f"HTTP {ex.status} ({kind}) {said!r} is not JSON — the HTTP layer in front of the"
+            f"HTTP {ex.status} ({kind}) {said} is not JSON — the HTTP layer in front of the"
             " store answered this framing itself"
         )
     if ex.timed_out and declared is not None and declared > len(sent.raw):
