@@ -48,6 +48,7 @@ from conformance.audit.memory_on_block import (
     INJECT_ANTHROPIC,
     INJECT_FOLD,
     INJECT_NO_BLOCK,
+    INJECT_ONLY,
     INJECT_OPENAI,
     LABELS,
     PART_JOIN,
@@ -66,6 +67,7 @@ from conformance.audit.memory_on_slot import (
     locate_openai,
     shape_block,
 )
+from conformance.sources import DEFAULT_LEVEL, level_fails, only_reference
 from reference.memory.injection import fold_memory_block
 
 __all__ = [
@@ -86,7 +88,9 @@ __all__ = [
 
 @dataclass(frozen=True)
 class PairVerdict:
-    """The verdict for request ``index``: ``status`` is ``block``, ``no-block`` or ``fail``."""
+    """The verdict for request ``index``: ``status`` is ``block``, ``no-block``, ``deviation``
+    (a block the seed allows in a shape only the reference rules out: ``violations`` name
+    reference clauses alone; ``ok`` unless ``--level reference``) or ``fail``."""
 
     index: int
     provider: str | None
@@ -109,6 +113,7 @@ class MemoryOnResult:
     require_block: bool
     pairs: tuple[PairVerdict, ...] = field(default=())
     problems: tuple[Violation, ...] = ()
+    level: str = DEFAULT_LEVEL
 
     @property
     def ok(self) -> bool:
@@ -131,8 +136,10 @@ def check_pair(
     limit: int = DEFAULT_LIMIT,
     max_tokens: int = DEFAULT_MAX_TOKENS,
     require_block: bool = False,
+    level: str = DEFAULT_LEVEL,
 ) -> PairVerdict:
-    """Check one memory-on request against its baseline (see the module docstring)."""
+    """Check one memory-on request against its baseline (see the module docstring); a shape
+    only a reference clause rules out is a deviation, failing only at ``level`` reference."""
     provider = {ANTHROPIC_PATH: "anthropic", OPENAI_PATH: "openai"}.get(
         baseline.path.split("?", 1)[0]
     )
@@ -148,21 +155,26 @@ def check_pair(
     if block is not None:
         info, block_violations = check_block(block, slot.how, limit, max_tokens)
         violations.extend(block_violations)
-    if violations:
+    if violations and not (info is not None and only_reference(v.clause for v in violations)):
         return _fail(index, provider, violations, outside, info)
     assert info is not None
     n = len(info.bullets)
-    return PairVerdict(
-        index,
-        provider,
-        True,
-        "block",
+    summary = (
         f"one block of {n} bullet{'s' if n != 1 else ''} ({info.tokens} estimated tokens) "
-        f"{slot.how}; everything else byte-identical to the baseline",
-        (),
-        info,
-        None,
+        f"{slot.how}; everything else byte-identical to the baseline"
     )
+    if violations:
+        return PairVerdict(
+            index,
+            provider,
+            not level_fails(level, deviation=True),
+            "deviation",
+            f"{summary}; deviates: {violations[0]}",
+            tuple(violations),
+            info,
+            None,
+        )
+    return PairVerdict(index, provider, True, "block", summary, (), info, None)
 
 
 def _fail(
@@ -202,7 +214,7 @@ def _slot(
             provider,
             [
                 Violation(
-                    INJECT_ANTHROPIC if provider == "anthropic" else INJECT_OPENAI,
+                    INJECT_ONLY,
                     f"a different endpoint: baseline {baseline.label}, "
                     f"memory-on {with_memory.label}",
                 )
@@ -238,7 +250,7 @@ def _slot(
 def _located(index: int, provider: str, a: bytes, b: bytes) -> PairVerdict | Fold | Insert:
     """Where the memory-on body ``b`` carries its block against the baseline body ``a``, or
     the failed verdict when either is not a JSON object, or no slot or no block is found."""
-    clause = INJECT_ANTHROPIC if provider == "anthropic" else INJECT_OPENAI
+    clause = INJECT_ONLY
     try:
         base_tree = scan(a)
     except JsonScanError as exc:
@@ -378,10 +390,11 @@ def _inserted_block(
                 f"(first difference at byte {outside.offset})",
             )
         )
-    got = shape_block(slot.node, slot.shape, slot.clause)
-    if isinstance(got, Violation):
-        violations.append(got)
-    else:
+    got, problems = shape_block(slot.node, slot.shape, slot.clause)
+    violations.extend(problems)
+    if slot.deviation:
+        violations.append(Violation(INJECT_OPENAI, slot.deviation))
+    if got is not None:
         block = got
         if not block:
             violations.append(
@@ -406,10 +419,11 @@ def check_memory_on(
     limit: int = DEFAULT_LIMIT,
     max_tokens: int = DEFAULT_MAX_TOKENS,
     require_block: bool = False,
+    level: str = DEFAULT_LEVEL,
 ) -> MemoryOnResult:
     """Check every memory-on request against its baseline, pairing them by arrival order."""
     pairs = tuple(
-        check_pair(i, ra, rb, limit, max_tokens, require_block)
+        check_pair(i, ra, rb, limit, max_tokens, require_block, level)
         for i, (ra, rb) in enumerate(zip(baseline.requests, with_memory.requests, strict=False))
     )
     problems: list[Violation] = []
@@ -429,6 +443,7 @@ def check_memory_on(
         require_block=require_block,
         pairs=pairs,
         problems=tuple(problems),
+        level=level,
     )
 
 
@@ -437,6 +452,11 @@ def describe_pair(p: PairVerdict) -> list[str]:
     head = f"request {p.index}"
     if p.provider:
         head += f" ({p.provider})"
+    if p.status == "deviation":
+        lines = [f"{head}: {'DEVIATION' if p.ok else 'FAIL (deviation, --level reference)'}"]
+        lines.append(f"    {p.summary.split('; deviates: ')[0]}")
+        lines.extend(f"    {v}" for v in p.violations)
+        return lines
     if p.ok:
         return [f"{head}: PASS — {p.summary}"]
     lines = [f"{head}: FAIL"]

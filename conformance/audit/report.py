@@ -183,7 +183,9 @@ def memory_on_report(baseline: Capture, memory: Capture, result: MemoryOnResult)
     rep["summary"] = {
         "requests_baseline": result.count_baseline,
         "requests_with_memory": result.count_memory,
-        "with_block": sum(1 for p in result.pairs if p.status == "block"),
+        "with_block": sum(1 for p in result.pairs if p.status in ("block", "deviation")),
+        "deviations": sum(1 for p in result.pairs if p.status == "deviation"),
+        "level": result.level,
         "without_block": sum(1 for p in result.pairs if p.status == "no-block"),
         "failing_requests": [p.index for p in result.pairs if not p.ok],
     }

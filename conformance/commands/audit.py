@@ -40,6 +40,7 @@ from conformance.audit.memory_on import (
 )
 from conformance.audit.report import diff_report, memory_on_report, write_report
 from conformance.errors import UsageError
+from conformance.sources import DEFAULT_LEVEL, LEVELS
 
 
 def _positive(text: str) -> int:
@@ -158,6 +159,13 @@ def _register_memory_on(audit_sub: argparse._SubParsersAction[argparse.ArgumentP
         action="store_true",
         help="fail a request that carries no block (by default an unchanged request passes)",
     )
+    mon.add_argument(
+        "--level",
+        choices=LEVELS,
+        default=DEFAULT_LEVEL,
+        help="seed (default): a shape only the reference rules out is a deviation (exit 0); "
+        "reference: it fails",
+    )
     mon.add_argument("--report", type=Path, metavar="FILE", help="write a JSON + Markdown report")
     mon.set_defaults(func=run_memory_on)
 
@@ -268,7 +276,7 @@ def run_diff(args: argparse.Namespace) -> int:
 
 def run_memory_on(args: argparse.Namespace) -> int:
     base, mem = _read(args.baseline), _read(args.with_memory)
-    result = check_memory_on(base, mem, args.limit, args.max_tokens, args.require_block)
+    result = check_memory_on(base, mem, args.limit, args.max_tokens, args.require_block, args.level)
     print(f"baseline:    {_short(base)}")
     print(f"with memory: {_short(mem)}")
     print(f"budget: limit {args.limit}, max-tokens {args.max_tokens}")
@@ -278,11 +286,14 @@ def run_memory_on(args: argparse.Namespace) -> int:
     for v in result.problems:
         print(f"FAIL {v}")
     failing = sum(1 for p in result.pairs if not p.ok)
-    with_block = sum(1 for p in result.pairs if p.status == "block")
+    with_block = sum(1 for p in result.pairs if p.status in ("block", "deviation"))
+    deviating = sum(1 for p in result.pairs if p.status == "deviation")
     if result.ok:
         print(
             f"verdict: PASS ({len(result.pairs)} requests: {with_block} with one advisory block, "
-            f"{len(result.pairs) - with_block} unchanged)"
+            f"{len(result.pairs) - with_block} unchanged"
+            + (f"; {deviating} deviating from the reference" if deviating else "")
+            + ")"
         )
     else:
         print(
