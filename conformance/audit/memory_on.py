@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from conformance.audit.capture import ANTHROPIC_PATH, OPENAI_PATH, Capture, CapturedRequest
 from conformance.audit.diff import BodyComparison, compare_bodies, describe_body
@@ -67,6 +67,14 @@ from conformance.audit.memory_on_slot import (
     locate_openai,
     shape_block,
 )
+from conformance.audit.provenance import (
+    Read,
+    check_provenance,
+    epoch_ms,
+    reads_by_window,
+    reads_for,
+)
+from conformance.audit.store_proxy import StoreRecord
 from conformance.sources import DEFAULT_LEVEL, level_fails, only_reference
 from reference.memory.injection import fold_memory_block
 
@@ -84,6 +92,12 @@ __all__ = [
     "field_problems",
     "is_sanitized_field",
 ]
+
+
+NOT_CHECKED = (
+    "not checked: no store record was given (--store), so only the block's form was judged, "
+    "not where its bullets came from"
+)
 
 
 @dataclass(frozen=True)
@@ -114,6 +128,7 @@ class MemoryOnResult:
     pairs: tuple[PairVerdict, ...] = field(default=())
     problems: tuple[Violation, ...] = ()
     level: str = DEFAULT_LEVEL
+    provenance: str = NOT_CHECKED
 
     @property
     def ok(self) -> bool:
@@ -420,12 +435,26 @@ def check_memory_on(
     max_tokens: int = DEFAULT_MAX_TOKENS,
     require_block: bool = False,
     level: str = DEFAULT_LEVEL,
+    store: StoreRecord | None = None,
 ) -> MemoryOnResult:
-    """Check every memory-on request against its baseline, pairing them by arrival order."""
+    """Check every memory-on request against its baseline, pairing them by arrival order;
+    with ``store`` (the capture's store record) also where every bullet came from."""
     pairs = tuple(
         check_pair(i, ra, rb, limit, max_tokens, require_block, level)
         for i, (ra, rb) in enumerate(zip(baseline.requests, with_memory.requests, strict=False))
     )
+    provenance = NOT_CHECKED
+    if store is not None:
+        windows = reads_by_window(store)
+        pairs = tuple(
+            _with_provenance(p, with_memory.requests[p.index], windows, limit, max_tokens)
+            for p in pairs
+        )
+        n_reads = sum(len(r) for r in windows.values())
+        provenance = (
+            f"checked against {store.path} (sha256 {store.sha256[:16]}…): {len(store.calls)} "
+            f"store call(s), {n_reads} read(s)"
+        )
     problems: list[Violation] = []
     if len(baseline.requests) != len(with_memory.requests):
         problems.append(
@@ -444,7 +473,27 @@ def check_memory_on(
         pairs=pairs,
         problems=tuple(problems),
         level=level,
+        provenance=provenance,
     )
+
+
+def _with_provenance(
+    p: PairVerdict,
+    sent: CapturedRequest,
+    windows: dict[int, list[Read]],
+    limit: int,
+    max_tokens: int,
+) -> PairVerdict:
+    """``p`` with what the store record says of its block added (a failure when any)."""
+    if p.status == "fail" and p.block is None:
+        return p
+    reads = reads_for(p.index, windows)
+    found = check_provenance(p.block, reads, epoch_ms(sent.received_at), limit, max_tokens)
+    if not found:
+        if p.ok and reads:
+            return replace(p, summary=p.summary + "; every bullet traced to the store's answers")
+        return p
+    return _fail(p.index, p.provider, [*p.violations, *found], p.outside, p.block)
 
 
 def describe_pair(p: PairVerdict) -> list[str]:
