@@ -490,8 +490,10 @@ def _with_provenance(
     reads = reads_for(p.index, windows)
     found = check_provenance(p.block, reads, epoch_ms(sent.received_at), limit, max_tokens)
     if not found:
-        if p.ok and reads:
+        if p.ok and reads and p.block is not None:
             return replace(p, summary=p.summary + "; every bullet traced to the store's answers")
+        if p.ok and reads:
+            return replace(p, summary=p.summary + "; the turn's read returned no records")
         return p
     return _fail(p.index, p.provider, [*p.violations, *found], p.outside, p.block)
 

@@ -37,6 +37,7 @@ from datetime import datetime
 
 from conformance.audit.memory_on_block import BlockInfo, Violation
 from conformance.audit.store_proxy import StoreCall, StoreRecord
+from conformance.scrub import shown
 from reference.memory.budget import estimate_tokens
 from reference.memory.containment import (
     flatten_field,
@@ -199,10 +200,15 @@ def misrendered(bullet: str, pool: Sequence[tuple[str, MemoryRecord]]) -> Violat
             if got == want:
                 continue
             same = _unescape_all(got) == _unescape_all(want)
+            at = next(
+                (i for i, (x, y) in enumerate(zip(got, want, strict=False)) if x != y), len(want)
+            )
+            lo = max(0, at - 12)
             return Violation(
                 CONTAIN_ESCAPE if same else CONTAIN_FLAT,
-                f"is record {r.id}'s {name} sanitized wrongly: it shows {got[:80]!r}, the "
-                f"sanitizer gives {want[:80]!r}",
+                f"is record {r.id}'s {name} sanitized wrongly: from character {at} it shows "
+                f"{shown(got[lo : at + 30], 60)!r}, the sanitizer gives "
+                f"{shown(want[lo : at + 30], 60)!r}",
             )
     return None
 
@@ -349,7 +355,7 @@ def _bullet_problem(
     return [
         Violation(
             READ_RETURNED,
-            f"{where} is no record the store returned during this turn: {bullet[:100]!r}",
+            f"{where} is no record the store returned during this turn: {shown(bullet, 100)!r}",
         )
     ]
 

@@ -256,15 +256,7 @@ def run_capture(args: argparse.Namespace) -> int:
         for sig in (signal.SIGINT, signal.SIGTERM):
             previous[sig] = signal.signal(sig, on_signal)
     try:
-        print(f"memspec audit capture: listening on {server.url} (recording to {args.out})")
-        print(f"  Anthropic Messages: base URL {server.url}  (POST {ANTHROPIC_PATH})")
-        print(f"  OpenAI-compatible:  base URL {server.url}/v1  (POST {OPENAI_PATH})", flush=True)
-        if proxy is not None:
-            print(
-                f"  Memory Worker:      base URL {proxy.url}  (forwarding to {proxy.upstream}; "
-                f"recording to {proxy.out})",
-                flush=True,
-            )
+        _banner(server, proxy, args.out)
         while not stop.is_set() and not server.done.is_set():
             server.done.wait(0.2)
     finally:
@@ -288,6 +280,19 @@ def run_capture(args: argparse.Namespace) -> int:
             flush=True,
         )
     return 0
+
+
+def _banner(server: CaptureServer, proxy: StoreProxy | None, out: Path) -> None:
+    """The lines that tell the auditor where to point the system."""
+    print(f"memspec audit capture: listening on {server.url} (recording to {out})")
+    print(f"  Anthropic Messages: base URL {server.url}  (POST {ANTHROPIC_PATH})")
+    print(f"  OpenAI-compatible:  base URL {server.url}/v1  (POST {OPENAI_PATH})", flush=True)
+    if proxy is not None:
+        print(
+            f"  Memory Worker:      base URL {proxy.url}  (forwarding to {proxy.upstream}; "
+            f"recording to {proxy.out})",
+            flush=True,
+        )
 
 
 def store_out_for(out: Path) -> Path:
