@@ -234,7 +234,7 @@ def _pair_entry(p: PairVerdict, baseline: Capture, memory: Capture) -> dict[str,
     entry: dict[str, Any] = {
         "index": p.index,
         "provider": p.provider,
-        "verdict": "pass" if p.ok else "fail",
+        "verdict": ("deviation" if p.status == "deviation" else "pass") if p.ok else "fail",
         "status": p.status,
         "summary": p.summary,
         "baseline": _req(baseline.requests[p.index]),

@@ -297,7 +297,7 @@ class _ProxyHandler(BaseHTTPRequestHandler):
             with self.client.stream(self.command, url, content=body, headers=sent) as resp:
                 chunks: list[bytes] = []
                 total = 0
-                for chunk in resp.iter_raw():
+                for chunk in resp.iter_bytes():
                     total += len(chunk)
                     if total > MAX_STORE_ANSWER:
                         return _proxy_error(502, f"upstream answer over {MAX_STORE_ANSWER} bytes")

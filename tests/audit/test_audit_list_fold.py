@@ -11,11 +11,14 @@ memory-on bytes here are the baseline re-serialized the SDK's way after ``inject
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from conformance.audit.capture import encode_record
 from conformance.audit.memory_on import check_pair
+from conformance.cli import main
 from reference.memory.containment import render_memory_block
 from reference.memory.injection import inject
 from tests.common.audit import ORG, captured, make_record
@@ -128,3 +131,30 @@ def test_openai_shapes_the_reference_does_not_choose_are_deviations() -> None:
     mixed = dict(req, messages=[{"role": "user", "content": BLOCK}, *req["messages"]])
     v = _verdict("openai", SDK_OPENAI, sdk_bytes(mixed))
     assert not v.ok and v.status == "fail"
+
+
+@pytest.mark.clause("MEM-INJECT.5")
+def test_the_cli_reports_a_deviation_and_fails_it_only_at_level_reference(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    req = json.loads(SDK_ANTHROPIC)
+    cached = {"type": "text", "text": BLOCK, "cache_control": {"type": "ephemeral"}}
+    files = []
+    for name, body in (
+        ("base", SDK_ANTHROPIC),
+        ("on", sdk_bytes(dict(req, system=[cached, *req["system"]]))),
+    ):
+        path = tmp_path / f"{name}.jsonl"
+        path.write_text(encode_record(captured("anthropic", body)) + "\n")
+        files.append(str(path))
+    report = tmp_path / "r.json"
+    assert main(["audit", "memory-on", *files, "--report", str(report)]) == 0
+    out = capsys.readouterr().out
+    assert (
+        "request 0 (anthropic): DEVIATION" in out and "MEM-INJECT.5: the inserted text block" in out
+    )
+    assert "1 deviating from the reference" in out
+    rep = json.loads(report.read_text())
+    assert rep["requests"][0]["verdict"] == "deviation" and rep["parameters"]["level"] == "seed"
+    assert main(["audit", "memory-on", *files, "--level", "reference"]) == 1
+    assert "FAIL (deviation, --level reference)" in capsys.readouterr().out
