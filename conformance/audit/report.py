@@ -155,8 +155,11 @@ _MEMORY_ON_CHECKS = (
     "request counts are equal; request i of each capture has the same method and path",
     "a memory-on request byte-identical to its baseline carries no block (allowed unless "
     "--require-block)",
-    "every byte outside the system prompt's span is identical to the baseline "
-    "(MEM-INJECT.3, MEM-INJECT.4)",
+    "every byte outside the system prompt's span is identical to the baseline (MEM-INJECT.3)",
+    "a list-form system prompt: a text block inserted first, or the block folded into the "
+    "first text block's text (MEM-INJECT.5); a shape only the reference rules out (extra keys "
+    "on an inserted block or message, a message of its own ahead of the system message) is a "
+    "deviation (MEM-INJECT.4, MEM-INJECT.5), a failure only at --level reference",
     "the system prompt is the block, then '\\n\\n' and the baseline's system text in the "
     "baseline's own bytes (MEM-INJECT.1); an added key, message or text part removes "
     "cleanly to the baseline bytes",
