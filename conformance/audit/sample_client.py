@@ -440,6 +440,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--seed", action="store_true", help="with --store: write the toy agent's records first"
     )
+    parser.add_argument(
+        "--seed-only",
+        action="store_true",
+        help="with --store: write the toy agent's records and send nothing (BASE_URL unused)",
+    )
     args = parser.parse_args(argv)
     token = os.environ.get("MEMORY_TOKEN", "")
     if args.store and not token:
@@ -447,9 +452,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     store = (args.store, token) if args.store else None
     try:
-        if store is not None and args.seed:
+        if store is not None and (args.seed or args.seed_only):
             with httpx.Client(timeout=10.0) as http:
                 seed_store(http, *store)
+            if args.seed_only:
+                print(f"sample_client: seeded {len(seed_writes())} scopes")
+                return 0
         statuses = send(args.base_url, args.mode, store=store)
     except httpx.HTTPError as exc:
         print(f"sample_client: {scrub.scrub_text(str(exc))}", file=sys.stderr)

@@ -268,3 +268,24 @@ def test_every_bullet_is_an_own_scope_record_sanitized() -> None:
     made_up = BlockInfo("$.system", f"{ORG} + {USER}", ("- deploy (source: t/9)",), 0, "")
     assert _judge(made_up, reads) == {"MEM-READ.2"}
     assert _judge(_block([mine], resource=ORG), reads) == {"MEM-READ.3"}  # user read, unnamed
+
+
+@pytest.mark.clause("MEM-READ.5")
+def test_the_sample_client_seeds_a_store_from_the_command_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with start_server(token=TOKEN) as store:
+        monkeypatch.delenv("MEMORY_TOKEN", raising=False)
+        assert sample_client.main(["-", "--store", store.url, "--seed-only"]) == 2
+        monkeypatch.setenv("MEMORY_TOKEN", TOKEN)
+        assert sample_client.main(["-", "--store", store.url, "--seed-only"]) == 0
+        with httpx.Client() as http:
+            got = http.post(
+                store.url + "/list",
+                json={"scopeKey": sample_client.OTHER_USER, "limit": 5},
+                headers={"authorization": f"Bearer {TOKEN}"},
+            ).json()
+    assert [r["text"] for r in got["records"]] == [
+        "Private: U0999 is on a staging deploy performance plan."
+    ]
+    assert "seeded 3 scopes" in capsys.readouterr().out
