@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from conformance.audit.capture import ANTHROPIC_PATH, OPENAI_PATH, Capture, CapturedRequest
 from conformance.audit.diff import BodyComparison, compare_bodies, describe_body
@@ -48,6 +48,7 @@ from conformance.audit.memory_on_block import (
     INJECT_ANTHROPIC,
     INJECT_FOLD,
     INJECT_NO_BLOCK,
+    INJECT_ONLY,
     INJECT_OPENAI,
     LABELS,
     PART_JOIN,
@@ -66,6 +67,15 @@ from conformance.audit.memory_on_slot import (
     locate_openai,
     shape_block,
 )
+from conformance.audit.provenance import (
+    Read,
+    check_provenance,
+    epoch_ms,
+    reads_by_window,
+    reads_for,
+)
+from conformance.audit.store_proxy import StoreRecord
+from conformance.sources import DEFAULT_LEVEL, level_fails, only_reference
 from reference.memory.injection import fold_memory_block
 
 __all__ = [
@@ -84,9 +94,17 @@ __all__ = [
 ]
 
 
+NOT_CHECKED = (
+    "not checked: no store record was given (--store), so only the block's form was judged, "
+    "not where its bullets came from"
+)
+
+
 @dataclass(frozen=True)
 class PairVerdict:
-    """The verdict for request ``index``: ``status`` is ``block``, ``no-block`` or ``fail``."""
+    """The verdict for request ``index``: ``status`` is ``block``, ``no-block``, ``deviation``
+    (a block the seed allows in a shape only the reference rules out: ``violations`` name
+    reference clauses alone; ``ok`` unless ``--level reference``) or ``fail``."""
 
     index: int
     provider: str | None
@@ -109,6 +127,8 @@ class MemoryOnResult:
     require_block: bool
     pairs: tuple[PairVerdict, ...] = field(default=())
     problems: tuple[Violation, ...] = ()
+    level: str = DEFAULT_LEVEL
+    provenance: str = NOT_CHECKED
 
     @property
     def ok(self) -> bool:
@@ -131,8 +151,10 @@ def check_pair(
     limit: int = DEFAULT_LIMIT,
     max_tokens: int = DEFAULT_MAX_TOKENS,
     require_block: bool = False,
+    level: str = DEFAULT_LEVEL,
 ) -> PairVerdict:
-    """Check one memory-on request against its baseline (see the module docstring)."""
+    """Check one memory-on request against its baseline (see the module docstring); a shape
+    only a reference clause rules out is a deviation, failing only at ``level`` reference."""
     provider = {ANTHROPIC_PATH: "anthropic", OPENAI_PATH: "openai"}.get(
         baseline.path.split("?", 1)[0]
     )
@@ -148,21 +170,26 @@ def check_pair(
     if block is not None:
         info, block_violations = check_block(block, slot.how, limit, max_tokens)
         violations.extend(block_violations)
-    if violations:
+    if violations and not (info is not None and only_reference(v.clause for v in violations)):
         return _fail(index, provider, violations, outside, info)
     assert info is not None
     n = len(info.bullets)
-    return PairVerdict(
-        index,
-        provider,
-        True,
-        "block",
+    summary = (
         f"one block of {n} bullet{'s' if n != 1 else ''} ({info.tokens} estimated tokens) "
-        f"{slot.how}; everything else byte-identical to the baseline",
-        (),
-        info,
-        None,
+        f"{slot.how}; everything else byte-identical to the baseline"
     )
+    if violations:
+        return PairVerdict(
+            index,
+            provider,
+            not level_fails(level, deviation=True),
+            "deviation",
+            f"{summary}; deviates: {violations[0]}",
+            tuple(violations),
+            info,
+            None,
+        )
+    return PairVerdict(index, provider, True, "block", summary, (), info, None)
 
 
 def _fail(
@@ -202,7 +229,7 @@ def _slot(
             provider,
             [
                 Violation(
-                    INJECT_ANTHROPIC if provider == "anthropic" else INJECT_OPENAI,
+                    INJECT_ONLY,
                     f"a different endpoint: baseline {baseline.label}, "
                     f"memory-on {with_memory.label}",
                 )
@@ -238,7 +265,7 @@ def _slot(
 def _located(index: int, provider: str, a: bytes, b: bytes) -> PairVerdict | Fold | Insert:
     """Where the memory-on body ``b`` carries its block against the baseline body ``a``, or
     the failed verdict when either is not a JSON object, or no slot or no block is found."""
-    clause = INJECT_ANTHROPIC if provider == "anthropic" else INJECT_OPENAI
+    clause = INJECT_ONLY
     try:
         base_tree = scan(a)
     except JsonScanError as exc:
@@ -378,10 +405,11 @@ def _inserted_block(
                 f"(first difference at byte {outside.offset})",
             )
         )
-    got = shape_block(slot.node, slot.shape, slot.clause)
-    if isinstance(got, Violation):
-        violations.append(got)
-    else:
+    got, problems = shape_block(slot.node, slot.shape, slot.clause)
+    violations.extend(problems)
+    if slot.deviation:
+        violations.append(Violation(INJECT_OPENAI, slot.deviation))
+    if got is not None:
         block = got
         if not block:
             violations.append(
@@ -406,12 +434,27 @@ def check_memory_on(
     limit: int = DEFAULT_LIMIT,
     max_tokens: int = DEFAULT_MAX_TOKENS,
     require_block: bool = False,
+    level: str = DEFAULT_LEVEL,
+    store: StoreRecord | None = None,
 ) -> MemoryOnResult:
-    """Check every memory-on request against its baseline, pairing them by arrival order."""
+    """Check every memory-on request against its baseline, pairing them by arrival order;
+    with ``store`` (the capture's store record) also where every bullet came from."""
     pairs = tuple(
-        check_pair(i, ra, rb, limit, max_tokens, require_block)
+        check_pair(i, ra, rb, limit, max_tokens, require_block, level)
         for i, (ra, rb) in enumerate(zip(baseline.requests, with_memory.requests, strict=False))
     )
+    provenance = NOT_CHECKED
+    if store is not None:
+        windows = reads_by_window(store)
+        pairs = tuple(
+            _with_provenance(p, with_memory.requests[p.index], windows, limit, max_tokens)
+            for p in pairs
+        )
+        n_reads = sum(len(r) for r in windows.values())
+        provenance = (
+            f"checked against {store.path} (sha256 {store.sha256[:16]}…): {len(store.calls)} "
+            f"store call(s), {n_reads} read(s)"
+        )
     problems: list[Violation] = []
     if len(baseline.requests) != len(with_memory.requests):
         problems.append(
@@ -429,7 +472,30 @@ def check_memory_on(
         require_block=require_block,
         pairs=pairs,
         problems=tuple(problems),
+        level=level,
+        provenance=provenance,
     )
+
+
+def _with_provenance(
+    p: PairVerdict,
+    sent: CapturedRequest,
+    windows: dict[int, list[Read]],
+    limit: int,
+    max_tokens: int,
+) -> PairVerdict:
+    """``p`` with what the store record says of its block added (a failure when any)."""
+    if p.status == "fail" and p.block is None:
+        return p
+    reads = reads_for(p.index, windows)
+    found = check_provenance(p.block, reads, epoch_ms(sent.received_at), limit, max_tokens)
+    if not found:
+        if p.ok and reads and p.block is not None:
+            return replace(p, summary=p.summary + "; every bullet traced to the store's answers")
+        if p.ok and reads:
+            return replace(p, summary=p.summary + "; the turn's read returned no records")
+        return p
+    return _fail(p.index, p.provider, [*p.violations, *found], p.outside, p.block)
 
 
 def describe_pair(p: PairVerdict) -> list[str]:
@@ -437,6 +503,11 @@ def describe_pair(p: PairVerdict) -> list[str]:
     head = f"request {p.index}"
     if p.provider:
         head += f" ({p.provider})"
+    if p.status == "deviation":
+        lines = [f"{head}: {'DEVIATION' if p.ok else 'FAIL (deviation, --level reference)'}"]
+        lines.append(f"    {p.summary.split('; deviates: ')[0]}")
+        lines.extend(f"    {v}" for v in p.violations)
+        return lines
     if p.ok:
         return [f"{head}: PASS — {p.summary}"]
     lines = [f"{head}: FAIL"]

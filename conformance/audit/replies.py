@@ -73,7 +73,15 @@ def _anthropic_reply(index: int, model: str, stream: bool) -> tuple[str, bytes]:
     return "text/event-stream", text.encode()
 
 
-def _openai_reply(index: int, model: str, stream: bool) -> tuple[str, bytes]:
+USAGE_OPENAI = {"prompt_tokens": 0, "completion_tokens": 1, "total_tokens": 1}
+
+
+def _openai_reply(
+    index: int, model: str, stream: bool, include_usage: bool = False
+) -> tuple[str, bytes]:
+    """A chat completion; streamed, with ``include_usage`` (the request's
+    ``stream_options.include_usage``) every chunk carries ``"usage": null`` and one last chunk
+    with no choices carries the usage, as OpenAI's own endpoint sends it."""
     cid = f"chatcmpl-memspec-audit-{index:06d}"
     created = int(time.time())
     if not stream:
@@ -90,10 +98,15 @@ def _openai_reply(index: int, model: str, stream: bool) -> tuple[str, bytes]:
                     "finish_reason": "stop",
                 }
             ],
-            "usage": {"prompt_tokens": 0, "completion_tokens": 1, "total_tokens": 1},
+            "usage": USAGE_OPENAI,
         }
         return "application/json", json.dumps(body).encode()
-    base = {"id": cid, "object": "chat.completion.chunk", "created": created, "model": model}
+    base: dict[str, Any] = {
+        "id": cid,
+        "object": "chat.completion.chunk",
+        "created": created,
+        "model": model,
+    }
     chunks = [
         {
             **base,
@@ -111,6 +124,9 @@ def _openai_reply(index: int, model: str, stream: bool) -> tuple[str, bytes]:
             "choices": [{"index": 0, "delta": {}, "logprobs": None, "finish_reason": "stop"}],
         },
     ]
+    if include_usage:
+        chunks = [{**c, "usage": None} for c in chunks]
+        chunks.append({**base, "choices": [], "usage": USAGE_OPENAI})
     text = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n"
     return "text/event-stream", text.encode()
 
@@ -137,5 +153,7 @@ def provider_reply(provider: str, index: int, body: bytes) -> tuple[int, str, by
     if provider == "anthropic":
         ctype, payload = _anthropic_reply(index, model, stream)
     else:
-        ctype, payload = _openai_reply(index, model, stream)
+        options = req.get("stream_options")
+        usage = isinstance(options, dict) and options.get("include_usage") is True
+        ctype, payload = _openai_reply(index, model, stream, usage)
     return 200, ctype, payload

@@ -17,7 +17,8 @@ from typing import Any
 
 from conformance.audit.capture import Capture, CapturedRequest
 from conformance.audit.diff import BodyComparison, CaptureDiff
-from conformance.audit.memory_on import MemoryOnResult, PairVerdict
+from conformance.audit.memory_on import NOT_CHECKED, MemoryOnResult, PairVerdict
+from conformance.audit.store_proxy import StoreRecord
 
 REPORT_FORMAT = "memspec.audit.report/1"
 
@@ -135,6 +136,7 @@ _MEMORY_ON_CLAUSES = frozenset(
         "MEM-INJECT.2",
         "MEM-INJECT.3",
         "MEM-INJECT.4",
+        "MEM-INJECT.5",
         "MEM-CONTAIN.1",
         "MEM-CONTAIN.2",
         "MEM-CONTAIN.3",
@@ -153,8 +155,11 @@ _MEMORY_ON_CHECKS = (
     "request counts are equal; request i of each capture has the same method and path",
     "a memory-on request byte-identical to its baseline carries no block (allowed unless "
     "--require-block)",
-    "every byte outside the system prompt's span is identical to the baseline "
-    "(MEM-INJECT.3, MEM-INJECT.4)",
+    "every byte outside the system prompt's span is identical to the baseline (MEM-INJECT.3)",
+    "a list-form system prompt: a text block inserted first, or the block folded into the "
+    "first text block's text (MEM-INJECT.5); a shape only the reference rules out (extra keys "
+    "on an inserted block or message, a message of its own ahead of the system message) is a "
+    "deviation (MEM-INJECT.4, MEM-INJECT.5), a failure only at --level reference",
     "the system prompt is the block, then '\\n\\n' and the baseline's system text in the "
     "baseline's own bytes (MEM-INJECT.1); an added key, message or text part removes "
     "cleanly to the baseline bytes",
@@ -166,24 +171,58 @@ _MEMORY_ON_CHECKS = (
     "the budget: bullets <= limit, estimated tokens <= max_tokens unless exactly one bullet "
     "(MEM-BUDGET.1, MEM-BUDGET.3)",
 )
+#: What ``audit memory-on --store`` checks besides, from the store record.
+_PROVENANCE_CLAUSES = frozenset({"MEM-READ.1", "MEM-READ.2", "MEM-READ.5"})
+_PROVENANCE_CHECKS = (
+    "each request's reads: the /retrieve calls recorded between the previous provider request "
+    "and this one, grouped by query (a window without one inherits the previous window's)",
+    "the prefix names exactly the scopes the read retrieved; no read of two user scopes "
+    "(MEM-READ.3, MEM-SCOPE.3)",
+    "every bullet is render_bullet of a record the read's answers held, from a scope the "
+    "prefix names (MEM-READ.2, MEM-READ.5); a wrongly sanitized record names MEM-CONTAIN.1/2",
+    "the bullets are the pool the read rule selects: re-scored union, org first on exact ties, "
+    "other ties any order, limit, token budget with the first record always kept "
+    "(MEM-READ.1, MEM-BUDGET.1, MEM-BUDGET.3); a non-empty pool has a block, an empty one none "
+    "(MEM-READ.4)",
+)
 
 
-def memory_on_report(baseline: Capture, memory: Capture, result: MemoryOnResult) -> dict[str, Any]:
-    """The report of ``memspec audit memory-on``."""
-    rep = _envelope("memory-on", [_input("baseline", baseline), _input("with-memory", memory)])
-    rep["clauses"] = sorted(_MEMORY_ON_CLAUSES)
+def memory_on_report(
+    baseline: Capture,
+    memory: Capture,
+    result: MemoryOnResult,
+    store: StoreRecord | None = None,
+) -> dict[str, Any]:
+    """The report of ``memspec audit memory-on`` (``store``: the store record it read)."""
+    inputs = [_input("baseline", baseline), _input("with-memory", memory)]
+    if store is not None:
+        inputs.append(
+            {
+                "role": "store",
+                "path": str(store.path),
+                "sha256": store.sha256,
+                "size_bytes": store.size,
+                "requests": len(store.calls),
+            }
+        )
+    rep = _envelope("memory-on", inputs)
+    checked = result.provenance != NOT_CHECKED
+    rep["clauses"] = sorted(_MEMORY_ON_CLAUSES | (_PROVENANCE_CLAUSES if checked else set()))
     rep["parameters"] = {
         "limit": result.limit,
         "max_tokens": result.max_tokens,
         "require_block": result.require_block,
+        "level": result.level,
+        "provenance": result.provenance,
     }
-    rep["checks"] = list(_MEMORY_ON_CHECKS)
+    rep["checks"] = list(_MEMORY_ON_CHECKS) + (list(_PROVENANCE_CHECKS) if checked else [])
     rep["requests"] = [_pair_entry(p, baseline, memory) for p in result.pairs]
     rep["problems"] = [{"clause": v.clause, "message": v.message} for v in result.problems]
     rep["summary"] = {
         "requests_baseline": result.count_baseline,
         "requests_with_memory": result.count_memory,
-        "with_block": sum(1 for p in result.pairs if p.status == "block"),
+        "with_block": sum(1 for p in result.pairs if p.status in ("block", "deviation")),
+        "deviations": sum(1 for p in result.pairs if p.status == "deviation"),
         "without_block": sum(1 for p in result.pairs if p.status == "no-block"),
         "failing_requests": [p.index for p in result.pairs if not p.ok],
     }
@@ -198,7 +237,7 @@ def _pair_entry(p: PairVerdict, baseline: Capture, memory: Capture) -> dict[str,
     entry: dict[str, Any] = {
         "index": p.index,
         "provider": p.provider,
-        "verdict": "pass" if p.ok else "fail",
+        "verdict": ("deviation" if p.status == "deviation" else "pass") if p.ok else "fail",
         "status": p.status,
         "summary": p.summary,
         "baseline": _req(baseline.requests[p.index]),

@@ -27,6 +27,7 @@ from conformance.audit.capture import (
     Capture,
     CaptureError,
     CaptureFileError,
+    CaptureServer,
     parse_listen,
     read_capture,
     start_capture,
@@ -39,7 +40,9 @@ from conformance.audit.memory_on import (
     describe_pair,
 )
 from conformance.audit.report import diff_report, memory_on_report, write_report
+from conformance.audit.store_proxy import StoreProxy, read_store_record
 from conformance.errors import UsageError
+from conformance.sources import DEFAULT_LEVEL, LEVELS
 
 
 def _positive(text: str) -> int:
@@ -97,6 +100,24 @@ def _register_capture(audit_sub: argparse._SubParsersAction[argparse.ArgumentPar
         "--overwrite", action="store_true", help="replace FILE if it exists and is not empty"
     )
     cap.add_argument("--quiet", action="store_true", help="do not log each request to stderr")
+    cap.add_argument(
+        "--store-upstream",
+        metavar="URL",
+        help="also run a recording reverse proxy in front of this Memory Worker base URL; "
+        "point the system's memory.worker.baseUrl at the proxy (see docs/audit.md)",
+    )
+    cap.add_argument(
+        "--store-listen",
+        default="127.0.0.1:0",
+        metavar="HOST:PORT",
+        help="loopback address of the store proxy (default 127.0.0.1:0, a free port)",
+    )
+    cap.add_argument(
+        "--store-out",
+        type=Path,
+        metavar="FILE",
+        help="the store record (default: FILE of --out with .store.jsonl)",
+    )
     cap.set_defaults(func=run_capture)
 
 
@@ -158,6 +179,20 @@ def _register_memory_on(audit_sub: argparse._SubParsersAction[argparse.ArgumentP
         action="store_true",
         help="fail a request that carries no block (by default an unchanged request passes)",
     )
+    mon.add_argument(
+        "--store",
+        type=Path,
+        metavar="STORE_RECORD",
+        help="the store record 'audit capture --store-upstream' wrote beside WITH_MEMORY: "
+        "also prove every bullet came from the store's answers by the read rule",
+    )
+    mon.add_argument(
+        "--level",
+        choices=LEVELS,
+        default=DEFAULT_LEVEL,
+        help="seed (default): a shape only the reference rules out is a deviation (exit 0); "
+        "reference: it fails",
+    )
     mon.add_argument("--report", type=Path, metavar="FILE", help="write a JSON + Markdown report")
     mon.set_defaults(func=run_memory_on)
 
@@ -206,6 +241,11 @@ def run_capture(args: argparse.Namespace) -> int:
         )
     except CaptureError as exc:
         raise UsageError(str(exc)) from None
+    try:
+        proxy = _start_proxy(args, server)
+    except CaptureError as exc:
+        server.stop()
+        raise UsageError(str(exc)) from None
     stop = threading.Event()
     previous: dict[signal.Signals, Any] = {}
 
@@ -216,13 +256,13 @@ def run_capture(args: argparse.Namespace) -> int:
         for sig in (signal.SIGINT, signal.SIGTERM):
             previous[sig] = signal.signal(sig, on_signal)
     try:
-        print(f"memspec audit capture: listening on {server.url} (recording to {args.out})")
-        print(f"  Anthropic Messages: base URL {server.url}  (POST {ANTHROPIC_PATH})")
-        print(f"  OpenAI-compatible:  base URL {server.url}/v1  (POST {OPENAI_PATH})", flush=True)
+        _banner(server, proxy, args.out)
         while not stop.is_set() and not server.done.is_set():
             server.done.wait(0.2)
     finally:
         server.stop()
+        if proxy is not None:
+            proxy.stop()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     cap = read_capture(args.out)
@@ -232,7 +272,48 @@ def run_capture(args: argparse.Namespace) -> int:
         f"(sha256 {cap.sha256})",
         flush=True,
     )
+    if proxy is not None:
+        rec = read_store_record(proxy.out)
+        print(
+            f"memspec audit capture: {len(rec.calls)} store call(s) in {proxy.out} "
+            f"(sha256 {rec.sha256})",
+            flush=True,
+        )
     return 0
+
+
+def _banner(server: CaptureServer, proxy: StoreProxy | None, out: Path) -> None:
+    """The lines that tell the auditor where to point the system."""
+    print(f"memspec audit capture: listening on {server.url} (recording to {out})")
+    print(f"  Anthropic Messages: base URL {server.url}  (POST {ANTHROPIC_PATH})")
+    print(f"  OpenAI-compatible:  base URL {server.url}/v1  (POST {OPENAI_PATH})", flush=True)
+    if proxy is not None:
+        print(
+            f"  Memory Worker:      base URL {proxy.url}  (forwarding to {proxy.upstream}; "
+            f"recording to {proxy.out})",
+            flush=True,
+        )
+
+
+def store_out_for(out: Path) -> Path:
+    """The default store record beside a capture: ``on.jsonl`` -> ``on.store.jsonl``."""
+    name = out.name[: -len(".jsonl")] if out.name.endswith(".jsonl") else out.name
+    return out.with_name(name + ".store.jsonl")
+
+
+def _start_proxy(args: argparse.Namespace, server: CaptureServer) -> StoreProxy | None:
+    """The store proxy ``--store-upstream`` asks for (``None`` without it)."""
+    if args.store_upstream is None:
+        if args.store_out is not None:
+            raise CaptureError("--store-out needs --store-upstream")
+        return None
+    host, port = parse_listen(args.store_listen)
+    out = args.store_out or store_out_for(args.out)
+    if out.resolve() == Path(args.out).resolve():
+        raise CaptureError("--store-out must differ from --out")
+    return StoreProxy(
+        out, args.store_upstream, lambda: server.count, host, port, overwrite=args.overwrite
+    )
 
 
 def run_diff(args: argparse.Namespace) -> int:
@@ -268,21 +349,33 @@ def run_diff(args: argparse.Namespace) -> int:
 
 def run_memory_on(args: argparse.Namespace) -> int:
     base, mem = _read(args.baseline), _read(args.with_memory)
-    result = check_memory_on(base, mem, args.limit, args.max_tokens, args.require_block)
+    store = None
+    if args.store is not None:
+        try:
+            store = read_store_record(args.store)
+        except CaptureFileError as exc:
+            raise UsageError(str(exc)) from None
+    result = check_memory_on(
+        base, mem, args.limit, args.max_tokens, args.require_block, args.level, store
+    )
     print(f"baseline:    {_short(base)}")
     print(f"with memory: {_short(mem)}")
     print(f"budget: limit {args.limit}, max-tokens {args.max_tokens}")
+    print(f"provenance: {result.provenance}")
     for p in result.pairs:
         for line in describe_pair(p):
             print(line)
     for v in result.problems:
         print(f"FAIL {v}")
     failing = sum(1 for p in result.pairs if not p.ok)
-    with_block = sum(1 for p in result.pairs if p.status == "block")
+    with_block = sum(1 for p in result.pairs if p.status in ("block", "deviation"))
+    deviating = sum(1 for p in result.pairs if p.status == "deviation")
     if result.ok:
         print(
             f"verdict: PASS ({len(result.pairs)} requests: {with_block} with one advisory block, "
-            f"{len(result.pairs) - with_block} unchanged)"
+            f"{len(result.pairs) - with_block} unchanged"
+            + (f"; {deviating} deviating from the reference" if deviating else "")
+            + ")"
         )
     else:
         print(
@@ -291,5 +384,5 @@ def run_memory_on(args: argparse.Namespace) -> int:
             + ")"
         )
     if args.report is not None:
-        _write_report(args.report, memory_on_report(base, mem, result))
+        _write_report(args.report, memory_on_report(base, mem, result, store))
     return 0 if result.ok else 1

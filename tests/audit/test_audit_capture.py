@@ -151,13 +151,32 @@ def test_answers_have_each_providers_shape(tmp_path: Path) -> None:
         parsed = [json.loads(c) for c in chunks[:-1]]
         assert all(c["object"] == "chat.completion.chunk" for c in parsed)
         assert parsed[-1]["choices"][0]["finish_reason"] == "stop"
+        assert all("usage" not in c for c in parsed)  # not asked for: no usage at all
+
+        # stream_options.include_usage: "usage": null on every chunk, then one chunk with no
+        # choices and the usage, as OpenAI's endpoint sends it (the SDKs read it from there).
+        su = client.post(
+            srv.url + "/v1/chat/completions",
+            json={"model": "g", "stream": True, "stream_options": {"include_usage": True}},
+        )
+        chunks = [ln[6:] for ln in su.text.splitlines() if ln.startswith("data: ")]
+        assert chunks[-1] == "[DONE]"
+        parsed = [json.loads(c) for c in chunks[:-1]]
+        assert [c["usage"] for c in parsed[:-1]] == [None] * (len(parsed) - 1)
+        assert parsed[-2]["choices"][0]["finish_reason"] == "stop"
+        assert parsed[-1]["choices"] == []
+        assert parsed[-1]["usage"] == {
+            "prompt_tokens": 0,
+            "completion_tokens": 1,
+            "total_tokens": 1,
+        }
 
         bad = client.post(srv.url + "/v1/messages", content=b"[1,2")
         assert bad.status_code == 400 and bad.json()["type"] == "error"
         other = client.get(srv.url + "/v1/models")
         assert other.status_code == 404
     cap = read_capture(out)
-    assert len(cap.requests) == 6  # everything is recorded, answered or not
+    assert len(cap.requests) == 7  # everything is recorded, answered or not
     assert cap.requests[-1].method == "GET" and cap.requests[-1].provider is None
 
 

@@ -140,6 +140,7 @@ def test_memory_on_differs_from_the_request_by_exactly_the_block(case: Any, blk:
     "MEM-INJECT.1",
     "MEM-INJECT.3",
     "MEM-INJECT.4",
+    "MEM-INJECT.5",
     "MEM-CONTAIN.1",
     "MEM-CONTAIN.2",
     "MEM-CONTAIN.3",
@@ -148,12 +149,12 @@ def test_memory_on_differs_from_the_request_by_exactly_the_block(case: Any, blk:
     "MEM-BUDGET.3",
     "MEM-READ.3",
 )
-@given(request_case(), budgeted_block())
-def test_checker_accepts_every_memory_on_request(case: Any, blk: Any) -> None:
+@given(request_case(), budgeted_block(), st.booleans())
+def test_checker_accepts_every_memory_on_request(case: Any, blk: Any, list_fold: bool) -> None:
     provider, req, style = case
     block, limit, max_tokens, kept = blk
     base = serialize(req, style)
-    on = serialize(inject(req, block, provider), style)
+    on = serialize(inject(req, block, provider, list_fold=list_fold), style)
     verdict = _pair(provider, base, on, limit, max_tokens)
     assert verdict.ok, [str(v) for v in verdict.violations]
     assert verdict.status == "block"
@@ -389,7 +390,7 @@ def _anthropic(**fields: Any) -> dict[str, Any]:
     }
 
 
-@pytest.mark.clause("MEM-INJECT.1", "MEM-INJECT.2", "MEM-INJECT.3")
+@pytest.mark.clause("MEM-INJECT.1", "MEM-INJECT.2", "MEM-INJECT.3", "MEM-INJECT.5")
 def test_anthropic_placement_failures_are_named() -> None:
     base_obj = _anthropic(system=SYS)
     base = serialize(base_obj, "compact")
@@ -412,11 +413,19 @@ def test_anthropic_placement_failures_are_named() -> None:
     )
     v = _pair("anthropic", base, as_list)
     assert not v.ok and _clauses(v) == {"MEM-INJECT.3"}
-    # A list system: the inserted text block carries an extra key.
+    # A list system: the inserted text block carries an extra key -- the block still goes
+    # first, so only the reference's exact shape is missed (a deviation, MEM-INJECT.5).
     lst = _anthropic(system=[{"type": "text", "text": SYS}])
     extra = dict(lst, system=[{"type": "text", "text": BLOCK, "cache_control": {}}, *lst["system"]])
     v = _pair("anthropic", serialize(lst, "indent"), serialize(extra, "indent"))
-    assert not v.ok and _clauses(v) == {"MEM-INJECT.3"}
+    assert v.ok and v.status == "deviation" and _clauses(v) == {"MEM-INJECT.5"}
+    v = check_pair(
+        0,
+        captured("anthropic", serialize(lst, "indent")),
+        captured("anthropic", serialize(extra, "indent")),
+        level="reference",
+    )
+    assert not v.ok and v.status == "deviation" and _clauses(v) == {"MEM-INJECT.5"}
     # An empty block inserted where the baseline had no system.
     v = _pair(
         "anthropic", serialize(_anthropic(), "compact"), serialize(_anthropic(system=""), "compact")
@@ -424,7 +433,7 @@ def test_anthropic_placement_failures_are_named() -> None:
     assert not v.ok and _clauses(v) == {"MEM-INJECT.2"}
 
 
-@pytest.mark.clause("MEM-INJECT.4")
+@pytest.mark.clause("MEM-INJECT.3", "MEM-INJECT.4")
 def test_openai_placement_failures_are_named() -> None:
     base_obj = {
         "model": "m",
@@ -432,18 +441,23 @@ def test_openai_placement_failures_are_named() -> None:
     }
     base = serialize(base_obj, "default")
     assert _pair("openai", base, serialize(inject(base_obj, BLOCK, "openai"), "default")).ok
-    # A new system message inserted although the first message already is one.
+    # A new system message inserted although the first message already is one: the block is
+    # still a segment of its own in front -- a deviation from the reference's fold.
     wrong = dict(base_obj, messages=[{"role": "system", "content": BLOCK}, *base_obj["messages"]])
     v = _pair("openai", base, serialize(wrong, "default"))
-    assert not v.ok and {"MEM-INJECT.1", "MEM-INJECT.4"} <= _clauses(v)
-    # No leading system message: the inserted one has the wrong role.
+    assert v.ok and v.status == "deviation" and _clauses(v) == {"MEM-INJECT.4"}
+    # No leading system message: a developer message carries the block (a deviation) ...
     user_only = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
     dev = dict(
         user_only, messages=[{"role": "developer", "content": BLOCK}, *user_only["messages"]]
     )
     v = _pair("openai", serialize(user_only, "default"), serialize(dev, "default"))
-    assert not v.ok and _clauses(v) == {"MEM-INJECT.4"}
-    assert "role 'system'" in v.violations[0].message
+    assert v.ok and v.status == "deviation" and _clauses(v) == {"MEM-INJECT.4"}
+    # ... a user message mixes it into history (a failure at every level).
+    mixed = dict(user_only, messages=[{"role": "user", "content": BLOCK}, *user_only["messages"]])
+    v = _pair("openai", serialize(user_only, "default"), serialize(mixed, "default"))
+    assert not v.ok and _clauses(v) == {"MEM-INJECT.3"}
+    assert "'role': 'system'" in v.violations[0].message
 
 
 @pytest.mark.clause("MEM-INJECT.3")
