@@ -17,6 +17,7 @@ from typing import Any
 
 from conformance.binding.codec import memory_record, memory_records
 from conformance.binding.functions import BY_NAME, Args, Refused
+from conformance.binding.functions.memory.reflection import cand_out
 from reference.ledger.credentials import DETECTORS
 from reference.memory.containment import flatten_field, render_bullet
 from reference.memory.engine import Insert, normalize_text, plan_write
@@ -178,9 +179,7 @@ def _reflection_six(a: Args) -> JSON:
     if len(out["facts"]) == 5 and extra:
         res = parse_reflection(json.dumps({"facts": extra}), [], a["threadKey"], a.get("runId"))
         if res is not None and res.facts:
-            from conformance.binding.functions import _cand_out
-
-            out["facts"].append(_cand_out(res.facts[0]))
+            out["facts"].append(cand_out(res.facts[0]))
     return out
 
 
