@@ -34,6 +34,14 @@ class Fn:
     judge: Callable[[Args], Judged]
     strategy: st.SearchStrategy[Args]
     boundaries: Callable[[], list[tuple[str, Args]]]
+    #: the reference rules its judge may add to the seed's (a deviation names one of them)
+    references: tuple[str, ...] = ()
+
+    @property
+    def rules(self) -> tuple[str, ...]:
+        """Every clause the function's vectors and property apply: its own, then the
+        reference rules its judge may add."""
+        return tuple(dict.fromkeys((*self.clauses, *self.references)))
 
 
 def outcome_of(call: Callable[[Args], JSON], args: Args) -> JSON:
@@ -58,6 +66,9 @@ def fn(
     strategy: st.SearchStrategy[Args],
     boundaries: Callable[[], list[tuple[str, Args]]],
     judge: Callable[[Args], Judged] | None = None,
+    references: tuple[str, ...] = (),
 ) -> Fn:
     """One entry: ``judge`` defaults to :func:`exact`."""
-    return Fn(name, spec, clauses, summary, call, judge or exact(call), strategy, boundaries)
+    return Fn(
+        name, spec, clauses, summary, call, judge or exact(call), strategy, boundaries, references
+    )

@@ -5,17 +5,22 @@ scoreRecord, rankRecords.
 
 from __future__ import annotations
 
+import unicodedata
+
 from hypothesis import strategies as st
 
 from conformance.binding.codec import memory_record, memory_records
 from conformance.binding.functions.base import JSON, MEMORY, Args, Fn, fn
 from conformance.binding.functions.common import (
     DAY,
+    LIMIT_RANGE,
     NOW,
     REC,
     any_text,
+    in_range,
     limits,
     memory_list,
+    outside_domain,
     queries,
     rec,
     record_args,
@@ -63,7 +68,23 @@ def _rank_judge(a: Args) -> Judged:
     groups = [by_score[s] for s in sorted(by_score, reverse=True)]
     length = min(max(limit, 0), len(hits))
     ref = ok(_rank(a))
-    return Judged([ref], {"name": "tie_groups", "groups": groups, "length": length})
+    judged = Judged([ref], {"name": "tie_groups", "groups": groups, "length": length})
+    if not in_range(a["limit"], LIMIT_RANGE):
+        return outside_domain(judged, f"limit {a['limit']}")
+    return judged
+
+
+def _normalize_judge(a: Args) -> Judged:
+    """The dedup key; a character this Python's Unicode does not know may lower-case to a
+    non-ASCII letter in an engine on a newer Unicode (MEM-WRITE.2): at every level, since the
+    seed's lower-casing is the runtime's."""
+    ref = ok(_normalize(a))
+    key = ref["ok"]
+    positions = [i for i, c in enumerate(key) if unicodedata.category(c) == "Cn"]
+    if not positions:
+        return Judged([ref])
+    note = "characters unknown to this Unicode may lower-case in a newer one"
+    return Judged([ref], {"name": "case_open", "positions": positions}, [note])
 
 
 def _normalize_boundaries() -> list[tuple[str, Args]]:
@@ -74,6 +95,10 @@ def _normalize_boundaries() -> list[tuple[str, Args]]:
         ("U+0085 is not JS whitespace: kept", {"text": "a\x85b"}),
         ("punctuation kept", {"text": "Deploys, Friday!"}),
         ("trailing and leading runs trimmed", {"text": "  \t A  B \n"}),
+        (
+            "letters a newer Unicode added: their lower case is the runtime's",
+            {"text": "\ua7cb\u1c89 Deploy"},
+        ),
     ]
 
 
@@ -153,6 +178,7 @@ FUNCTIONS: tuple[Fn, ...] = (
         _normalize,
         st.fixed_dictionaries({"text": any_text}),
         _normalize_boundaries,
+        _normalize_judge,
     ),
     fn(
         "keywordMatch",
@@ -192,5 +218,6 @@ FUNCTIONS: tuple[Fn, ...] = (
         ),
         lambda: with_now(_rank_boundaries()),
         _rank_judge,
+        references=("MEM-SCOPE.8",),
     ),
 )
