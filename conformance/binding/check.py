@@ -67,7 +67,13 @@ def _outcome(answer: Answer) -> JSON:
 
 
 def judge_answer(
-    index: int, fn: str, clauses: Sequence[str], label: str, answer: Answer, judged: Judged
+    index: int,
+    fn: str,
+    clauses: Sequence[str],
+    label: str,
+    answer: Answer,
+    judged: Judged,
+    args: JSON = None,
 ) -> StepOutcome:
     """One call's verdict: pass, diverge (a wrong or garbled answer), indeterminate (no
     answer: the host hung, flooded or died), skip (the function is not provided)."""
@@ -102,7 +108,13 @@ def judge_answer(
             reason=f"{label}: not a binding answer: {answer.detail}",
             details=details,
         )
-    return _answered(index, fn, clauses, label, answer, judged)
+    step = _answered(index, fn, clauses, label, answer, judged)
+    if step.verdict == "diverge" and args is not None and fn in BY_NAME:
+        # one root cause charges its own clause, not every clause of the function
+        step = replace(
+            step, clauses=BY_NAME[fn].blamed(args, step.details["answered"], judged.allowed[0])
+        )
+    return step
 
 
 def _answered(
@@ -160,7 +172,8 @@ def run_vectors(host: EngineHost, fn: Fn, vectors: Sequence[Vector]) -> Scenario
     started = time.perf_counter()
     for i, v in enumerate(vectors):
         answer = host.call(fn.name, v.args)
-        outcome = judge_answer(i, fn.name, v.clauses, f"{v.id} ({v.comment})", answer, v.judged)
+        label = f"{v.id} ({v.comment})"
+        outcome = judge_answer(i, fn.name, v.clauses, label, answer, v.judged, v.args)
         result.outcomes.append(outcome)
         if outcome.verdict == "skip" and i == 0:
             result.verdict, result.reason = "skip", NOT_PROVIDED
@@ -263,7 +276,7 @@ def run_property(host: EngineHost, fn: Fn, examples: int, seed: int) -> Scenario
         if answer.kind == "unknown":
             found.stop.append(NOT_PROVIDED)
             return
-        outcome = judge_answer(0, fn.name, fn.clauses, "property", answer, fn.judge(args))
+        outcome = judge_answer(0, fn.name, fn.clauses, "property", answer, fn.judge(args), args)
         if outcome.verdict == "deviate" and found.deviation is None:
             found.deviation = (copy.deepcopy(args), outcome)
         if outcome.verdict in ("diverge", "indeterminate"):

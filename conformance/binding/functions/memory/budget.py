@@ -79,6 +79,17 @@ def _budget_boundaries() -> list[tuple[str, Args]]:
     ]
 
 
+def _budget_blame(a: Args, got: JSON, ref: JSON) -> tuple[str, ...]:
+    """Not a prefix of the input within ``limit`` keeping the first: MEM-BUDGET.1; a prefix cut
+    elsewhere: the costing (MEM-BUDGET.3)."""
+    value = got.get("ok") if isinstance(got, dict) else None
+    ids = [r["id"] for r in a["records"]]
+    if isinstance(value, list) and value == ids[: len(value)] and len(value) <= int(a["limit"]):
+        if value or not ids or int(a["limit"]) < 1:
+            return ("MEM-BUDGET.3",)
+    return ("MEM-BUDGET.1",)
+
+
 FUNCTIONS: tuple[Fn, ...] = (
     fn(
         "estimateTokens",
@@ -101,5 +112,6 @@ FUNCTIONS: tuple[Fn, ...] = (
         _budget_boundaries,
         _budget_judge,
         references=("MEM-SCOPE.8",),
+        blame=_budget_blame,
     ),
 )

@@ -60,6 +60,14 @@ def _evict_boundaries() -> list[tuple[str, Args]]:
     ]
 
 
+def _evict_blame(a: Args, got: JSON, ref: JSON) -> tuple[str, ...]:
+    """As many as the cap asks but the wrong ones: MEM-CAP.2; another count: MEM-CAP.1."""
+    value, want = (o.get("ok") if isinstance(o, dict) else None for o in (got, ref))
+    if isinstance(value, list) and isinstance(want, list) and len(value) == len(want):
+        return ("MEM-CAP.2",)
+    return ("MEM-CAP.1",)
+
+
 FUNCTIONS: tuple[Fn, ...] = (
     fn(
         "planEviction",
@@ -71,5 +79,6 @@ FUNCTIONS: tuple[Fn, ...] = (
         _evict_boundaries,
         _evict_judge,
         references=("MEM-SCOPE.8",),
+        blame=_evict_blame,
     ),
 )

@@ -191,6 +191,28 @@ _RETRIEVED = st.builds(
     memory_list(3, "user:slack:U1"),
 )
 
+
+def _pool_blame(a: Args, got: JSON, ref: JSON) -> tuple[str, ...]:
+    """More records than the one limit: MEM-READ.2; else which records and in what order:
+    MEM-READ.1."""
+    value = got.get("ok") if isinstance(got, dict) else None
+    if isinstance(value, list) and len(value) > max(int(a["limit"]), 0):
+        return ("MEM-READ.2",)
+    return ("MEM-READ.1",)
+
+
+def _context_blame(a: Args, got: JSON, ref: JSON) -> tuple[str, ...]:
+    """A block where none is due, or none where one is: MEM-READ.4; else the prefix that names
+    the scopes: MEM-READ.3."""
+    value, want = (o.get("ok") if isinstance(o, dict) else None for o in (got, ref))
+    if (value is None) != (want is None):
+        return ("MEM-READ.4",)
+    if isinstance(value, str) and isinstance(want, str):
+        if value.split("\n", 1)[0] != want.split("\n", 1)[0]:
+            return ("MEM-READ.3",)
+    return ()
+
+
 FUNCTIONS: tuple[Fn, ...] = (
     fn(
         "poolRecords",
@@ -210,6 +232,7 @@ FUNCTIONS: tuple[Fn, ...] = (
         _pool_boundaries,
         _pool_judge,
         references=("MEM-SCOPE.7", "MEM-SCOPE.8"),
+        blame=_pool_blame,
     ),
     fn(
         "memoryContextBlock",
@@ -229,5 +252,6 @@ FUNCTIONS: tuple[Fn, ...] = (
         _pool_boundaries,
         _context_block_judge,
         references=("MEM-SCOPE.7", "MEM-SCOPE.8"),
+        blame=_context_blame,
     ),
 )

@@ -296,6 +296,41 @@ def _redact_boundaries() -> list[tuple[str, Args]]:
     ]
 
 
+#: what each clause of parseReflection fixes in a candidate
+_CANDIDATE_FIELDS = (
+    (("kind", "text", "confidence"), "MEM-REFLECT.8"),
+    (("keywords",), "MEM-REFLECT.9"),
+    (("sourceThreadKey", "sourceRunId", "supersedes"), "MEM-REFLECT.10"),
+    (("audience",), "MEM-ROUTE.2"),
+)
+
+
+def _reflection_blame(a: Args, got: JSON, ref: JSON) -> tuple[str, ...]:
+    """The envelope read otherwise (a reply rejected or accepted): MEM-REFLECT.7; another number
+    of facts or another summary presence: MEM-REFLECT.8; else the clauses of the candidate
+    fields that differ."""
+    value, want = (o.get("ok") if isinstance(o, dict) else None for o in (got, ref))
+    if (value is None) != (want is None):
+        return ("MEM-REFLECT.7",)
+    if not isinstance(value, dict) or not isinstance(want, dict):
+        return ()
+    facts, wanted = value.get("facts"), want["facts"]
+    if not isinstance(facts, list) or len(facts) != len(wanted):
+        return ("MEM-REFLECT.8",)
+    pairs = list(zip(facts, wanted, strict=True))
+    if (value.get("summary") is None) != (want["summary"] is None):
+        return ("MEM-REFLECT.8",)
+    if want["summary"] is not None:
+        pairs.append((value["summary"], want["summary"]))
+    out: list[str] = []
+    for fields, clause in _CANDIDATE_FIELDS:
+        for c, w in pairs:
+            if not isinstance(c, dict) or any(c.get(f) != w.get(f) for f in fields):
+                out.append(clause)
+                break
+    return tuple(out)
+
+
 FUNCTIONS: tuple[Fn, ...] = (
     fn(
         "shouldReflect",
@@ -354,6 +389,7 @@ FUNCTIONS: tuple[Fn, ...] = (
         _reflection_boundaries,
         _parse_reflection_judge,
         references=("MEM-REFLECT.12", "MEM-REFLECT.13"),
+        blame=_reflection_blame,
     ),
     fn(
         "redactSecrets",

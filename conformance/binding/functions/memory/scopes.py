@@ -177,6 +177,14 @@ def _list_keys_boundaries() -> list[tuple[str, Args]]:
     ]
 
 
+def _derive_blame(a: Args, got: JSON, ref: JSON) -> tuple[str, ...]:
+    """Refused where a key is due or a key where the seed refuses: MEM-SCOPE.2; another key:
+    MEM-SCOPE.1."""
+    if isinstance(got, dict) and isinstance(ref, dict) and ("throws" in got) != ("throws" in ref):
+        return ("MEM-SCOPE.2",)
+    return ("MEM-SCOPE.1",)
+
+
 FUNCTIONS: tuple[Fn, ...] = (
     fn(
         "deriveScopeKey",
@@ -193,6 +201,7 @@ FUNCTIONS: tuple[Fn, ...] = (
         _scope_boundaries,
         _derive_judge,
         references=("MEM-SCOPE.6", "MEM-SCOPE.7"),
+        blame=_derive_blame,
     ),
     fn(
         "requestScopeKeys",

@@ -160,6 +160,19 @@ def _rank_boundaries() -> list[tuple[str, Args]]:
     ]
 
 
+def _rank_blame(a: Args, got: JSON, ref: JSON) -> tuple[str, ...]:
+    """An id the query does not hit: the gate (MEM-SCORE.4); else order or length
+    (MEM-SCORE.5)."""
+    value = got.get("ok") if isinstance(got, dict) else None
+    if not isinstance(value, list):
+        return ()
+    query = a["query"]
+    hits = {r.id for r in memory_records(a["records"]) if keyword_match(query, r) > 0}
+    if tokenize(query) and all(i in hits for i in value):
+        return ("MEM-SCORE.5",)
+    return ("MEM-SCORE.4",)
+
+
 FUNCTIONS: tuple[Fn, ...] = (
     fn(
         "tokenize",
@@ -219,5 +232,6 @@ FUNCTIONS: tuple[Fn, ...] = (
         lambda: with_now(_rank_boundaries()),
         _rank_judge,
         references=("MEM-SCOPE.8",),
+        blame=_rank_blame,
     ),
 )
