@@ -14,10 +14,11 @@ import time
 from collections.abc import Sequence
 
 from conformance.binding.catalogue import ENTRIES_LIST, EngineEntry
-from conformance.binding.check import PROPERTY_EXAMPLES, check_engine
+from conformance.binding.check import PROPERTY_EXAMPLES, FunctionRun, check_engine
 from conformance.binding.functions import BY_NAME
 from conformance.binding.host import EngineHost
 from conformance.commands.selftest import Row
+from conformance.runner import ScenarioResult
 
 KIND = "engine"
 
@@ -56,6 +57,7 @@ def run_entry(
     """One row: the entry's function checked through its host (``vectors``/``properties``
     choose the checks, for measuring each alone)."""
     fn = BY_NAME[entry.function]
+    fns = [BY_NAME[name] for name in entry.patches()]
     started = time.monotonic()
     first: list[float] = []
 
@@ -66,30 +68,19 @@ def run_entry(
     with EngineHost(host_command(entry)) as host:
         runs = check_engine(
             host,
-            [fn],
-            vectors=None if vectors else {fn.name: []},
+            fns,
+            vectors=None if vectors else {f.name: [] for f in fns},
             examples=examples or PROPERTY_EXAMPLES.get(profile, PROPERTY_EXAMPLES["ci"]),
             properties=properties,
             on_result=seen,
         )
-    run = runs[0]
-    named: dict[str, str] = {}
-    for source, res in (("vectors", run.vectors), ("property", run.prop)):
-        if res is not None and res.verdict in ("fail", "indeterminate"):
-            for c in res.failed_clauses():
-                named.setdefault(c, source)
-    hits = [c for c in entry.clauses if c in named]
-    sources = {named[c] for c in hits}
-    bad = [r for r in (run.vectors, run.prop) if r is not None and r.verdict != "pass"]
+    hits, named, killed_by, bad = _judged(entry, runs)
     detail = bad[0].reason[:300] if bad else ""
+    ok = bool(hits) if entry.kind == "mutant" else not bad
     if entry.kind == "mutant":
-        ok = bool(hits)
         verdict = "killed" if ok else "survived"
-        killed_by = "both" if len(sources) > 1 else (sources.pop() if sources else "")
     else:
-        ok = not bad
         verdict = "conformant" if ok else "not conformant"
-        killed_by = ""
     return Row(
         name=entry.name,
         kind=entry.kind,
@@ -105,6 +96,30 @@ def run_entry(
         duration_s=round(time.monotonic() - started, 3),
         detail="" if ok else detail or "no divergence named the entry's clauses",
     )
+
+
+def _judged(
+    entry: EngineEntry, runs: Sequence[FunctionRun]
+) -> tuple[list[str], dict[str, str], str, list[ScenarioResult]]:
+    """The entry's clauses a failure named, every clause named with the check that named it
+    first, ``killed_by`` (``vectors``, ``property``, ``both``; a mutant's) and the failed or
+    indeterminate results -- a deviation (an answer the seed allows, a reference rule does
+    not) is no failure."""
+    results = [
+        (s, r) for run in runs for s, r in (("vectors", run.vectors), ("property", run.prop))
+    ]
+    named: dict[str, str] = {}
+    for source, res in results:
+        if res is not None and res.verdict in ("fail", "indeterminate"):
+            for c in res.failed_clauses():
+                named.setdefault(c, source)
+    hits = [c for c in entry.clauses if c in named]
+    sources = {named[c] for c in hits}
+    killed_by = ""
+    if entry.kind == "mutant":
+        killed_by = "both" if len(sources) > 1 else (sources.pop() if sources else "")
+    bad = [r for _, r in results if r is not None and r.verdict in ("fail", "indeterminate")]
+    return hits, named, killed_by, bad
 
 
 def run_entries(entries: Sequence[EngineEntry], profile: str, examples: int | None) -> list[Row]:

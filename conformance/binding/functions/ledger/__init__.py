@@ -1,0 +1,1 @@
+"""The ledger seed's pure functions, one module per family (mirrors ``reference/ledger/``)."""

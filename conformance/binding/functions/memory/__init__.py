@@ -1,0 +1,1 @@
+"""The memory seed's pure functions, one module per family (mirrors ``reference/memory/``)."""
