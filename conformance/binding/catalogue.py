@@ -346,6 +346,80 @@ def _fence_strict(a: Args) -> JSON:
     return BY_NAME["parseReflection"].call(a)
 
 
+# --------------------------------------------------------------------------- the scorer's
+# parameters, the cap, routing and the extractor input
+
+
+def _tau_one_day(a: Args) -> JSON:
+    return {"alpha": ALPHA, "beta": BETA, "tauMs": 86_400_000}
+
+
+def _tau_six_days(a: Args) -> JSON:
+    return {"alpha": ALPHA, "beta": BETA, "tauMs": 6 * 86_400_000}
+
+
+def _cap_truncates(a: Args) -> JSON:
+    """``parseInt``-like: a number is cut to its integer part before the range check."""
+    v = a.get("value")
+    if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v):
+        n = int(v)
+        if 1 <= n <= 10_000:
+            return {"cap": n, "warning": None}
+    return BY_NAME["resolveScopeCap"].call(a)
+
+
+def _cap_warns_unset(a: Args) -> JSON:
+    """Warns of an unset value too, in its own words, and reads a string of digits."""
+    v = a.get("value")
+    warn = "memory: maxRecordsPerScope is unset or invalid, the default 500 applies"
+    if v is None:
+        return {"cap": 500, "warning": warn}
+    if isinstance(v, str) and v.strip().isdigit() and 1 <= int(v) <= 10_000:
+        return {"cap": int(v), "warning": None}
+    out = BY_NAME["resolveScopeCap"].call(a)
+    return {**out, "warning": warn} if out["warning"] else out
+
+
+def _route_private_to_repo(a: Args) -> JSON:
+    """Narrows an org write from a private, unknown or unstamped origin to the repo scope."""
+    route = BY_NAME["routeCandidate"].call
+    ungated = route({**a, "origin": "public"})
+    origin, scopes = a.get("origin"), a["scopes"]
+    gated = origin not in ("public", "machine", "dm", "group_dm")
+    if gated and ungated["scopeKey"] == scopes["org"] and scopes.get("repo"):
+        return {"scopeKey": scopes["repo"], "keepsSupersedes": False}
+    return route(a)
+
+
+def _input_parts(a: Args) -> tuple[str, str]:
+    from conformance.binding.functions.memory.extractor import transcript
+    from reference.memory.reflection import render_transcript
+
+    recs = memory_records(a["existing"])
+    head = "\n".join(f"{r.text} (id {r.id})" for r in recs) or "(no records)"
+    return head, render_transcript(transcript(a["transcript"]))
+
+
+def _input_head_cap(a: Args) -> JSON:
+    """Keeps the first 24 000 units of a long transcript instead of its end."""
+    from conformance.binding.functions.memory.extractor import transcript
+    from reference.memory.reflection import build_reflection_input, render_transcript
+
+    turns = transcript(a["transcript"])
+    text = render_transcript(turns)
+    if len(text) <= 24_000:
+        return BY_NAME["buildReflectionInput"].call(a)
+    out = build_reflection_input(memory_records(a["existing"]), [])
+    return f"{out}\n{text[:24_000]}"
+
+
+def _input_other_layout(a: Args) -> JSON:
+    """Its own layout: records as ``<text> (id <id>)``, the transcript under ``## Thread``,
+    cut to its last 24 576 code points without a marker."""
+    head, text = _input_parts(a)
+    return f"## Known records\n{head}\n## Thread\n{text[-24_576:]}"
+
+
 def _m(name: str, fn: str, clauses: tuple[str, ...], summary: str, impl: Impl) -> EngineEntry:
     return EngineEntry(name, "mutant", fn, clauses, summary, impl)
 
@@ -599,6 +673,55 @@ ENTRIES_LIST: tuple[EngineEntry, ...] = (
         ("MEM-REFLECT.7",),
         "only the canonical ```json fence is unwrapped",
         _fence_strict,
+    ),
+    _m(
+        "eng-score-tau-one-day",
+        "scoreParameters",
+        ("MEM-SCORE.9",),
+        "a recency time constant of one day",
+        _tau_one_day,
+    ),
+    _m(
+        "eng-cap-truncates-fraction",
+        "resolveScopeCap",
+        ("MEM-CAP.5",),
+        "a fractional cap cut to its integer part (parseInt) instead of the default",
+        _cap_truncates,
+    ),
+    _m(
+        "eng-route-private-to-repo",
+        "routeCandidate",
+        ("MEM-ROUTE.5",),
+        "an org write from a private or unstamped origin narrowed to the repo scope",
+        _route_private_to_repo,
+    ),
+    _m(
+        "eng-reflection-input-head-cap",
+        "buildReflectionInput",
+        ("MEM-REFLECT.5",),
+        "a long transcript keeps its first 24 000 characters, not its end",
+        _input_head_cap,
+    ),
+    _v(
+        "eng-score-tau-six-days",
+        "scoreParameters",
+        ("MEM-SCORE.9", "MEM-SCORE.10"),
+        "tau of six days: about a week, not the reference's seven",
+        _tau_six_days,
+    ),
+    _v(
+        "eng-cap-warns-unset",
+        "resolveScopeCap",
+        ("MEM-CAP.5", "MEM-CAP.6"),
+        "warns of an unset cap too, in its own words; a string of digits is its number",
+        _cap_warns_unset,
+    ),
+    _v(
+        "eng-reflection-input-other-layout",
+        "buildReflectionInput",
+        ("MEM-REFLECT.5", "MEM-REFLECT.15"),
+        "its own layout, the transcript cut to its last 24 576 code points",
+        _input_other_layout,
     ),
 )
 

@@ -28,7 +28,15 @@ from hypothesis import seed as hypothesis_seed
 
 from conformance.binding.functions import BY_NAME, Fn
 from conformance.binding.host import Answer, EngineHost
-from conformance.binding.judge import THROWS, Judged, describe, ok, outcome_allowed
+from conformance.binding.judge import (
+    THROWS,
+    Judged,
+    describe,
+    describe_reference,
+    deviates,
+    ok,
+    outcome_allowed,
+)
 from conformance.binding.vectors import Vector, function_vectors
 from conformance.machines.constants import pinned_local_constants
 from conformance.runner import ScenarioResult
@@ -63,6 +71,22 @@ def _outcome(answer: Answer) -> JSON:
     if answer.kind == "error":
         return THROWS
     return None
+
+
+def _deviation(
+    index: int, fn: str, label: str, shown: str, got: JSON, judged: Judged, details: JSON
+) -> StepOutcome:
+    """An answer the seed allows but the reference does not give: a deviation naming only the
+    reference clauses that fix the reference's answer."""
+    return StepOutcome(
+        index=index,
+        op=fn,
+        verdict="deviate",
+        clauses=judged.reference_clauses,
+        expected=describe_reference(judged),
+        reason=f"{label}: answered {shown}",
+        details={**details, "answered": got},
+    )
 
 
 def judge_answer(
@@ -102,9 +126,11 @@ def judge_answer(
             details=details,
         )
     got = _outcome(answer)
-    if outcome_allowed(got, judged):
-        return StepOutcome(index=index, op=fn, verdict="pass", clauses=tuple(clauses))
     shown = f"refused ({answer.detail})" if answer.kind == "error" else _excerpt(answer.value)
+    if outcome_allowed(got, judged):
+        if not deviates(got, judged):
+            return StepOutcome(index=index, op=fn, verdict="pass", clauses=tuple(clauses))
+        return _deviation(index, fn, label, shown, got, judged, details)
     details["answered"] = got
     return StepOutcome(
         index=index,
@@ -150,6 +176,10 @@ def run_vectors(host: EngineHost, fn: Fn, vectors: Sequence[Vector]) -> Scenario
     if bad is not None:
         result.verdict = "fail" if bad.verdict == "diverge" else "indeterminate"
         result.reason = bad.reason
+    elif result.deviating_steps and result.verdict == "pass":
+        first = result.deviating_steps[0]
+        result.verdict = "deviate"
+        result.reason = f"differs from the reference implementation: {first.reason}"
     return result
 
 

@@ -3,7 +3,8 @@
 An *outcome* is ``{"ok": value}`` (the function returned ``value``) or ``{"throws": true}``
 (the function refused its input).  A call's :class:`Judged` lists every allowed outcome and,
 where the set is too large to list, names a checker (``specs/engine-vectors.schema.json``
-documents each): ``unordered``, ``tie_groups``, ``mint_keywords``, ``redacted``.  Numbers are
+documents each): ``unordered``, ``tie_groups``, ``mint_keywords``, ``redacted``, ``rule`` (a
+small grammar of what the seed allows of a value: :func:`rule_holds`).  Numbers are
 equal within :data:`FLOAT_ULPS` units in the last place (engines differ in ``exp`` by an ulp);
 strings are equal when their UTF-16 code units are (a decoded JSON string in Python is its
 sequence of code points, surrogate pairs joined, which is the same test).
@@ -25,9 +26,26 @@ FLOAT_ULPS = 4
 
 @dataclass(frozen=True)
 class Judged:
+    """What a call may answer: ``allowed`` (and ``checker``) is what the seed allows -- an
+    answer outside it is a failure.  ``reference``, when set, is the reference
+    implementation's answers: an answer the seed allows but ``reference`` does not is a
+    deviation from ``reference_clauses`` (reference clauses), never a failure."""
+
     allowed: list[JSON]
     checker: dict[str, JSON] | None = None
     notes: list[str] = field(default_factory=list)
+    reference: list[JSON] | None = None
+    reference_clauses: tuple[str, ...] = ()
+
+
+def deviates(got: JSON, judged: Judged) -> bool:
+    """Whether an answer the seed allows differs from every answer of the reference
+    implementation ``judged.reference`` lists (a deviation)."""
+    if judged.reference is None or not isinstance(got, dict):
+        return False
+    if "throws" in got:
+        return not any("throws" in a for a in judged.reference)
+    return not any("ok" in a and json_close(got.get("ok"), a["ok"]) for a in judged.reference)
 
 
 def ok(value: JSON) -> dict[str, JSON]:
@@ -124,6 +142,52 @@ def _redacted_ok(got: JSON, params: dict[str, JSON]) -> bool:
     )
 
 
+def _text_holds(got: JSON, spec: dict[str, JSON]) -> bool:
+    """``got`` is a string holding every ``before`` fragment, then -- after the last of them
+    ends -- every ``inOrder`` fragment in that order (no overlaps), and no ``absent`` one."""
+    if not isinstance(got, str):
+        return False
+    if any(f in got for f in spec.get("absent", ())):
+        return False
+    pos = 0
+    for frag in spec.get("before", ()):
+        at = got.find(frag)
+        if at < 0:
+            return False
+        pos = max(pos, at + len(frag))
+    for frag in spec.get("inOrder", ()):
+        at = got.find(frag, pos)
+        if at < 0:
+            return False
+        pos = at + len(frag)
+    return True
+
+
+def rule_holds(got: JSON, rule: dict[str, JSON]) -> bool:
+    """Whether a value meets a ``rule`` (the ``rule`` checker; the schema documents it):
+    ``{"const": v}`` equals ``v`` (as answers compare); ``{"anyOf": [r, …]}`` meets one;
+    ``{"object": {name: r, …}}`` is an object with exactly those members, each meeting its
+    rule; ``{"range": {"min": a, "below": b}}`` is a number, ``a <= x < b``; ``{"text": {…}}``
+    is a string holding fragments (:func:`_text_holds`)."""
+    if "const" in rule:
+        return json_close(got, rule["const"])
+    if "anyOf" in rule:
+        return any(rule_holds(got, r) for r in rule["anyOf"])
+    if "object" in rule:
+        members: dict[str, JSON] = rule["object"]
+        return (
+            isinstance(got, dict)
+            and got.keys() == members.keys()
+            and all(rule_holds(got[k], r) for k, r in members.items())
+        )
+    if "range" in rule:
+        lo, below = rule["range"]["min"], rule["range"]["below"]
+        return _is_num(got) and bool(lo <= got < below)
+    if "text" in rule:
+        return _text_holds(got, rule["text"])
+    raise ValueError(f"unknown rule {sorted(rule)!r}")
+
+
 def outcome_allowed(got: JSON, judged: Judged) -> bool:
     """True when ``got`` (an outcome) is one the call allows."""
     if not isinstance(got, dict):
@@ -151,7 +215,15 @@ def outcome_allowed(got: JSON, judged: Judged) -> bool:
         return _mint_keywords_ok(value, judged.allowed)
     if name == "redacted":
         return _redacted_ok(value, checker)
+    if name == "rule":
+        return rule_holds(value, checker["rule"])
     raise ValueError(f"unknown checker {name!r}")
+
+
+def describe_reference(judged: Judged) -> str:
+    """The reference implementation's answers in words, for a deviation's report."""
+    shown = " | ".join(_canon(a) for a in (judged.reference or [])[:4])
+    return f"reference implementation ({', '.join(judged.reference_clauses)}): {shown}"
 
 
 def describe(judged: Judged) -> str:

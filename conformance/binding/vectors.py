@@ -54,6 +54,9 @@ class Vector:
         }
         if self.judged.checker is not None:
             out["checker"] = self.judged.checker
+        if self.judged.reference is not None:
+            out["reference"] = self.judged.reference
+            out["referenceClauses"] = list(self.judged.reference_clauses)
         return out
 
 
@@ -195,7 +198,12 @@ def load_dir(path: Path) -> list[LoadedFile]:
                     v["comment"],
                     v["origin"],
                     v["args"],
-                    Judged(v["allowed"], v.get("checker")),
+                    Judged(
+                        v["allowed"],
+                        v.get("checker"),
+                        reference=v.get("reference"),
+                        reference_clauses=tuple(v.get("referenceClauses", ())),
+                    ),
                 )
                 for v in data["vectors"]
             ]

@@ -14,7 +14,7 @@ import time
 from collections.abc import Sequence
 
 from conformance.binding.catalogue import ENTRIES_LIST, EngineEntry
-from conformance.binding.check import PROPERTY_EXAMPLES, check_engine
+from conformance.binding.check import PROPERTY_EXAMPLES, FunctionRun, check_engine
 from conformance.binding.functions import BY_NAME
 from conformance.binding.host import EngineHost
 from conformance.commands.selftest import Row
@@ -45,6 +45,16 @@ def host_command(entry: EngineEntry) -> str:
     return f"{sys.executable} -m conformance.engine_host --{entry.kind} {entry.name}"
 
 
+def _named(run: FunctionRun) -> dict[str, str]:
+    """Each clause a failure named, and where first: ``vectors`` or ``property``."""
+    named: dict[str, str] = {}
+    for source, res in (("vectors", run.vectors), ("property", run.prop)):
+        if res is not None and res.verdict in ("fail", "indeterminate"):
+            for c in res.failed_clauses():
+                named.setdefault(c, source)
+    return named
+
+
 def run_entry(
     entry: EngineEntry,
     profile: str = "ci",
@@ -73,14 +83,12 @@ def run_entry(
             on_result=seen,
         )
     run = runs[0]
-    named: dict[str, str] = {}
-    for source, res in (("vectors", run.vectors), ("property", run.prop)):
-        if res is not None and res.verdict in ("fail", "indeterminate"):
-            for c in res.failed_clauses():
-                named.setdefault(c, source)
+    named = _named(run)
     hits = [c for c in entry.clauses if c in named]
     sources = {named[c] for c in hits}
-    bad = [r for r in (run.vectors, run.prop) if r is not None and r.verdict != "pass"]
+    done = [r for r in (run.vectors, run.prop) if r is not None]
+    bad = [r for r in done if r.verdict not in ("pass", "deviate")]
+    deviated = sorted({c for r in done for c in r.deviation_clauses()})
     detail = bad[0].reason[:300] if bad else ""
     if entry.kind == "mutant":
         ok = bool(hits)
@@ -104,6 +112,7 @@ def run_entry(
         first_divergence_s=round(first[0], 3) if first else None,
         duration_s=round(time.monotonic() - started, 3),
         detail="" if ok else detail or "no divergence named the entry's clauses",
+        deviates_on=deviated,
     )
 
 

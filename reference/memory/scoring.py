@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Final
 
@@ -21,6 +22,10 @@ from reference.memory.records import MemoryRecord
 ALPHA: Final = 0.7
 BETA: Final = 0.3
 TAU_MS: Final = 7 * 24 * 3600 * 1000
+#: The τ the seed's "≈ 1 week" admits: every value that rounds to one week, from half a week
+#: inclusive to a week and a half exclusive (MEM-SCORE.9).
+TAU_SEED_MIN_MS: Final = TAU_MS // 2
+TAU_SEED_MAX_MS: Final = TAU_MS * 3 // 2
 
 _TOKEN: Final = re.compile(r"[a-z0-9]+")
 
@@ -106,3 +111,23 @@ def repeats_a_token(query: str) -> bool:
     of keyword match (MEM-SCORE.7) score differently."""
     q = query_tokens(query)
     return len(set(q)) != len(q)
+
+
+@dataclass(frozen=True)
+class ScoreParameters:
+    """The scorer's weights and recency time constant (MEM-SCORE.9, MEM-SCORE.10)."""
+
+    alpha: float
+    beta: float
+    tau_ms: float
+
+
+def score_parameters() -> ScoreParameters:
+    """The reference's parameters: α = 0.7, β = 0.3, τ = seven days (MEM-SCORE.9, MEM-SCORE.10)."""
+    return ScoreParameters(ALPHA, BETA, TAU_MS)
+
+
+def tau_meets_seed(tau_ms: float) -> bool:
+    """Whether a time constant is "≈ 1 week" as the seed writes it: it rounds to one week,
+    ``TAU_SEED_MIN_MS <= tau_ms < TAU_SEED_MAX_MS`` (MEM-SCORE.9)."""
+    return TAU_SEED_MIN_MS <= tau_ms < TAU_SEED_MAX_MS
