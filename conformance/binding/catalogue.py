@@ -420,6 +420,27 @@ def _input_other_layout(a: Args) -> JSON:
     return f"## Known records\n{head}\n## Thread\n{text[-24_576:]}"
 
 
+def _command_scope_only_first(a: Args) -> JSON:
+    """A bare scope word is taken only as the very first word after ``list``."""
+    out = BY_NAME["parseMemoryCommand"].call(a)
+    words = str(a["text"]).split()
+    if not (out and out.get("verb") == "list" and out["scope"] != "all" and len(words) > 2):
+        return out
+    first = words[2].lower()
+    if first.startswith("-") and "--scope" not in " ".join(words).lower():
+        query = [out["scope"], *([out["query"]] if out["query"] else [])]
+        return {**out, "scope": "all", "query": " ".join(query)}
+    return out
+
+
+def _forget_channel_open(a: Args) -> JSON:
+    """Only org and repo records are admin-gated; anyone may forget a channel record."""
+    rid = str(a["id"])
+    if rid.startswith("mem:channel:"):
+        return BY_NAME["forgetGate"].call({**a, "isAdmin": True})
+    return BY_NAME["forgetGate"].call(a)
+
+
 def _m(name: str, fn: str, clauses: tuple[str, ...], summary: str, impl: Impl) -> EngineEntry:
     return EngineEntry(name, "mutant", fn, clauses, summary, impl)
 
@@ -701,6 +722,20 @@ ENTRIES_LIST: tuple[EngineEntry, ...] = (
         ("MEM-REFLECT.5",),
         "a long transcript keeps its first 24 000 characters, not its end",
         _input_head_cap,
+    ),
+    _m(
+        "eng-command-scope-word-only-first",
+        "parseMemoryCommand",
+        ("MEM-CMD.2",),
+        "a bare scope word is consumed only right after list, not after an option",
+        _command_scope_only_first,
+    ),
+    _m(
+        "eng-forget-channel-open",
+        "forgetGate",
+        ("MEM-CMD.7",),
+        "a channel record may be forgotten without an admin",
+        _forget_channel_open,
     ),
     _v(
         "eng-score-tau-six-days",
