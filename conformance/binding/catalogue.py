@@ -441,6 +441,13 @@ def _forget_channel_open(a: Args) -> JSON:
     return BY_NAME["forgetGate"].call(a)
 
 
+def _listing_repo_falls_to_org(a: Args) -> JSON:
+    """``memory list repo`` without a repo lists the org scope instead of saying so."""
+    if a.get("scope") == "repo" and not (a.get("repo") or a.get("boundRepo")):
+        return [f"org:{a['org']}"]
+    return BY_NAME["listingScopeKeys"].call(a)
+
+
 def _m(name: str, fn: str, clauses: tuple[str, ...], summary: str, impl: Impl) -> EngineEntry:
     return EngineEntry(name, "mutant", fn, clauses, summary, impl)
 
@@ -736,6 +743,13 @@ ENTRIES_LIST: tuple[EngineEntry, ...] = (
         ("MEM-CMD.7",),
         "a channel record may be forgotten without an admin",
         _forget_channel_open,
+    ),
+    _m(
+        "eng-listing-repo-falls-to-org",
+        "listingScopeKeys",
+        ("MEM-CMD.4",),
+        "memory list repo without a repo lists the org scope instead of saying so",
+        _listing_repo_falls_to_org,
     ),
     _v(
         "eng-score-tau-six-days",

@@ -43,6 +43,7 @@ pytestmark = pytest.mark.clause(
     "MEM-CMD.1",
     "MEM-CMD.2",
     "MEM-CMD.3",
+    "MEM-CMD.4",
     "MEM-CMD.5",
     "MEM-CMD.6",
     "MEM-CMD.7",

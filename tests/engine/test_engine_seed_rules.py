@@ -302,3 +302,35 @@ def test_an_exported_vector_keeps_its_reference_answers(tmp_path: Path) -> None:
         for v in vectors
     ]
     assert all(outcome_allowed(outcome_of(fn.call, v.args), v.judged) for v in back)
+
+
+# --------------------------------------------------------------------------- listingScopeKeys
+
+
+@pytest.mark.clause("MEM-CMD.4")
+def test_the_listing_vectors_draw_every_scope_word_with_every_request() -> None:
+    vectors = function_vectors(BY_NAME["listingScopeKeys"])
+    assert len({json.dumps(v.args, sort_keys=True) for v in vectors}) == 5 * 2**4
+
+
+@pytest.mark.clause("MEM-CMD.4")
+@pytest.mark.parametrize(
+    ("args", "want"),
+    [
+        ({"scope": "all", "org": "acme"}, ["org:acme"]),
+        (
+            {"scope": "all", "org": "acme", "userId": "slack:U1", "channelId": "slack:C1",
+             "boundRepo": "acme/web"},
+            ["user:slack:U1", "repo:acme/web", "channel:slack:C1", "org:acme"],
+        ),
+        ({"scope": "repo", "org": "acme", "repo": "acme/api", "boundRepo": "acme/web"},
+         ["repo:acme/api"]),
+        ({"scope": "repo", "org": "acme"}, None),  # says so without a repo
+        ({"scope": "channel", "org": "acme", "userId": "slack:U1"}, None),
+        ({"scope": "me", "org": "acme", "channelId": "slack:C1"}, None),
+        ({"scope": "org", "org": "acme"}, ["org:acme"]),
+    ],
+)  # fmt: skip
+def test_listing_scopes_the_seed_spells_out(args: dict[str, object], want: object) -> None:
+    got = outcome_of(BY_NAME["listingScopeKeys"].call, args)
+    assert got == ({"throws": True} if want is None else ok(want))
