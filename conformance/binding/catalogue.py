@@ -448,6 +448,15 @@ def _listing_repo_falls_to_org(a: Args) -> JSON:
     return BY_NAME["listingScopeKeys"].call(a)
 
 
+def _recency_tau(days: float) -> Impl:
+    def impl(a: Args) -> JSON:
+        rec = memory_record(a["record"])
+        used = rec.last_used_at if rec.last_used_at is not None else rec.created_at
+        return math.exp(-max(0, int(a["now"]) - used) / (days * 86_400_000))
+
+    return impl
+
+
 def _m(name: str, fn: str, clauses: tuple[str, ...], summary: str, impl: Impl) -> EngineEntry:
     return EngineEntry(name, "mutant", fn, clauses, summary, impl)
 
@@ -750,6 +759,20 @@ ENTRIES_LIST: tuple[EngineEntry, ...] = (
         ("MEM-CMD.4",),
         "memory list repo without a repo lists the org scope instead of saying so",
         _listing_repo_falls_to_org,
+    ),
+    _m(
+        "eng-recency-tau-one-day",
+        "recencyScore",
+        ("MEM-SCORE.3", "MEM-SCORE.9"),
+        "recency decays with a time constant of one day",
+        _recency_tau(1),
+    ),
+    _v(
+        "eng-recency-tau-six-days",
+        "recencyScore",
+        ("MEM-SCORE.3", "MEM-SCORE.9", "MEM-SCORE.10"),
+        "recency decays with a time constant of six days: about a week",
+        _recency_tau(6),
     ),
     _v(
         "eng-score-tau-six-days",

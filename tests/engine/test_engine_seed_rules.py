@@ -334,3 +334,36 @@ def test_the_listing_vectors_draw_every_scope_word_with_every_request() -> None:
 def test_listing_scopes_the_seed_spells_out(args: dict[str, object], want: object) -> None:
     got = outcome_of(BY_NAME["listingScopeKeys"].call, args)
     assert got == ({"throws": True} if want is None else ok(want))
+
+
+# --------------------------------------------------------------------------- recency under τ
+
+
+def _recency_with(tau_days: float, args: dict[str, Any]) -> float:
+    from conformance.binding.catalogue import _recency_tau
+
+    return float(_recency_tau(tau_days)(args))
+
+
+@pytest.mark.clause("MEM-SCORE.3", "MEM-SCORE.9", "MEM-SCORE.10")
+@pytest.mark.parametrize(
+    ("tau_days", "verdict"),
+    [
+        (7, "pass"),
+        (3.5, "deviate"),
+        (6, "deviate"),
+        (10.4, "deviate"),
+        (3.4, "fail"),
+        (10.6, "fail"),
+    ],
+)
+def test_recency_is_judged_for_every_tau_of_about_a_week(tau_days: float, verdict: str) -> None:
+    fn = BY_NAME["recencyScore"]
+    seen = set()
+    for v in function_vectors(fn):
+        got = ok(_recency_with(tau_days, v.args))
+        if not outcome_allowed(got, v.judged):
+            seen.add("fail")
+        elif deviates(got, v.judged):
+            seen.add("deviate")
+    assert max(seen or {"pass"}, key=["pass", "deviate", "fail"].index) == verdict

@@ -8,11 +8,26 @@ exact seven days (MEM-SCORE.10) is the one allowed answer beside it.
 
 from __future__ import annotations
 
+import math
+
 from hypothesis import strategies as st
 
+from conformance.binding.codec import memory_record
 from conformance.binding.functions.base import JSON, MEMORY, Args, Fn, fn
 from conformance.binding.judge import Judged, ok
-from reference.memory.scoring import TAU_SEED_MAX_MS, TAU_SEED_MIN_MS, score_parameters
+from reference.memory.scoring import (
+    ALPHA,
+    BETA,
+    TAU_SEED_MAX_MS,
+    TAU_SEED_MIN_MS,
+    keyword_match,
+    recency_score,
+    score_parameters,
+    score_record,
+)
+
+#: the reference clause that fixes τ at seven days, what a τ-only difference deviates from
+TAU_REFERENCE = ("MEM-SCORE.10",)
 
 #: what the seed allows of ``scoreParameters``' answer (MEM-SCORE.9)
 SEED_RULE: dict[str, JSON] = {
@@ -34,8 +49,44 @@ def _parameters_judge(a: Args) -> Judged:
     reference's seven days is MEM-SCORE.10."""
     ref = [ok(_parameters(a))]
     return Judged(
-        ref, {"name": "rule", "rule": SEED_RULE}, reference=ref, reference_clauses=("MEM-SCORE.10",)
+        ref, {"name": "rule", "rule": SEED_RULE}, reference=ref, reference_clauses=TAU_REFERENCE
     )
+
+
+def _recency_bounds(a: Args) -> tuple[float, float]:
+    """Recency of the vector's record under the seed's smallest τ and its largest."""
+    rec = memory_record(a["record"])
+    used = rec.last_used_at if rec.last_used_at is not None else rec.created_at
+    age = max(0, int(a["now"]) - used)
+    return math.exp(-age / TAU_SEED_MIN_MS), math.exp(-age / TAU_SEED_MAX_MS)
+
+
+def _within(ref: float, low: float, below: float) -> dict[str, JSON]:
+    """The reference's value, or any value of ``[low, below)``; the ``recency == 1`` of a
+    record used at ``now`` or later is exact."""
+    if low == below:
+        return {"const": ref}
+    return {"anyOf": [{"const": ref}, {"range": {"min": low, "below": below}}]}
+
+
+def recency_judge(a: Args) -> Judged:
+    """``exp(-age/τ)`` for any τ the seed's "≈ 1 week" admits (MEM-SCORE.3, MEM-SCORE.9); the
+    reference's seven days is MEM-SCORE.10."""
+    ref = recency_score(memory_record(a["record"]), int(a["now"]))
+    low, below = _recency_bounds(a)
+    rule = {"name": "rule", "rule": _within(ref, low, below)}
+    return Judged([ok(ref)], rule, reference=[ok(ref)], reference_clauses=TAU_REFERENCE)
+
+
+def score_judge(a: Args) -> Judged:
+    """``0.7 keywordMatch + 0.3 recency`` with the recency of :func:`recency_judge`
+    (MEM-SCORE.1, MEM-SCORE.9); the reference's τ is MEM-SCORE.10."""
+    rec = memory_record(a["record"])
+    ref = score_record(a["query"], rec, int(a["now"]))
+    km = ALPHA * keyword_match(a["query"], rec)
+    low, below = _recency_bounds(a)
+    rule = {"name": "rule", "rule": _within(ref, km + BETA * low, km + BETA * below)}
+    return Judged([ok(ref)], rule, reference=[ok(ref)], reference_clauses=TAU_REFERENCE)
 
 
 FUNCTIONS: tuple[Fn, ...] = (

@@ -22,6 +22,7 @@ from conformance.binding.functions.common import (
     text_boundaries,
     with_now,
 )
+from conformance.binding.functions.memory.parameters import recency_judge, score_judge
 from conformance.binding.judge import Judged, ok
 from reference.memory.engine import normalize_text, rank_records
 from reference.memory.scoring import keyword_match, recency_score, score_record, tokenize
@@ -166,20 +167,22 @@ FUNCTIONS: tuple[Fn, ...] = (
     fn(
         "recencyScore",
         MEMORY,
-        ("MEM-SCORE.3",),
+        ("MEM-SCORE.3", "MEM-SCORE.9", "MEM-SCORE.10"),
         "exp(-age/tau) from lastUsedAt ?? createdAt",
         _recency,
         st.fixed_dictionaries({"record": REC, "now": st.just(NOW)}),
         _rec_boundaries,
+        recency_judge,
     ),
     fn(
         "scoreRecord",
         MEMORY,
-        ("MEM-SCORE.1",),
+        ("MEM-SCORE.1", "MEM-SCORE.9", "MEM-SCORE.10"),
         "0.7 keywordMatch + 0.3 recency",
         _score,
         st.fixed_dictionaries({"query": queries, "record": REC, "now": st.just(NOW)}),
         lambda: with_now(_score_boundaries()),
+        score_judge,
     ),
     fn(
         "rankRecords",
