@@ -457,6 +457,14 @@ def _recency_tau(days: float) -> Impl:
     return impl
 
 
+def _rank_tau_six_days(a: Args) -> JSON:
+    from reference.memory.engine import rank_records
+
+    recs = memory_records(a["records"])
+    ranked = rank_records(recs, a["query"], int(a["limit"]), int(a["now"]), tau_ms=6 * 86_400_000)
+    return [r.id for r in ranked]
+
+
 def _m(name: str, fn: str, clauses: tuple[str, ...], summary: str, impl: Impl) -> EngineEntry:
     return EngineEntry(name, "mutant", fn, clauses, summary, impl)
 
@@ -773,6 +781,13 @@ ENTRIES_LIST: tuple[EngineEntry, ...] = (
         ("MEM-SCORE.3", "MEM-SCORE.9", "MEM-SCORE.10"),
         "recency decays with a time constant of six days: about a week",
         _recency_tau(6),
+    ),
+    _v(
+        "eng-rank-tau-six-days",
+        "rankRecords",
+        ("MEM-SCORE.5", "MEM-SCORE.9", "MEM-SCORE.10"),
+        "ranks with a recency time constant of six days: about a week",
+        _rank_tau_six_days,
     ),
     _v(
         "eng-score-tau-six-days",

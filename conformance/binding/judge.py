@@ -28,14 +28,16 @@ FLOAT_ULPS = 4
 class Judged:
     """What a call may answer: ``allowed`` (and ``checker``) is what the seed allows -- an
     answer outside it is a failure.  ``reference``, when set, is the reference
-    implementation's answers: an answer the seed allows but ``reference`` does not is a
-    deviation from ``reference_clauses`` (reference clauses), never a failure."""
+    implementation's answers (judged with ``reference_checker`` when set): an answer the seed
+    allows but ``reference`` does not is a deviation from ``reference_clauses`` (reference
+    clauses), never a failure."""
 
     allowed: list[JSON]
     checker: dict[str, JSON] | None = None
     notes: list[str] = field(default_factory=list)
     reference: list[JSON] | None = None
     reference_clauses: tuple[str, ...] = ()
+    reference_checker: dict[str, JSON] | None = None
 
 
 def deviates(got: JSON, judged: Judged) -> bool:
@@ -43,6 +45,8 @@ def deviates(got: JSON, judged: Judged) -> bool:
     implementation ``judged.reference`` lists (a deviation)."""
     if judged.reference is None or not isinstance(got, dict):
         return False
+    if judged.reference_checker is not None:
+        return not outcome_allowed(got, Judged(judged.reference, judged.reference_checker))
     if "throws" in got:
         return not any("throws" in a for a in judged.reference)
     return not any("ok" in a and json_close(got.get("ok"), a["ok"]) for a in judged.reference)
@@ -168,7 +172,8 @@ def rule_holds(got: JSON, rule: dict[str, JSON]) -> bool:
     ``{"const": v}`` equals ``v`` (as answers compare); ``{"anyOf": [r, …]}`` meets one;
     ``{"object": {name: r, …}}`` is an object with exactly those members, each meeting its
     rule; ``{"range": {"min": a, "below": b}}`` is a number, ``a <= x < b``; ``{"text": {…}}``
-    is a string holding fragments (:func:`_text_holds`)."""
+    is a string holding fragments (:func:`_text_holds`); ``{"tieGroups": {groups, length,
+    ordered?}}`` meets the ``tie_groups`` checker of those parameters."""
     if "const" in rule:
         return json_close(got, rule["const"])
     if "anyOf" in rule:
@@ -180,6 +185,8 @@ def rule_holds(got: JSON, rule: dict[str, JSON]) -> bool:
             and got.keys() == members.keys()
             and all(rule_holds(got[k], r) for k, r in members.items())
         )
+    if "tieGroups" in rule:
+        return _tie_groups_ok(got, rule["tieGroups"])
     if "range" in rule:
         lo, below = rule["range"]["min"], rule["range"]["below"]
         return _is_num(got) and bool(lo <= got < below)
@@ -223,6 +230,8 @@ def outcome_allowed(got: JSON, judged: Judged) -> bool:
 def describe_reference(judged: Judged) -> str:
     """The reference implementation's answers in words, for a deviation's report."""
     shown = " | ".join(_canon(a) for a in (judged.reference or [])[:4])
+    if judged.reference_checker is not None:
+        shown = f"checker {_canon(judged.reference_checker)}; reference answer {shown}"
     return f"reference implementation ({', '.join(judged.reference_clauses)}): {shown}"
 
 

@@ -57,6 +57,8 @@ class Vector:
         if self.judged.reference is not None:
             out["reference"] = self.judged.reference
             out["referenceClauses"] = list(self.judged.reference_clauses)
+        if self.judged.reference_checker is not None:
+            out["referenceChecker"] = self.judged.reference_checker
         return out
 
 
@@ -203,6 +205,7 @@ def load_dir(path: Path) -> list[LoadedFile]:
                         v.get("checker"),
                         reference=v.get("reference"),
                         reference_clauses=tuple(v.get("referenceClauses", ())),
+                        reference_checker=v.get("referenceChecker"),
                     ),
                 )
                 for v in data["vectors"]

@@ -367,3 +367,47 @@ def test_recency_is_judged_for_every_tau_of_about_a_week(tau_days: float, verdic
         elif deviates(got, v.judged):
             seen.add("deviate")
     assert max(seen or {"pass"}, key=["pass", "deviate", "fail"].index) == verdict
+
+
+@pytest.mark.clause("MEM-SCORE.9", "MEM-SCORE.10")
+def test_seed_taus_find_every_order_a_tau_of_the_range_gives() -> None:
+    from conformance.binding.codec import memory_records
+    from conformance.binding.functions.common import DAY, NOW, rec
+    from reference.memory.engine import rank_records
+    from reference.memory.scoring import TAU_SEED_MAX_MS, TAU_SEED_MIN_MS, seed_taus
+
+    # 9 of 10 tokens used 6.3 days ago against 10 of 10 used 12.1 days ago: the second comes
+    # first at both ends of the range, at seven days and at the range's middle; the first only
+    # between two crossings near nine days -- found only by the crossings
+    query = " ".join(f"w{i}" for i in range(10))
+    nine = " ".join(f"w{i}" for i in range(9))
+    recs = memory_records(
+        [
+            rec("mem:org:acme:1", nine, createdAt=NOW - 63 * DAY // 10),
+            rec("mem:org:acme:2", query, createdAt=NOW - 121 * DAY // 10),
+        ]
+    )
+    now = NOW
+    taus = seed_taus(query, recs, now)
+    assert taus[0] == TAU_MS and all(TAU_SEED_MIN_MS <= t < TAU_SEED_MAX_MS for t in taus)
+
+    def order(tau: float) -> list[str]:
+        return [r.id for r in rank_records(recs, query, 2, now, tau_ms=tau)]
+
+    grid = {tuple(order(TAU_SEED_MIN_MS + i * (TAU_SEED_MAX_MS - TAU_SEED_MIN_MS) / 400))
+            for i in range(400)}  # fmt: skip
+    assert grid == {tuple(order(t)) for t in taus} and len(grid) == 2
+    ends = {tuple(order(TAU_SEED_MIN_MS)), tuple(order(TAU_SEED_MAX_MS - 1))}
+    assert len(ends) == 1  # the other order lies strictly inside: only the crossings find it
+
+
+@pytest.mark.clause("MEM-SCORE.5", "MEM-SCORE.9", "MEM-SCORE.10")
+def test_a_ranking_only_another_tau_gives_deviates_and_a_wrong_one_fails() -> None:
+    vector = next(
+        v for v in function_vectors(BY_NAME["rankRecords"]) if "depends on tau" in v.comment
+    )
+    assert outcome_allowed(ok(["mem:org:acme:7"]), vector.judged)
+    assert not deviates(ok(["mem:org:acme:7"]), vector.judged)
+    assert outcome_allowed(ok(["mem:org:acme:6"]), vector.judged)  # a τ below 6.65 days
+    assert deviates(ok(["mem:org:acme:6"]), vector.judged)
+    assert not outcome_allowed(ok(["mem:org:acme:6", "mem:org:acme:7"]), vector.judged)

@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 from conformance.binding.codec import memory_records
 from conformance.binding.functions.base import JSON, MEMORY, Args, Fn, Refused, fn
 from conformance.binding.functions.common import NOW, limits, memory_list, queries, rec
+from conformance.binding.functions.memory.parameters import context_block_judge, pool_judge
 from reference.memory.pool import memory_context_block, pool_records
 from reference.memory.scopes import ScopeError
 
@@ -105,6 +106,7 @@ FUNCTIONS: tuple[Fn, ...] = (
             }
         ),
         _pool_boundaries,
+        pool_judge,
     ),
     fn(
         "memoryContextBlock",
@@ -122,5 +124,6 @@ FUNCTIONS: tuple[Fn, ...] = (
             }
         ),
         _pool_boundaries,
+        context_block_judge,
     ),
 )

@@ -22,10 +22,21 @@ from conformance.binding.functions.common import (
     text_boundaries,
     with_now,
 )
-from conformance.binding.functions.memory.parameters import recency_judge, score_judge
+from conformance.binding.functions.memory.parameters import (
+    TAU_NOTE,
+    TAU_REFERENCE,
+    recency_judge,
+    score_judge,
+)
 from conformance.binding.judge import Judged, ok
 from reference.memory.engine import normalize_text, rank_records
-from reference.memory.scoring import keyword_match, recency_score, score_record, tokenize
+from reference.memory.scoring import (
+    keyword_match,
+    recency_score,
+    score_record,
+    seed_taus,
+    tokenize,
+)
 
 
 def _tokenize(a: Args) -> JSON:
@@ -54,17 +65,34 @@ def _rank(a: Args) -> JSON:
 
 
 def _rank_judge(a: Args) -> Judged:
-    """Ties in any order, and any of them where the limit cuts through (MEM-SCORE.5)."""
+    """Ties in any order, and any of them where the limit cuts through (MEM-SCORE.5) -- under
+    every τ the seed admits (MEM-SCORE.9): where another τ orders the scores otherwise, the
+    answer may follow it, a deviation from the reference's seven days (MEM-SCORE.10)."""
     recs = memory_records(a["records"])
     query, now, limit = a["query"], int(a["now"]), int(a["limit"])
     hits = [r for r in recs if tokenize(query) and keyword_match(query, r) > 0]
-    by_score: dict[float, list[str]] = {}
-    for r in hits:
-        by_score.setdefault(score_record(query, r, now), []).append(r.id)
-    groups = [by_score[s] for s in sorted(by_score, reverse=True)]
     length = min(max(limit, 0), len(hits))
+    checkers: list[dict[str, JSON]] = []
+    for tau in seed_taus(query, hits, now):
+        by_score: dict[float, list[str]] = {}
+        for r in hits:
+            by_score.setdefault(score_record(query, r, now, tau_ms=tau), []).append(r.id)
+        groups = [by_score[s] for s in sorted(by_score, reverse=True)]
+        checker = {"name": "tie_groups", "groups": groups, "length": length}
+        if checker not in checkers:
+            checkers.append(checker)
     ref = ok(_rank(a))
-    return Judged([ref], {"name": "tie_groups", "groups": groups, "length": length})
+    if len(checkers) == 1:
+        return Judged([ref], checkers[0])
+    rule = {"anyOf": [{"tieGroups": {"groups": c["groups"], "length": length}} for c in checkers]}
+    return Judged(
+        [ref],
+        {"name": "rule", "rule": rule},
+        notes=[TAU_NOTE],
+        reference=[ref],
+        reference_clauses=TAU_REFERENCE,
+        reference_checker=checkers[0],
+    )
 
 
 def _normalize_boundaries() -> list[tuple[str, Args]]:
@@ -133,6 +161,17 @@ def _rank_boundaries() -> list[tuple[str, Args]]:
         ("substring never hits", {"records": [d], "query": "a", "limit": 8}),
         ("recency decides equal matches", {"records": [a, e], "query": "deploy", "limit": 8}),
         ("empty input", {"records": [], "query": "deploy", "limit": 8}),
+        (
+            "which of two comes first depends on tau: 2 of 3 tokens fresh, 3 of 3 ten days old",
+            {
+                "records": [
+                    rec("mem:org:acme:6", "deploy friday", createdAt=NOW),
+                    rec("mem:org:acme:7", "deploy friday staging", createdAt=NOW - 10 * DAY),
+                ],
+                "query": "deploy friday staging",
+                "limit": 1,
+            },
+        ),
     ]
 
 
