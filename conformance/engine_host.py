@@ -55,7 +55,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if entry is None or entry.kind != ("mutant" if args.mutant else "variant"):
             print(f"engine_host: no such entry {altered!r}", file=sys.stderr)
             return 2
-        table[entry.function] = entry.impl
+        table.update(entry.patches())
     if args.only:
         keep = {n.strip() for n in args.only.split(",")}
         table = {n: f for n, f in table.items() if n in keep}

@@ -72,6 +72,9 @@ class ScenarioResult:
         step = self.failing_step
         if step is None:
             return []
+        if self.kind == "engine":  # every vector runs: each divergence names its root cause
+            steps = [o for o in self.outcomes if o.verdict in ("diverge", "indeterminate")]
+            return list(dict.fromkeys(c for o in steps for c in o.clauses))
         return list(dict.fromkeys(step.clauses or tuple(self.scenario.clauses)))
 
 

@@ -18,6 +18,7 @@ from typing import Any
 from conformance.binding.codec import memory_record, memory_records
 from conformance.binding.functions import BY_NAME, Args, Refused
 from conformance.binding.functions.memory.reflection import cand_out
+from conformance.binding.open_variants import ALL_TOGETHER, OPEN_VARIANTS
 from reference.ledger.credentials import DETECTORS
 from reference.memory.containment import flatten_field, render_bullet
 from reference.memory.engine import Insert, normalize_text, plan_write
@@ -35,6 +36,12 @@ class EngineEntry:
     clauses: tuple[str, ...]
     summary: str
     impl: Impl
+    #: further functions the entry alters, each with its implementation
+    also: tuple[tuple[str, Impl], ...] = ()
+
+    def patches(self) -> dict[str, Impl]:
+        """Every function the entry alters, its own first."""
+        return {self.function: self.impl, **dict(self.also)}
 
 
 # --------------------------------------------------------------------------- mutants
@@ -183,11 +190,10 @@ def _reflection_six(a: Args) -> JSON:
     return out
 
 
-def _derive_blank_kept(a: Args) -> JSON:
-    kind, value = a["kind"], a.get("value")
-    if kind not in ("org", "repo", "channel", "user") or not value:
-        raise Refused("no value")
-    return f"{kind}:{value}"
+def _reflect_never_triage(a: Args) -> JSON:
+    if a.get("agentName") in ("review", "triage"):
+        return False
+    return int(a["toolCalls"]) >= 1 or int(a["historyTurns"]) >= 4
 
 
 def _reflect_review(a: Args) -> JSON:
@@ -601,11 +607,11 @@ ENTRIES_LIST: tuple[EngineEntry, ...] = (
         _scope_keys_alpha,
     ),
     _m(
-        "eng-scope-blank-kept",
-        "deriveScopeKey",
-        ("MEM-SCOPE.2",),
-        "a whitespace-only value makes a key",
-        _derive_blank_kept,
+        "eng-no-reflect-second-agent",
+        "shouldReflect",
+        ("MEM-REFLECT.1",),
+        "a second agent (triage) in the no-reflect set",
+        _reflect_never_triage,
     ),
     _m(
         "eng-reflect-reviews",
@@ -812,4 +818,29 @@ ENTRIES_LIST: tuple[EngineEntry, ...] = (
     ),
 )
 
+
+def _open_entries() -> tuple[EngineEntry, ...]:
+    """The variants of :mod:`conformance.binding.open_variants`: one per kind of open point the
+    seed leaves, and one engine taking all of them at once."""
+    out = []
+    for name, clause, summary, patches in OPEN_VARIANTS:
+        (first, impl), *rest = patches.items()
+        out.append(EngineEntry(name, "variant", first, (clause,), summary, impl, tuple(rest)))
+    (first, impl), *rest = ALL_TOGETHER.items()
+    clauses = tuple(dict.fromkeys(clause for _, clause, _, _ in OPEN_VARIANTS))
+    out.append(
+        EngineEntry(
+            "eng-every-open-point",
+            "variant",
+            first,
+            clauses,
+            "every open point above taken at once",
+            impl,
+            tuple(rest),
+        )
+    )
+    return tuple(out)
+
+
+ENTRIES_LIST = ENTRIES_LIST + _open_entries()
 ENTRIES: dict[str, EngineEntry] = {e.name: e for e in ENTRIES_LIST}

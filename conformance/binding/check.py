@@ -17,10 +17,11 @@ scenarios), never failed.  A host that hangs, floods or crashes makes the step
 
 from __future__ import annotations
 
+import copy
 import json
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from hypothesis import HealthCheck, Phase, given, settings
@@ -28,15 +29,7 @@ from hypothesis import seed as hypothesis_seed
 
 from conformance.binding.functions import BY_NAME, Fn
 from conformance.binding.host import Answer, EngineHost
-from conformance.binding.judge import (
-    THROWS,
-    Judged,
-    describe,
-    describe_reference,
-    deviates,
-    ok,
-    outcome_allowed,
-)
+from conformance.binding.judge import THROWS, Judged, describe, ok, verdict_of
 from conformance.binding.vectors import Vector, function_vectors
 from conformance.machines.constants import pinned_local_constants
 from conformance.runner import ScenarioResult
@@ -73,24 +66,14 @@ def _outcome(answer: Answer) -> JSON:
     return None
 
 
-def _deviation(
-    index: int, fn: str, label: str, shown: str, got: JSON, judged: Judged, details: JSON
-) -> StepOutcome:
-    """An answer the seed allows but the reference does not give: a deviation naming only the
-    reference clauses that fix the reference's answer."""
-    return StepOutcome(
-        index=index,
-        op=fn,
-        verdict="deviate",
-        clauses=judged.reference_clauses,
-        expected=describe_reference(judged),
-        reason=f"{label}: answered {shown}",
-        details={**details, "answered": got},
-    )
-
-
 def judge_answer(
-    index: int, fn: str, clauses: Sequence[str], label: str, answer: Answer, judged: Judged
+    index: int,
+    fn: str,
+    clauses: Sequence[str],
+    label: str,
+    answer: Answer,
+    judged: Judged,
+    args: JSON = None,
 ) -> StepOutcome:
     """One call's verdict: pass, diverge (a wrong or garbled answer), indeterminate (no
     answer: the host hung, flooded or died), skip (the function is not provided)."""
@@ -125,19 +108,42 @@ def judge_answer(
             reason=f"{label}: not a binding answer: {answer.detail}",
             details=details,
         )
+    step = _answered(index, fn, clauses, label, answer, judged)
+    if step.verdict == "diverge" and args is not None and fn in BY_NAME:
+        # one root cause charges its own clause, not every clause of the function
+        step = replace(
+            step, clauses=BY_NAME[fn].blamed(args, step.details["answered"], judged.allowed[0])
+        )
+    return step
+
+
+def _answered(
+    index: int, fn: str, clauses: Sequence[str], label: str, answer: Answer, judged: Judged
+) -> StepOutcome:
+    """The verdict on an answer or a refusal: pass, deviate (the seed allows it, a reference
+    rule does not: charged to that rule alone) or diverge."""
     got = _outcome(answer)
+    verdict = verdict_of(got, judged)
+    if verdict == "pass":
+        return StepOutcome(index=index, op=fn, verdict="pass", clauses=tuple(clauses))
     shown = f"refused ({answer.detail})" if answer.kind == "error" else _excerpt(answer.value)
-    if outcome_allowed(got, judged):
-        if not deviates(got, judged):
-            return StepOutcome(index=index, op=fn, verdict="pass", clauses=tuple(clauses))
-        return _deviation(index, fn, label, shown, got, judged, details)
-    details["answered"] = got
+    details: dict[str, JSON] = {"vector": label, "answered": got}
+    if verdict == "deviate" and judged.reference is not None:
+        return StepOutcome(
+            index=index,
+            op=fn,
+            verdict="deviate",
+            clauses=judged.reference.clauses,
+            expected=describe(judged.at_reference()),
+            reason=f"{label}: answered {shown}",
+            details={**details, "seed_allows": True},
+        )
     return StepOutcome(
         index=index,
         op=fn,
         verdict="diverge",
         clauses=tuple(clauses),
-        expected=expected,
+        expected=describe(judged),
         reason=f"{label}: answered {shown}",
         details=details,
     )
@@ -149,7 +155,7 @@ def _scenario(name: str, fn: Fn, steps: list[Step]) -> Scenario:
         protocol=proto,  # type: ignore[arg-type]
         name=name,
         description=f"engine binding: {fn.name} ({fn.summary})",
-        clauses=list(fn.clauses),
+        clauses=list(fn.rules),
         steps=steps or [Step(op=fn.name)],
         origin="engine",
     )
@@ -166,21 +172,28 @@ def run_vectors(host: EngineHost, fn: Fn, vectors: Sequence[Vector]) -> Scenario
     started = time.perf_counter()
     for i, v in enumerate(vectors):
         answer = host.call(fn.name, v.args)
-        outcome = judge_answer(i, fn.name, v.clauses, f"{v.id} ({v.comment})", answer, v.judged)
+        label = f"{v.id} ({v.comment})"
+        outcome = judge_answer(i, fn.name, v.clauses, label, answer, v.judged, v.args)
         result.outcomes.append(outcome)
         if outcome.verdict == "skip" and i == 0:
             result.verdict, result.reason = "skip", NOT_PROVIDED
             break
     result.elapsed_s = time.perf_counter() - started
+    _settle(result)
+    return result
+
+
+def _settle(result: ScenarioResult) -> None:
+    """A function's verdict from its steps: failed or indeterminate at its first such step,
+    else ``deviate`` when a step differs from the reference implementation only."""
     bad = result.failing_step
     if bad is not None:
         result.verdict = "fail" if bad.verdict == "diverge" else "indeterminate"
         result.reason = bad.reason
     elif result.deviating_steps and result.verdict == "pass":
-        first = result.deviating_steps[0]
         result.verdict = "deviate"
+        first = result.deviating_steps[0]
         result.reason = f"differs from the reference implementation: {first.reason}"
-    return result
 
 
 @dataclass
@@ -189,6 +202,8 @@ class _Found:
     outcome: StepOutcome | None = None
     examples: int = 0
     stop: list[str] = field(default_factory=list)
+    #: the first example the engine answered as the seed allows but the reference does not
+    deviation: tuple[JSON, StepOutcome] | None = None
 
 
 class _Mismatch(AssertionError):
@@ -218,6 +233,13 @@ def _property_result(fn: Fn, found: _Found, error: str) -> ScenarioResult:
         res.outcomes.append(o)
         res.verdict = "fail" if o.verdict == "diverge" else "indeterminate"
         res.reason = reason
+    elif found.deviation is not None and not error:
+        args, o = found.deviation
+        step = Step(op=fn.name, args=args, clauses=list(o.clauses), note="first deviation")
+        res = ScenarioResult(_scenario(name, fn, [step]), "deviate")
+        reason = f"example {_excerpt(args, 400)}: {o.reason}"
+        res.outcomes.append(replace(o, reason=reason, details={**o.details, "args": args}))
+        res.reason = f"differs from the reference implementation: {reason}"
     else:
         res = ScenarioResult(_scenario(name, fn, []), "pass" if not error else "indeterminate")
         res.reason = error or f"{found.examples} examples"
@@ -254,7 +276,9 @@ def run_property(host: EngineHost, fn: Fn, examples: int, seed: int) -> Scenario
         if answer.kind == "unknown":
             found.stop.append(NOT_PROVIDED)
             return
-        outcome = judge_answer(0, fn.name, fn.clauses, "property", answer, fn.judge(args))
+        outcome = judge_answer(0, fn.name, fn.clauses, "property", answer, fn.judge(args), args)
+        if outcome.verdict == "deviate" and found.deviation is None:
+            found.deviation = (copy.deepcopy(args), outcome)
         if outcome.verdict in ("diverge", "indeterminate"):
             found.args, found.outcome = args, outcome
             raise _Mismatch(outcome.reason)

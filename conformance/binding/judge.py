@@ -1,13 +1,17 @@
 """Judging one answer of an engine: the allowed outcomes of a call and the named checkers.
 
 An *outcome* is ``{"ok": value}`` (the function returned ``value``) or ``{"throws": true}``
-(the function refused its input).  A call's :class:`Judged` lists every allowed outcome and,
-where the set is too large to list, names a checker (``specs/engine-vectors.schema.json``
-documents each): ``unordered``, ``tie_groups``, ``mint_keywords``, ``redacted``, ``rule`` (a
-small grammar of what the seed allows of a value: :func:`rule_holds`).  Numbers are
-equal within :data:`FLOAT_ULPS` units in the last place (engines differ in ``exp`` by an ulp);
-strings are equal when their UTF-16 code units are (a decoded JSON string in Python is its
-sequence of code points, surrogate pairs joined, which is the same test).
+(the function refused its input).  A call's :class:`Judged` lists every outcome the *seed*
+allows and, where the set is too large to list, names a checker
+(``specs/engine-vectors.schema.json`` documents each): ``unordered``, ``tie_groups``,
+``mint_keywords``, ``redacted``, ``any``, ``case_open``, ``rule`` (a small grammar of what the
+seed allows of a value: :func:`rule_holds`).  Where a ``reference`` rule (a clause
+whose source is ``reference``) fixes the answer further, :attr:`Judged.reference` holds that
+narrower set and the clauses that fix it: an answer the seed allows but the reference set does
+not is a *deviation* charged to those clauses (:func:`verdict_of`).  Numbers are equal within
+:data:`FLOAT_ULPS` units in the last place (engines differ in ``exp`` by an ulp); strings are
+equal when their UTF-16 code units are (a decoded JSON string in Python is its sequence of code
+points, surrogate pairs joined, which is the same test).
 """
 
 from __future__ import annotations
@@ -25,31 +29,52 @@ FLOAT_ULPS = 4
 
 
 @dataclass(frozen=True)
+class Narrowed:
+    """The reference level of a call: the outcomes the reference rules ``clauses`` allow (a
+    subset of the seed's)."""
+
+    clauses: tuple[str, ...]
+    allowed: list[JSON]
+    checker: dict[str, JSON] | None = None
+
+
+@dataclass(frozen=True)
 class Judged:
-    """What a call may answer: ``allowed`` (and ``checker``) is what the seed allows -- an
-    answer outside it is a failure.  ``reference``, when set, is the reference
-    implementation's answers (judged with ``reference_checker`` when set): an answer the seed
-    allows but ``reference`` does not is a deviation from ``reference_clauses`` (reference
-    clauses), never a failure."""
+    """The outcomes the seed allows (``allowed``, or ``checker``), the open points named
+    (``notes``), and where a reference rule fixes more, the narrower ``reference`` level."""
 
     allowed: list[JSON]
     checker: dict[str, JSON] | None = None
     notes: list[str] = field(default_factory=list)
-    reference: list[JSON] | None = None
-    reference_clauses: tuple[str, ...] = ()
-    reference_checker: dict[str, JSON] | None = None
+    reference: Narrowed | None = None
+
+    def at_reference(self) -> Judged:
+        """The reference level as a judgement of its own (the seed's when nothing narrows)."""
+        if self.reference is None:
+            return self
+        return Judged(self.reference.allowed, self.reference.checker)
 
 
-def deviates(got: JSON, judged: Judged) -> bool:
-    """Whether an answer the seed allows differs from every answer of the reference
-    implementation ``judged.reference`` lists (a deviation)."""
-    if judged.reference is None or not isinstance(got, dict):
-        return False
-    if judged.reference_checker is not None:
-        return not outcome_allowed(got, Judged(judged.reference, judged.reference_checker))
-    if "throws" in got:
-        return not any("throws" in a for a in judged.reference)
-    return not any("ok" in a and json_close(got.get("ok"), a["ok"]) for a in judged.reference)
+def widened(
+    ref: Judged,
+    clauses: tuple[str, ...],
+    allowed: list[JSON],
+    checker: dict[str, JSON] | None,
+    note: str,
+) -> Judged:
+    """``ref`` (what the reference allows) kept as the reference level of ``clauses``, and the
+    seed level widened to ``allowed``/``checker`` (``ref``'s outcomes kept in it)."""
+    seed = list(ref.allowed)
+    for a in allowed:
+        if a not in seed:
+            seed.append(a)
+    narrowed = ref.reference
+    if narrowed is not None:  # widened twice: both rules charge a deviation
+        clauses = tuple(dict.fromkeys((*narrowed.clauses, *clauses)))
+        base = Narrowed(clauses, narrowed.allowed, narrowed.checker)
+    else:
+        base = Narrowed(clauses, list(ref.allowed), ref.checker)
+    return Judged(seed, checker, [*ref.notes, note], base)
 
 
 def ok(value: JSON) -> dict[str, JSON]:
@@ -146,6 +171,22 @@ def _redacted_ok(got: JSON, params: dict[str, JSON]) -> bool:
     )
 
 
+def _case_open_ok(got: JSON, allowed: list[JSON], params: dict[str, JSON]) -> bool:
+    """Equal to an allowed string but at ``positions`` (indices of characters the reference's
+    Unicode does not know), where any character other than ASCII may stand."""
+    if not isinstance(got, str):
+        return False
+    free = set(params.get("positions", ()))
+    for a in allowed:
+        want = a.get("ok") if isinstance(a, dict) else None
+        if not isinstance(want, str) or len(want) != len(got):
+            continue
+        pairs = enumerate(zip(want, got, strict=True))
+        if all(x == y or (i in free and not y.isascii()) for i, (x, y) in pairs):
+            return True
+    return False
+
+
 def _text_holds(got: JSON, spec: dict[str, JSON]) -> bool:
     """``got`` is a string holding every ``before`` fragment, then -- after the last of them
     ends -- every ``inOrder`` fragment in that order (no overlaps), and no ``absent`` one."""
@@ -195,11 +236,23 @@ def rule_holds(got: JSON, rule: dict[str, JSON]) -> bool:
     raise ValueError(f"unknown rule {sorted(rule)!r}")
 
 
+def verdict_of(got: JSON, judged: Judged) -> str:
+    """``pass`` (the reference level allows it), ``deviate`` (only the seed level does: it
+    differs from the reference implementation on ``judged.reference.clauses``) or ``diverge``."""
+    if not outcome_allowed(got, judged):
+        return "diverge"
+    if judged.reference is not None and not outcome_allowed(got, judged.at_reference()):
+        return "deviate"
+    return "pass"
+
+
 def outcome_allowed(got: JSON, judged: Judged) -> bool:
-    """True when ``got`` (an outcome) is one the call allows."""
+    """True when ``got`` (an outcome) is one the call allows at the seed level."""
     if not isinstance(got, dict):
         return False
     checker = judged.checker
+    if checker is not None and checker["name"] == "any":
+        return "throws" in got or "ok" in got
     if "throws" in got:
         return any("throws" in a for a in judged.allowed)
     if "ok" not in got:
@@ -222,17 +275,11 @@ def outcome_allowed(got: JSON, judged: Judged) -> bool:
         return _mint_keywords_ok(value, judged.allowed)
     if name == "redacted":
         return _redacted_ok(value, checker)
+    if name == "case_open":
+        return _case_open_ok(value, judged.allowed, checker)
     if name == "rule":
         return rule_holds(value, checker["rule"])
     raise ValueError(f"unknown checker {name!r}")
-
-
-def describe_reference(judged: Judged) -> str:
-    """The reference implementation's answers in words, for a deviation's report."""
-    shown = " | ".join(_canon(a) for a in (judged.reference or [])[:4])
-    if judged.reference_checker is not None:
-        shown = f"checker {_canon(judged.reference_checker)}; reference answer {shown}"
-    return f"reference implementation ({', '.join(judged.reference_clauses)}): {shown}"
 
 
 def describe(judged: Judged) -> str:

@@ -2,8 +2,11 @@
 
 One file per function, ``<spec>/<function>.json``, schema ``memspec-vectors/1``
 (``specs/engine-vectors.schema.json``, explained in ``docs/vectors.md``), plus ``index.json``.
-Each vector: an id, its clauses, a comment saying what it probes, the arguments, every allowed
-outcome and, where the set is too large to list, a named checker.  The vectors are the
+Each vector: an id, its clauses and the source of each (``sources``: seed, binding or
+reference, as the specs declare them), a comment saying what it probes, the arguments, every
+outcome the seed allows and, where the set is too large to list, a named checker; and where a
+reference rule fixes the answer further, ``reference``: that rule's clauses and the narrower set
+(an answer outside it but inside ``allowed`` is a deviation, not a failure).  The vectors are the
 hand-picked boundaries of :mod:`conformance.binding.functions` and a fixed-seed Hypothesis sample,
 so an export is the same byte for byte for one memspec revision (and one Hypothesis version);
 every file carries the spec revision ``memspec --version`` prints.
@@ -22,8 +25,9 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hypothesis_seed
 
 from conformance.binding.functions import BY_NAME, FUNCTIONS, Fn
-from conformance.binding.judge import FLOAT_ULPS, Judged
+from conformance.binding.judge import FLOAT_ULPS, Judged, Narrowed
 from conformance.machines.constants import pinned_local_constants
+from conformance.sources import source_of
 from conformance.version import spec_revision
 
 JSON = Any
@@ -43,10 +47,17 @@ class Vector:
     args: JSON
     judged: Judged
 
+    def rules(self) -> tuple[str, ...]:
+        """Every clause the vector applies: its own, then the reference rules that narrow it."""
+        narrowed = self.judged.reference
+        extra = narrowed.clauses if narrowed is not None else ()
+        return tuple(dict.fromkeys((*self.clauses, *extra)))
+
     def to_json(self) -> dict[str, JSON]:
         out: dict[str, JSON] = {
             "id": self.id,
             "clauses": list(self.clauses),
+            "sources": {c: source_of(c) for c in self.rules()},
             "comment": self.comment,
             "origin": self.origin,
             "args": self.args,
@@ -54,11 +65,12 @@ class Vector:
         }
         if self.judged.checker is not None:
             out["checker"] = self.judged.checker
-        if self.judged.reference is not None:
-            out["reference"] = self.judged.reference
-            out["referenceClauses"] = list(self.judged.reference_clauses)
-        if self.judged.reference_checker is not None:
-            out["referenceChecker"] = self.judged.reference_checker
+        narrowed = self.judged.reference
+        if narrowed is not None:
+            ref: dict[str, JSON] = {"clauses": list(narrowed.clauses), "allowed": narrowed.allowed}
+            if narrowed.checker is not None:
+                ref["checker"] = narrowed.checker
+            out["reference"] = ref
         return out
 
 
@@ -135,6 +147,7 @@ def vector_file(fn: Fn, vectors: list[Vector]) -> dict[str, JSON]:
         "function": fn.name,
         "summary": fn.summary,
         "clauses": list(fn.clauses),
+        "sources": {c: source_of(c) for c in fn.rules},
         "comparison": {"float_ulps": FLOAT_ULPS, "strings": "utf16-code-units"},
         "vectors": [v.to_json() for v in vectors],
     }
@@ -166,6 +179,15 @@ def export(out_dir: Path, spec: str = "all", sample: int = SAMPLE_SIZE) -> dict[
     }
     (out_dir / "index.json").write_text(dumps(index), encoding="utf-8")
     return index
+
+
+def _judged(v: dict[str, JSON]) -> Judged:
+    """A vector's two levels read back (a file without ``reference`` has the seed's alone)."""
+    ref = v.get("reference")
+    narrowed = None
+    if ref is not None:
+        narrowed = Narrowed(tuple(ref["clauses"]), ref["allowed"], ref.get("checker"))
+    return Judged(v["allowed"], v.get("checker"), reference=narrowed)
 
 
 @dataclass(frozen=True)
@@ -200,13 +222,7 @@ def load_dir(path: Path) -> list[LoadedFile]:
                     v["comment"],
                     v["origin"],
                     v["args"],
-                    Judged(
-                        v["allowed"],
-                        v.get("checker"),
-                        reference=v.get("reference"),
-                        reference_clauses=tuple(v.get("referenceClauses", ())),
-                        reference_checker=v.get("referenceChecker"),
-                    ),
+                    _judged(v),
                 )
                 for v in data["vectors"]
             ]

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from conformance.errors import UsageError
+from conformance.sources import DEFAULT_LEVEL, LEVELS
 
 if TYPE_CHECKING:
     from conformance.binding.functions import Fn
@@ -53,6 +54,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--report", metavar="DIR", default="memspec-report", help="report directory")
     p.add_argument("--no-report", action="store_true", help="write no report files")
     p.add_argument("--expect", metavar="FILE", help="known divergences, each with a reason")
+    p.add_argument(
+        "--level",
+        choices=LEVELS,
+        default=DEFAULT_LEVEL,
+        help="seed (default): an answer only a reference rule forbids is a deviation, reported"
+        " and passing; reference: deviations fail too (as memspec run --level)",
+    )
     p.add_argument("--quiet", "-q", action="store_true", help="no progress lines")
     p.set_defaults(func=run)
 
@@ -103,9 +111,11 @@ def _new_report(args: argparse.Namespace, examples: int) -> RunReport:
             "properties": not args.no_properties,
             "vectors": args.vectors,
             "expect": args.expect,
+            "level": args.level,
         },
         expectations=list(expectations),
         expect_file=args.expect,
+        level=args.level,
     )
 
 

@@ -18,6 +18,7 @@ from conformance.binding.check import PROPERTY_EXAMPLES, FunctionRun, check_engi
 from conformance.binding.functions import BY_NAME
 from conformance.binding.host import EngineHost
 from conformance.commands.selftest import Row
+from conformance.runner import ScenarioResult
 
 KIND = "engine"
 
@@ -45,16 +46,6 @@ def host_command(entry: EngineEntry) -> str:
     return f"{sys.executable} -m conformance.engine_host --{entry.kind} {entry.name}"
 
 
-def _named(run: FunctionRun) -> dict[str, str]:
-    """Each clause a failure named, and where first: ``vectors`` or ``property``."""
-    named: dict[str, str] = {}
-    for source, res in (("vectors", run.vectors), ("property", run.prop)):
-        if res is not None and res.verdict in ("fail", "indeterminate"):
-            for c in res.failed_clauses():
-                named.setdefault(c, source)
-    return named
-
-
 def run_entry(
     entry: EngineEntry,
     profile: str = "ci",
@@ -66,6 +57,7 @@ def run_entry(
     """One row: the entry's function checked through its host (``vectors``/``properties``
     choose the checks, for measuring each alone)."""
     fn = BY_NAME[entry.function]
+    fns = [BY_NAME[name] for name in entry.patches()]
     started = time.monotonic()
     first: list[float] = []
 
@@ -76,28 +68,19 @@ def run_entry(
     with EngineHost(host_command(entry)) as host:
         runs = check_engine(
             host,
-            [fn],
-            vectors=None if vectors else {fn.name: []},
+            fns,
+            vectors=None if vectors else {f.name: [] for f in fns},
             examples=examples or PROPERTY_EXAMPLES.get(profile, PROPERTY_EXAMPLES["ci"]),
             properties=properties,
             on_result=seen,
         )
-    run = runs[0]
-    named = _named(run)
-    hits = [c for c in entry.clauses if c in named]
-    sources = {named[c] for c in hits}
-    done = [r for r in (run.vectors, run.prop) if r is not None]
-    bad = [r for r in done if r.verdict not in ("pass", "deviate")]
-    deviated = sorted({c for r in done for c in r.deviation_clauses()})
+    hits, named, killed_by, bad = _judged(entry, runs)
     detail = bad[0].reason[:300] if bad else ""
+    ok = bool(hits) if entry.kind == "mutant" else not bad
     if entry.kind == "mutant":
-        ok = bool(hits)
         verdict = "killed" if ok else "survived"
-        killed_by = "both" if len(sources) > 1 else (sources.pop() if sources else "")
     else:
-        ok = not bad
         verdict = "conformant" if ok else "not conformant"
-        killed_by = ""
     return Row(
         name=entry.name,
         kind=entry.kind,
@@ -112,8 +95,31 @@ def run_entry(
         first_divergence_s=round(first[0], 3) if first else None,
         duration_s=round(time.monotonic() - started, 3),
         detail="" if ok else detail or "no divergence named the entry's clauses",
-        deviates_on=deviated,
     )
+
+
+def _judged(
+    entry: EngineEntry, runs: Sequence[FunctionRun]
+) -> tuple[list[str], dict[str, str], str, list[ScenarioResult]]:
+    """The entry's clauses a failure named, every clause named with the check that named it
+    first, ``killed_by`` (``vectors``, ``property``, ``both``; a mutant's) and the failed or
+    indeterminate results -- a deviation (an answer the seed allows, a reference rule does
+    not) is no failure."""
+    results = [
+        (s, r) for run in runs for s, r in (("vectors", run.vectors), ("property", run.prop))
+    ]
+    named: dict[str, str] = {}
+    for source, res in results:
+        if res is not None and res.verdict in ("fail", "indeterminate"):
+            for c in res.failed_clauses():
+                named.setdefault(c, source)
+    hits = [c for c in entry.clauses if c in named]
+    sources = {named[c] for c in hits}
+    killed_by = ""
+    if entry.kind == "mutant":
+        killed_by = "both" if len(sources) > 1 else (sources.pop() if sources else "")
+    bad = [r for _, r in results if r is not None and r.verdict in ("fail", "indeterminate")]
+    return hits, named, killed_by, bad
 
 
 def run_entries(entries: Sequence[EngineEntry], profile: str, examples: int | None) -> list[Row]:

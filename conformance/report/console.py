@@ -147,13 +147,11 @@ def _write_divergences(out: TextIO, data: dict[str, Any], verbose: bool) -> None
     divs = data["divergences"]
     if divs:
         out.write(f"\n{len(divs)} divergence(s), {s['unexpected']} unexpected:\n")
+        engine = [d for d in divs if d["name"].startswith(ENGINE_PREFIXES)]
         for d in divs:
-            tag = (
-                "EXPECTED"
-                if d["expected_by"]
-                else ("INDETERMINATE" if d["verdict"] == "indeterminate" else "DIVERGES")
-            )
-            _write_divergence(out, d, tag, verbose)
+            if d not in engine:
+                _write_divergence(out, d, _tag(d), verbose)
+        _write_root_causes(out, engine, verbose)
     devs = data.get("deviations") or []
     level = data.get("level", "seed")
     if devs:
@@ -167,6 +165,39 @@ def _write_divergences(out: TextIO, data: dict[str, Any], verbose: bool) -> None
         for d in devs:
             tag = "EXPECTED" if d["expected_by"] else "DIFFERS FROM THE REFERENCE"
             _write_divergence(out, d, tag, verbose)
+
+
+#: the results of ``memspec engine``: every diverging vector is listed, grouped by root cause
+ENGINE_PREFIXES = ("engine-vectors:", "engine-property:")
+#: diverging vectors shown in full per root cause; the rest one line each
+SHOWN_PER_CAUSE = 3
+
+
+def _tag(d: dict[str, Any]) -> str:
+    if d["expected_by"]:
+        return "EXPECTED"
+    return "INDETERMINATE" if d["verdict"] == "indeterminate" else "DIVERGES"
+
+
+def _write_root_causes(out: TextIO, divs: list[dict[str, Any]], verbose: bool) -> None:
+    """The engine's divergences grouped by the clauses they are charged to (one root cause
+    each): a heading per cause, its first few in full, the others one line each."""
+    causes: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+    for d in divs:
+        causes.setdefault(tuple(d["clauses"]), []).append(d)
+    for clauses, group in causes.items():
+        where = sorted({d["name"].split(":", 1)[1] for d in group})
+        out.write(
+            f"  root cause [{', '.join(clauses)}]: {len(group)} diverging"
+            f" vector(s)/example(s) in {', '.join(where)}\n"
+        )
+        for i, d in enumerate(group):
+            if i < SHOWN_PER_CAUSE or verbose:
+                _write_divergence(out, d, _tag(d), verbose)
+            else:
+                out.write(
+                    f"    {_tag(d)} {d['name']} — step {d['step']}: {_trim(d['reason'], 200)}\n"
+                )
 
 
 def _write_divergence(out: TextIO, d: dict[str, Any], tag: str, verbose: bool) -> None:

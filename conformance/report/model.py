@@ -315,6 +315,11 @@ class RunReport:  # long: one field per part of report.json the run fills in
         step = s.failing_step
         if step is not None:
             divergences.append(_divergence("scenario", s.name, s.protocol, step, replay, exp))
+        if step is not None and s.kind == "engine":  # every diverging vector, not the first
+            for o in s.outcomes:
+                if o is not step and o.verdict in ("diverge", "indeterminate"):
+                    more = _divergence("scenario", s.name, s.protocol, o, replay, exp)
+                    divergences.append(more)
         for o in s.deviating_steps:
             d_exp = self.expected_by(s.name, list(o.clauses))
             deviations.append(_divergence("scenario", s.name, s.protocol, o, replay, d_exp))

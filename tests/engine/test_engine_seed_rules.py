@@ -17,7 +17,7 @@ from conformance.binding.check import judge_answer
 from conformance.binding.functions import BY_NAME, outcome_of
 from conformance.binding.functions.memory import extractor, routing, scope_cap
 from conformance.binding.host import Answer
-from conformance.binding.judge import Judged, deviates, ok, outcome_allowed, rule_holds
+from conformance.binding.judge import Judged, ok, outcome_allowed, rule_holds, verdict_of
 from conformance.binding.vectors import function_vectors, load_dir, vector_file
 from reference.memory.records import MemoryCandidate
 from reference.memory.reflection import (
@@ -30,6 +30,11 @@ from reference.memory.reflection import (
 from reference.memory.scoring import TAU_MS, score_parameters, tau_meets_seed
 
 WEEK = TAU_MS
+
+
+def deviates(got: object, judged: Judged) -> bool:
+    """The seed allows ``got``, the reference level does not."""
+    return verdict_of(got, judged) == "deviate"
 
 
 def _allowed(name: str, args: dict[str, object], value: object) -> bool:
@@ -285,7 +290,7 @@ def test_an_answer_only_the_reference_rules_out_is_a_deviation_naming_them() -> 
     step = judge_answer(0, "scoreParameters", ("MEM-SCORE.9", "MEM-SCORE.10"), "v", day, judged)
     assert step.verdict == "diverge"
     plain = Judged([ok(1)])
-    assert not deviates(ok(2), plain)
+    assert verdict_of(ok(2), plain) == "diverge"
 
 
 @pytest.mark.clause("MEM-CAP.5", "MEM-CAP.6")
@@ -298,9 +303,9 @@ def test_an_exported_vector_keeps_its_reference_answers(tmp_path: Path) -> None:
     (tmp_path / "index.json").write_text(json.dumps(index))
     back = load_dir(tmp_path)[0].vectors
     assert [v.judged for v in back] == [
-        Judged(v.judged.allowed, v.judged.checker, [], v.judged.reference, ("MEM-CAP.6",))
-        for v in vectors
+        Judged(v.judged.allowed, v.judged.checker, [], v.judged.reference) for v in vectors
     ]
+    assert all(v.judged.reference and v.judged.reference.clauses == ("MEM-CAP.6",) for v in back)
     assert all(outcome_allowed(outcome_of(fn.call, v.args), v.judged) for v in back)
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from hypothesis import strategies as st
 
 from conformance.binding.functions.base import JSON, Args
+from conformance.binding.judge import Judged, widened
 from reference.memory.records import ACTIVE
 
 # --------------------------------------------------------------------------- strategies
@@ -137,3 +138,24 @@ SECRETS = (
 )
 
 REC = memory_record_strategy("mem:org:acme:1")
+
+
+# --------------------------------------------------------------------------- the seed's domain
+
+#: the reference rule an input outside the seed's domain is judged by (``outside_domain``)
+OUTSIDE_DOMAIN = ("MEM-SCOPE.8",)
+#: the seed's read limit (§16, §24: an integer 1-50) and scope cap (§29: 1-10000)
+LIMIT_RANGE = (1, 50)
+CAP_RANGE = (1, 10_000)
+
+
+def in_range(value: JSON, bounds: tuple[int, int]) -> bool:
+    """Whether ``value`` is an integer within ``bounds`` (both ends included)."""
+    return isinstance(value, int) and bounds[0] <= value <= bounds[1]
+
+
+def outside_domain(ref: Judged, what: str) -> Judged:
+    """An input the seed never gives (``what``): any outcome at the seed level, the reference's
+    at the reference level (MEM-SCOPE.8)."""
+    note = f"{what}: outside the seed's domain, any answer (MEM-SCOPE.8)"
+    return widened(ref, OUTSIDE_DOMAIN, [], {"name": "any"}, note)

@@ -38,6 +38,12 @@ def _cred_boundaries() -> list[tuple[str, Args]]:
     ]
 
 
+def _cred_blame(a: Args, got: JSON, ref: JSON) -> tuple[str, ...]:
+    """A credential stored: LED-CRED.1; a look-alike refused: LED-CRED.3."""
+    value = got.get("ok") if isinstance(got, dict) else None
+    return ("LED-CRED.1",) if value == "store" else ("LED-CRED.3",)
+
+
 FUNCTIONS: tuple[Fn, ...] = (
     fn(
         "credentialVerdict",
@@ -56,5 +62,6 @@ FUNCTIONS: tuple[Fn, ...] = (
         ),
         _cred_boundaries,
         _cred_judge,
+        blame=_cred_blame,
     ),
 )

@@ -61,6 +61,26 @@ def _as_of_boundaries() -> list[tuple[str, Args]]:
     ]
 
 
+def _interval_blame(a: Args, got: JSON, ref: JSON) -> tuple[str, ...]:
+    """An empty interval (validTo at or before validFrom): LED-INT.2; any other: LED-INT.1."""
+    rec = a["record"]
+    if rec.get("validTo") is not None and rec["validTo"] <= rec["validFrom"]:
+        return ("LED-INT.2",)
+    return ("LED-INT.1",)
+
+
+def _as_of_blame(a: Args, got: JSON, ref: JSON) -> tuple[str, ...]:
+    """The records that held, a tombstone aside: LED-ASOF.1; a difference only in tombstones:
+    LED-ASOF.2."""
+    value, want = (o.get("ok") if isinstance(o, dict) else None for o in (got, ref))
+    if not isinstance(value, list) or not isinstance(want, list):
+        return ()
+    dead = {r["id"] for r in a["records"] if r.get("status") == "deleted"}
+    if {i for i in value if i not in dead} == {i for i in want if i not in dead}:
+        return ("LED-ASOF.2",)
+    return ("LED-ASOF.1",)
+
+
 FUNCTIONS: tuple[Fn, ...] = (
     fn(
         "intervalContains",
@@ -79,6 +99,7 @@ FUNCTIONS: tuple[Fn, ...] = (
             st.one_of(st.none(), st.integers(1000, 2500)),
         ),
         _interval_boundaries,
+        blame=_interval_blame,
     ),
     fn(
         "listAsOf",
@@ -95,5 +116,6 @@ FUNCTIONS: tuple[Fn, ...] = (
         ),
         _as_of_boundaries,
         _as_of_judge,
+        blame=_as_of_blame,
     ),
 )

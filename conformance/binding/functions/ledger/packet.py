@@ -101,6 +101,29 @@ def _packet_boundaries() -> list[tuple[str, Args]]:
     ]
 
 
+def _packet_blame(a: Args, got: JSON, ref: JSON) -> tuple[str, ...]:
+    """A record not active: LED-PACKET.1; two of one conflict group: LED-PACKET.2; the right
+    records in another order: LED-PACKET.3; the right records and order in another form:
+    LED-PACKET.5; else which records fit: LED-PACKET.4."""
+    value, want = (o.get("ok") if isinstance(o, dict) else None for o in (got, ref))
+    if not isinstance(value, dict) or not isinstance(want, dict):
+        return ()
+    ids, wanted = value.get("ids"), want["ids"]
+    if not isinstance(ids, list):
+        return ()
+    recs = {r["id"]: r for r in a["records"]}
+    if any(recs.get(i, {}).get("status") != "active" for i in ids):
+        return ("LED-PACKET.1",)
+    groups = [recs[i].get("conflictGroup") for i in ids if recs[i].get("conflictGroup")]
+    if len(groups) != len(set(groups)):
+        return ("LED-PACKET.2",)
+    if ids == wanted:
+        return ("LED-PACKET.5",)
+    if sorted(ids) == sorted(wanted):
+        return ("LED-PACKET.3",)
+    return ("LED-PACKET.4",)
+
+
 FUNCTIONS: tuple[Fn, ...] = (
     fn(
         "buildPacket",
@@ -111,5 +134,6 @@ FUNCTIONS: tuple[Fn, ...] = (
         st.fixed_dictionaries({"records": ledger_list(), "scopeKey": st.just("account:local")}),
         _packet_boundaries,
         _packet_judge,
+        blame=_packet_blame,
     ),
 )

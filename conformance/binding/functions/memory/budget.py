@@ -5,8 +5,17 @@ from __future__ import annotations
 from hypothesis import strategies as st
 
 from conformance.binding.codec import memory_record, memory_records
-from conformance.binding.functions.base import JSON, MEMORY, Args, Fn, fn
-from conformance.binding.functions.common import any_text, limits, memory_list, rec
+from conformance.binding.functions.base import JSON, MEMORY, Args, Fn, fn, outcome_of
+from conformance.binding.functions.common import (
+    LIMIT_RANGE,
+    any_text,
+    in_range,
+    limits,
+    memory_list,
+    outside_domain,
+    rec,
+)
+from conformance.binding.judge import Judged
 from reference.memory.budget import apply_budget, estimate_tokens
 from reference.memory.containment import render_bullet
 
@@ -32,6 +41,15 @@ def _estimate_boundaries() -> list[tuple[str, Args]]:
 def _budget(a: Args) -> JSON:
     recs = memory_records(a["records"])
     return [r.id for r in apply_budget(recs, int(a["limit"]), int(a["maxTokens"]))]
+
+
+def _budget_judge(a: Args) -> Judged:
+    """The longest prefix within both caps (MEM-BUDGET.1, MEM-BUDGET.3); a limit outside 1-50
+    is outside the seed's domain (MEM-SCOPE.8)."""
+    judged = Judged([outcome_of(_budget, a)])
+    if not in_range(a["limit"], LIMIT_RANGE):
+        return outside_domain(judged, f"limit {a['limit']}")
+    return judged
 
 
 def _bullet_cost(rec: JSON) -> int:
@@ -61,6 +79,17 @@ def _budget_boundaries() -> list[tuple[str, Args]]:
     ]
 
 
+def _budget_blame(a: Args, got: JSON, ref: JSON) -> tuple[str, ...]:
+    """Not a prefix of the input within ``limit`` keeping the first: MEM-BUDGET.1; a prefix cut
+    elsewhere: the costing (MEM-BUDGET.3)."""
+    value = got.get("ok") if isinstance(got, dict) else None
+    ids = [r["id"] for r in a["records"]]
+    if isinstance(value, list) and value == ids[: len(value)] and len(value) <= int(a["limit"]):
+        if value or not ids or int(a["limit"]) < 1:
+            return ("MEM-BUDGET.3",)
+    return ("MEM-BUDGET.1",)
+
+
 FUNCTIONS: tuple[Fn, ...] = (
     fn(
         "estimateTokens",
@@ -81,5 +110,8 @@ FUNCTIONS: tuple[Fn, ...] = (
             {"records": memory_list(5), "limit": limits, "maxTokens": st.integers(0, 60)}
         ),
         _budget_boundaries,
+        _budget_judge,
+        references=("MEM-SCOPE.8",),
+        blame=_budget_blame,
     ),
 )

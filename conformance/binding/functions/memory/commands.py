@@ -150,6 +150,31 @@ def _seed_gate_rows() -> list[tuple[str, Args]]:
     ]
 
 
+def _command_blame(a: Args, got: JSON, ref: JSON) -> tuple[str, ...]:
+    """A command where prose is due or prose taken for one: MEM-CMD.1; a usage error on one
+    side only: MEM-CMD.3; a forget read otherwise: MEM-CMD.5; else the list grammar:
+    MEM-CMD.2."""
+    value, want = (o.get("ok") if isinstance(o, dict) else None for o in (got, ref))
+    if (value is None) != (want is None):
+        return ("MEM-CMD.1",)
+    verbs = {x.get("verb") for x in (value, want) if isinstance(x, dict)}
+    if "usage" in verbs:
+        return ("MEM-CMD.3",)
+    if "forget" in verbs:
+        return ("MEM-CMD.5",)
+    return ("MEM-CMD.2",)
+
+
+def _gate_blame(a: Args, got: JSON, ref: JSON) -> tuple[str, ...]:
+    """Allowed where refused (or the other way, or another scope): MEM-CMD.7; the refusal's
+    code: MEM-CMD.8."""
+    value, want = (o.get("ok") if isinstance(o, dict) else None for o in (got, ref))
+    if isinstance(value, dict) and isinstance(want, dict):
+        if value.get("allowed") is False and want.get("allowed") is False:
+            return ("MEM-CMD.8",)
+    return ("MEM-CMD.7",)
+
+
 FUNCTIONS: tuple[Fn, ...] = (
     fn(
         "parseMemoryCommand",
@@ -181,6 +206,7 @@ FUNCTIONS: tuple[Fn, ...] = (
             }
         ),
         _command_boundaries,
+        blame=_command_blame,
     ),
     fn(
         "renderListLine",
@@ -207,5 +233,6 @@ FUNCTIONS: tuple[Fn, ...] = (
             }
         ),
         _gate_boundaries,
+        blame=_gate_blame,
     ),
 )

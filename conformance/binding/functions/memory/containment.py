@@ -10,6 +10,7 @@ from conformance.binding.codec import memory_record, memory_records
 from conformance.binding.functions.base import JSON, MEMORY, Args, Fn, fn
 from conformance.binding.functions.common import REC, any_text, memory_list, rec, text_boundaries
 from reference.memory.containment import (
+    flatten_field,
     memory_prefix_line,
     render_bullet,
     render_memory_block,
@@ -45,6 +46,27 @@ def _sanitize_boundaries() -> list[tuple[str, Args]]:
     ]
 
 
+def _sanitize_blame(a: Args, got: JSON, ref: JSON) -> tuple[str, ...]:
+    """A flat line (no control, no line break, no whitespace run, trimmed) escaped wrongly:
+    MEM-CONTAIN.2; a line that is not flat: MEM-CONTAIN.1."""
+    value = got.get("ok") if isinstance(got, dict) else None
+    if not isinstance(value, str):
+        return ()
+    if flatten_field(value) == value:
+        return ("MEM-CONTAIN.2",)
+    return ("MEM-CONTAIN.1",)
+
+
+def _block_blame(a: Args, got: JSON, ref: JSON) -> tuple[str, ...]:
+    """The prefix line or the fences differ: MEM-CONTAIN.4; else a bullet: MEM-CONTAIN.3."""
+    value, want = (o.get("ok") if isinstance(o, dict) else None for o in (got, ref))
+    if not isinstance(value, str) or not isinstance(want, str):
+        return ()
+    lines, wanted = value.split("\n"), want.split("\n")
+    frame = (lines[:2], lines[-1:]) != (wanted[:2], wanted[-1:])
+    return ("MEM-CONTAIN.4",) if frame else ("MEM-CONTAIN.3",)
+
+
 FUNCTIONS: tuple[Fn, ...] = (
     fn(
         "sanitizeMemoryField",
@@ -54,6 +76,7 @@ FUNCTIONS: tuple[Fn, ...] = (
         _sanitize,
         st.fixed_dictionaries({"text": any_text}),
         _sanitize_boundaries,
+        blame=_sanitize_blame,
     ),
     fn(
         "renderBullet",
@@ -97,5 +120,6 @@ FUNCTIONS: tuple[Fn, ...] = (
             ),
             ("no records: prefix and fences only", {"records": [], "resource": "org:acme"}),
         ],
+        blame=_block_blame,
     ),
 )

@@ -6,7 +6,15 @@ from hypothesis import strategies as st
 
 from conformance.binding.codec import memory_records
 from conformance.binding.functions.base import JSON, MEMORY, Args, Fn, fn
-from conformance.binding.functions.common import DAY, NOW, memory_list, rec
+from conformance.binding.functions.common import (
+    CAP_RANGE,
+    DAY,
+    NOW,
+    in_range,
+    memory_list,
+    outside_domain,
+    rec,
+)
 from conformance.binding.judge import Judged, ok
 from reference.memory.engine import eviction_key, plan_eviction
 from reference.memory.records import ACTIVE
@@ -27,7 +35,10 @@ def _evict_judge(a: Args) -> Judged:
     groups = [by_key[k] for k in sorted(by_key)]
     length = max(0, len(live) - max(cap, 0))
     checker = {"name": "tie_groups", "groups": groups, "length": length, "ordered": False}
-    return Judged([ok(_evict(a))], checker)
+    judged = Judged([ok(_evict(a))], checker)
+    if not in_range(a["cap"], CAP_RANGE):
+        return outside_domain(judged, f"cap {a['cap']}")
+    return judged
 
 
 def _evict_boundaries() -> list[tuple[str, Args]]:
@@ -49,6 +60,14 @@ def _evict_boundaries() -> list[tuple[str, Args]]:
     ]
 
 
+def _evict_blame(a: Args, got: JSON, ref: JSON) -> tuple[str, ...]:
+    """As many as the cap asks but the wrong ones: MEM-CAP.2; another count: MEM-CAP.1."""
+    value, want = (o.get("ok") if isinstance(o, dict) else None for o in (got, ref))
+    if isinstance(value, list) and isinstance(want, list) and len(value) == len(want):
+        return ("MEM-CAP.2",)
+    return ("MEM-CAP.1",)
+
+
 FUNCTIONS: tuple[Fn, ...] = (
     fn(
         "planEviction",
@@ -59,5 +78,7 @@ FUNCTIONS: tuple[Fn, ...] = (
         st.fixed_dictionaries({"active": memory_list(6), "cap": st.integers(0, 6)}),
         _evict_boundaries,
         _evict_judge,
+        references=("MEM-SCOPE.8",),
+        blame=_evict_blame,
     ),
 )

@@ -5,8 +5,8 @@ The seed fixes what the message holds, not its layout (MEM-REFLECT.5): the shown
 their ids and their text verbatim, then the transcript -- history, request, answer, in order --
 with images dropped and only its end kept past "24k chars" (a unit and a k the seed leaves open:
 the last 23 900 characters kept, nothing from before the last 24 576).  The vector's ``rule``
-checker holds exactly that; the reference's exact message (MEM-REFLECT.15, redacted by
-MEM-REFLECT.6's patterns) is the one allowed answer beside it.
+checker holds exactly that; the reference's exact message (MEM-REFLECT.15, redacted with
+the shapes of MEM-REFLECT.14) is the reference level.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from conformance.binding.codec import ArgError, memory_records
 from conformance.binding.functions.base import JSON, MEMORY, Args, Fn, fn
 from conformance.binding.functions.common import SECRETS, rec
-from conformance.binding.judge import Judged, ok
+from conformance.binding.judge import Judged, Narrowed, ok
 from reference.memory.reflection import (
     ImagePart,
     TextPart,
@@ -84,7 +84,9 @@ def _build_judge(a: Args) -> Judged:
     (MEM-REFLECT.15)."""
     ref = [ok(_build(a))]
     rule = {"name": "rule", "rule": seed_rule(a)}
-    return Judged(ref, rule, reference=ref, reference_clauses=("MEM-REFLECT.15",))
+    texts = [p.get("text", "") for t in a["transcript"] for p in t["parts"]]
+    shapes = ("MEM-REFLECT.14",) if any(s in x for s in SECRETS for x in texts) else ()
+    return Judged(ref, rule, reference=Narrowed(("MEM-REFLECT.15", *shapes), ref))
 
 
 def _turn(role: str, *texts: str, image: bool = False) -> JSON:
@@ -197,11 +199,12 @@ FUNCTIONS: tuple[Fn, ...] = (
     fn(
         "buildReflectionInput",
         MEMORY,
-        ("MEM-REFLECT.5", "MEM-REFLECT.6", "MEM-REFLECT.15"),
+        ("MEM-REFLECT.5", "MEM-REFLECT.6"),
         "existing records with ids, then the transcript's tail, images dropped",
         _build,
         _build_args(),
         _build_boundaries,
         _build_judge,
+        references=("MEM-REFLECT.15", "MEM-REFLECT.14"),
     ),
 )

@@ -2,13 +2,43 @@
 
 from __future__ import annotations
 
+import re
+
 from hypothesis import strategies as st
 
 from conformance.binding.codec import candidate_json
 from conformance.binding.functions.base import JSON, MEMORY, Args, Fn, fn
 from conformance.binding.functions.common import SECRETS, texts, words
-from conformance.binding.judge import Judged, ok
+from conformance.binding.judge import Judged, ok, widened
+from reference.jsonvalues import js_trim
 from reference.memory.reflection import parse_reflection, redact_secrets, should_reflect
+from reference.memory.scoring import collapse_whitespace
+
+#: the reference rules the judges below add to the seed's (``widened``)
+REFLECT_SPACES = ("MEM-REFLECT.12",)
+REFLECT_FENCE = ("MEM-REFLECT.13",)
+REFLECT_PATTERNS = ("MEM-REFLECT.14",)
+SPACES_NOTE = "a text's inner whitespace runs kept or collapsed (MEM-REFLECT.12)"
+FENCE_NOTE = "a non-canonical fence unwrapped or refused (MEM-REFLECT.13)"
+PATTERNS_NOTE = "which shapes are secrets is the reference's list (MEM-REFLECT.14)"
+#: agent names drawn for the gate: the no-reflect agent, names near it, and ordinary ones; every
+#: other or unnamed agent keeps the work-based gate (MEM-REFLECT.1)
+AGENT_NAMES = (
+    "review",
+    "coder",
+    "coding",
+    "triage",
+    "docs",
+    "release",
+    "planner",
+    "ops",
+    "support",
+    "research",
+    "reviewer",
+    "pr-review",
+    "a",
+    "",
+)
 
 
 def _should_reflect(a: Args) -> JSON:
@@ -22,6 +52,15 @@ def _reflect_boundaries() -> list[tuple[str, Args]]:
         ("four prior turns", {"toolCalls": 0, "historyTurns": 4}),
         ("a review never", {"toolCalls": 9, "historyTurns": 9, "agentName": "review"}),
         ("another agent", {"toolCalls": 1, "historyTurns": 0, "agentName": "coder"}),
+        *(
+            (
+                f"agent {name!r} keeps the work gate",
+                {"toolCalls": 1, "historyTurns": 4, "agentName": name},
+            )
+            for name in AGENT_NAMES
+            if name not in ("review", "coder")
+        ),
+        ("unnamed agent, work done", {"toolCalls": 2, "historyTurns": 0, "agentName": None}),
     ]
 
 
@@ -45,13 +84,46 @@ def _canonical_fence(raw: str) -> bool:
     return not s.startswith("```") or (s.startswith("```json\n") and s.endswith("\n```"))
 
 
+#: a wrapping fence read leniently: any tag (or none), any whitespace inside
+_ANY_FENCE = re.compile(r"\A```[A-Za-z0-9_+-]*\s*(.*?)\s*```\Z", re.DOTALL)
+
+
+def _unwrapped(a: Args) -> JSON:
+    """What unwrapping a non-canonical fence gives (the reply read without its fence), or
+    ``None`` when there is no fence to unwrap or its inside is not a reply."""
+    m = _ANY_FENCE.match(js_trim(a["raw"]))
+    return _parse_reflection({**a, "raw": m.group(1)}) if m else None
+
+
+def _collapsed(out: JSON) -> JSON:
+    """``out`` with every fact and summary text's whitespace runs collapsed to one space."""
+    if not isinstance(out, dict):
+        return out
+
+    def one(c: JSON) -> JSON:
+        return {**c, "text": collapse_whitespace(c["text"])} if c is not None else None
+
+    return {"facts": [one(f) for f in out["facts"]], "summary": one(out["summary"])}
+
+
 def _parse_reflection_judge(a: Args) -> Judged:
-    """A fence other than ```json + newline … newline + ``` may be unwrapped or refused (open
-    point: the fence's whitespace rules)."""
+    """The reference's reading; a fence other than ```json + newline … newline + ``` may be
+    unwrapped or refused whatever the reference does (MEM-REFLECT.7; the reference's own
+    forms: MEM-REFLECT.13); a text's inner whitespace runs may come back collapsed
+    (MEM-REFLECT.12)."""
     ref = ok(_parse_reflection(a))
-    if _canonical_fence(a["raw"]):
-        return Judged([ref])
-    return Judged([ref, ok(None)] if ref["ok"] is not None else [ref])
+    judged = Judged([ref])
+    if not _canonical_fence(a["raw"]):
+        wider = [ok(None)]
+        inner = _unwrapped(a)
+        if inner is not None:
+            wider.append(ok(inner))
+        if any(w not in judged.allowed for w in wider):
+            judged = widened(judged, REFLECT_FENCE, wider, None, FENCE_NOTE)
+    collapsed = [ok(_collapsed(o["ok"])) for o in judged.allowed]
+    if any(c not in judged.allowed for c in collapsed):
+        judged = widened(judged, REFLECT_SPACES, collapsed, None, SPACES_NOTE)
+    return judged
 
 
 def _reply(obj: JSON) -> str:
@@ -167,6 +239,19 @@ def _reflection_boundaries() -> list[tuple[str, Args]]:  # long: a data table of
             "astral text kept",
             {**base, "raw": _reply({"facts": [{**fact, "text": "\U0001f600 ok"}]})},
         ),
+        (
+            "inner whitespace runs in the texts",
+            {
+                **base,
+                "raw": _reply(
+                    {"facts": [{**fact, "text": "deploys  on\tfriday"}], "summary": "a \n b"}
+                ),
+            },
+        ),
+        (
+            "a fence tagged js",
+            {**base, "raw": "```js\n" + _reply({"facts": [fact]}) + "\n```"},
+        ),
     ]
 
 
@@ -175,12 +260,17 @@ def _redact(a: Args) -> JSON:
 
 
 def _redact_judge(a: Args) -> Judged:
-    """The marker and the exact span are the engine's (open point); every listed secret must be
-    gone and the listed ordinary words kept."""
+    """The marker and the exact span are the engine's (open point); the listed ordinary words
+    kept; every listed secret gone -- at the reference level, since which shapes count as
+    secrets is the reference's list, not the memory seed's (MEM-REFLECT.14)."""
     ref = ok(_redact(a))
     secrets = [s for s in a.get("secrets", []) if s in a["text"]]
     kept = list(a.get("kept", []))
-    return Judged([ref], {"name": "redacted", "secrets": secrets, "kept": kept})
+    judged = Judged([ref], {"name": "redacted", "secrets": secrets, "kept": kept})
+    if not secrets:
+        return judged
+    seed = {"name": "redacted", "secrets": [], "kept": kept}
+    return widened(judged, REFLECT_PATTERNS, [], seed, PATTERNS_NOTE)
 
 
 def _redact_boundaries() -> list[tuple[str, Args]]:
@@ -206,6 +296,41 @@ def _redact_boundaries() -> list[tuple[str, Args]]:
     ]
 
 
+#: what each clause of parseReflection fixes in a candidate
+_CANDIDATE_FIELDS = (
+    (("kind", "text", "confidence"), "MEM-REFLECT.8"),
+    (("keywords",), "MEM-REFLECT.9"),
+    (("sourceThreadKey", "sourceRunId", "supersedes"), "MEM-REFLECT.10"),
+    (("audience",), "MEM-ROUTE.2"),
+)
+
+
+def _reflection_blame(a: Args, got: JSON, ref: JSON) -> tuple[str, ...]:
+    """The envelope read otherwise (a reply rejected or accepted): MEM-REFLECT.7; another number
+    of facts or another summary presence: MEM-REFLECT.8; else the clauses of the candidate
+    fields that differ."""
+    value, want = (o.get("ok") if isinstance(o, dict) else None for o in (got, ref))
+    if (value is None) != (want is None):
+        return ("MEM-REFLECT.7",)
+    if not isinstance(value, dict) or not isinstance(want, dict):
+        return ()
+    facts, wanted = value.get("facts"), want["facts"]
+    if not isinstance(facts, list) or len(facts) != len(wanted):
+        return ("MEM-REFLECT.8",)
+    pairs = list(zip(facts, wanted, strict=True))
+    if (value.get("summary") is None) != (want["summary"] is None):
+        return ("MEM-REFLECT.8",)
+    if want["summary"] is not None:
+        pairs.append((value["summary"], want["summary"]))
+    out: list[str] = []
+    for fields, clause in _CANDIDATE_FIELDS:
+        for c, w in pairs:
+            if not isinstance(c, dict) or any(c.get(f) != w.get(f) for f in fields):
+                out.append(clause)
+                break
+    return tuple(out)
+
+
 FUNCTIONS: tuple[Fn, ...] = (
     fn(
         "shouldReflect",
@@ -215,7 +340,11 @@ FUNCTIONS: tuple[Fn, ...] = (
         _should_reflect,
         st.fixed_dictionaries(
             {"toolCalls": st.integers(0, 3), "historyTurns": st.integers(0, 6)},
-            optional={"agentName": st.sampled_from(("review", "coder"))},
+            optional={
+                "agentName": st.one_of(
+                    st.none(), st.sampled_from(AGENT_NAMES), st.text(max_size=10)
+                )
+            },
         ),
         _reflect_boundaries,
     ),
@@ -259,6 +388,8 @@ FUNCTIONS: tuple[Fn, ...] = (
         ),
         _reflection_boundaries,
         _parse_reflection_judge,
+        references=("MEM-REFLECT.12", "MEM-REFLECT.13"),
+        blame=_reflection_blame,
     ),
     fn(
         "redactSecrets",
@@ -273,5 +404,6 @@ FUNCTIONS: tuple[Fn, ...] = (
         ),
         _redact_boundaries,
         _redact_judge,
+        references=("MEM-REFLECT.14",),
     ),
 )

@@ -43,6 +43,28 @@ def _route(a: Args) -> JSON:
     return {"scopeKey": target, "keepsSupersedes": keeps}
 
 
+def _route_blame(a: Args, got: JSON, ref: JSON) -> tuple[str, ...]:
+    """A scope the run does not have, or an audience scope widened to org: MEM-ROUTE.6; a
+    candidate the write gate narrows in the reference: the gate (MEM-ROUTE.5); a correction:
+    MEM-ROUTE.4; else the audience's scope (MEM-ROUTE.3)."""
+    value = got.get("ok") if isinstance(got, dict) else None
+    want = ref.get("ok") if isinstance(ref, dict) else None
+    if not isinstance(value, dict) or not isinstance(want, dict):
+        return ()
+    scopes = a["scopes"]
+    run_keys = {k for k in scopes.values() if k}
+    target = value.get("scopeKey")
+    if target is not None and target not in run_keys:
+        return ("MEM-ROUTE.6",)
+    if target == scopes["org"] and want.get("scopeKey") not in (None, scopes["org"]):
+        return ("MEM-ROUTE.6",)
+    if want != _route({**a, "origin": "public"}):
+        return ("MEM-ROUTE.5",)
+    if a.get("supersedesScope"):
+        return ("MEM-ROUTE.4",)
+    return ("MEM-ROUTE.3",)
+
+
 def _scopes_of(kinds: tuple[str, ...]) -> dict[str, str]:
     return {"org": ORG, **{k: OPTIONAL[k] for k in kinds}}
 
@@ -104,5 +126,6 @@ FUNCTIONS: tuple[Fn, ...] = (
         _route,
         _route_args(),
         _route_boundaries,
+        blame=_route_blame,
     ),
 )

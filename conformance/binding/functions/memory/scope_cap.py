@@ -13,7 +13,7 @@ from __future__ import annotations
 from hypothesis import strategies as st
 
 from conformance.binding.functions.base import JSON, MEMORY, Args, Fn, fn
-from conformance.binding.judge import Judged, ok
+from conformance.binding.judge import Judged, Narrowed, ok
 from reference.jsonvalues import js_integer
 from reference.memory.engine import DEFAULT_SCOPE_CAP
 from reference.memory.wire.client import validate_cap_config
@@ -63,7 +63,7 @@ def _resolve_judge(a: Args) -> Judged:
     """The seed's rule (MEM-CAP.5) beside the reference's exact answer (MEM-CAP.6)."""
     ref = [ok(_resolve(a))]
     rule = {"name": "rule", "rule": seed_rule(a.get("value"))}
-    return Judged(ref, rule, reference=ref, reference_clauses=("MEM-CAP.6",))
+    return Judged(ref, rule, reference=Narrowed(("MEM-CAP.6",), ref))
 
 
 def _cap_boundaries() -> list[tuple[str, Args]]:
@@ -103,11 +103,12 @@ FUNCTIONS: tuple[Fn, ...] = (
     fn(
         "resolveScopeCap",
         MEMORY,
-        ("MEM-CAP.5", "MEM-CAP.6"),
+        ("MEM-CAP.5",),
         "the configured per-scope cap, or the default with a warning",
         _resolve,
         st.one_of(st.just({}), st.fixed_dictionaries({"value": _VALUES})),
         _cap_boundaries,
         _resolve_judge,
+        references=("MEM-CAP.6",),
     ),
 )

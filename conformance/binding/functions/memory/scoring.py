@@ -5,17 +5,22 @@ scoreRecord, rankRecords.
 
 from __future__ import annotations
 
+import unicodedata
+
 from hypothesis import strategies as st
 
 from conformance.binding.codec import memory_record, memory_records
 from conformance.binding.functions.base import JSON, MEMORY, Args, Fn, fn
 from conformance.binding.functions.common import (
     DAY,
+    LIMIT_RANGE,
     NOW,
     REC,
     any_text,
+    in_range,
     limits,
     memory_list,
+    outside_domain,
     queries,
     rec,
     record_args,
@@ -28,7 +33,7 @@ from conformance.binding.functions.memory.parameters import (
     recency_judge,
     score_judge,
 )
-from conformance.binding.judge import Judged, ok
+from conformance.binding.judge import Judged, ok, widened
 from reference.memory.engine import normalize_text, rank_records
 from reference.memory.scoring import (
     keyword_match,
@@ -64,35 +69,51 @@ def _rank(a: Args) -> JSON:
     return [r.id for r in rank_records(recs, a["query"], int(a["limit"]), int(a["now"]))]
 
 
+def _tie_groups(a: Args, tau: float) -> dict[str, JSON]:
+    """The ``tie_groups`` checker of the ranking with the recency time constant ``tau``."""
+    recs = memory_records(a["records"])
+    query, now, limit = a["query"], int(a["now"]), int(a["limit"])
+    hits = [r for r in recs if tokenize(query) and keyword_match(query, r) > 0]
+    by_score: dict[float, list[str]] = {}
+    for r in hits:
+        by_score.setdefault(score_record(query, r, now, tau_ms=tau), []).append(r.id)
+    groups = [by_score[s] for s in sorted(by_score, reverse=True)]
+    length = min(max(limit, 0), len(hits))
+    return {"name": "tie_groups", "groups": groups, "length": length}
+
+
 def _rank_judge(a: Args) -> Judged:
     """Ties in any order, and any of them where the limit cuts through (MEM-SCORE.5) -- under
     every τ the seed admits (MEM-SCORE.9): where another τ orders the scores otherwise, the
     answer may follow it, a deviation from the reference's seven days (MEM-SCORE.10)."""
     recs = memory_records(a["records"])
-    query, now, limit = a["query"], int(a["now"]), int(a["limit"])
-    hits = [r for r in recs if tokenize(query) and keyword_match(query, r) > 0]
-    length = min(max(limit, 0), len(hits))
+    hits = [r for r in recs if tokenize(a["query"]) and keyword_match(a["query"], r) > 0]
     checkers: list[dict[str, JSON]] = []
-    for tau in seed_taus(query, hits, now):
-        by_score: dict[float, list[str]] = {}
-        for r in hits:
-            by_score.setdefault(score_record(query, r, now, tau_ms=tau), []).append(r.id)
-        groups = [by_score[s] for s in sorted(by_score, reverse=True)]
-        checker = {"name": "tie_groups", "groups": groups, "length": length}
+    for tau in seed_taus(a["query"], hits, int(a["now"])):
+        checker = _tie_groups(a, tau)
         if checker not in checkers:
             checkers.append(checker)
     ref = ok(_rank(a))
-    if len(checkers) == 1:
-        return Judged([ref], checkers[0])
-    rule = {"anyOf": [{"tieGroups": {"groups": c["groups"], "length": length}} for c in checkers]}
-    return Judged(
-        [ref],
-        {"name": "rule", "rule": rule},
-        notes=[TAU_NOTE],
-        reference=[ref],
-        reference_clauses=TAU_REFERENCE,
-        reference_checker=checkers[0],
-    )
+    judged = Judged([ref], checkers[0])
+    if len(checkers) > 1:
+        rule = {"anyOf": [{"tieGroups": {k: c[k] for k in ("groups", "length")}} for c in checkers]}
+        judged = widened(judged, TAU_REFERENCE, [], {"name": "rule", "rule": rule}, TAU_NOTE)
+    if not in_range(a["limit"], LIMIT_RANGE):
+        return outside_domain(judged, f"limit {a['limit']}")
+    return judged
+
+
+def _normalize_judge(a: Args) -> Judged:
+    """The dedup key; a character this Python's Unicode does not know may lower-case to a
+    non-ASCII letter in an engine on a newer Unicode (MEM-WRITE.2): at every level, since the
+    seed's lower-casing is the runtime's."""
+    ref = ok(_normalize(a))
+    key = ref["ok"]
+    positions = [i for i, c in enumerate(key) if unicodedata.category(c) == "Cn"]
+    if not positions:
+        return Judged([ref])
+    note = "characters unknown to this Unicode may lower-case in a newer one"
+    return Judged([ref], {"name": "case_open", "positions": positions}, [note])
 
 
 def _normalize_boundaries() -> list[tuple[str, Args]]:
@@ -103,6 +124,10 @@ def _normalize_boundaries() -> list[tuple[str, Args]]:
         ("U+0085 is not JS whitespace: kept", {"text": "a\x85b"}),
         ("punctuation kept", {"text": "Deploys, Friday!"}),
         ("trailing and leading runs trimmed", {"text": "  \t A  B \n"}),
+        (
+            "letters a newer Unicode added: their lower case is the runtime's",
+            {"text": "\ua7cb\u1c89 Deploy"},
+        ),
     ]
 
 
@@ -175,6 +200,19 @@ def _rank_boundaries() -> list[tuple[str, Args]]:
     ]
 
 
+def _rank_blame(a: Args, got: JSON, ref: JSON) -> tuple[str, ...]:
+    """An id the query does not hit: the gate (MEM-SCORE.4); else order or length
+    (MEM-SCORE.5)."""
+    value = got.get("ok") if isinstance(got, dict) else None
+    if not isinstance(value, list):
+        return ()
+    query = a["query"]
+    hits = {r.id for r in memory_records(a["records"]) if keyword_match(query, r) > 0}
+    if tokenize(query) and all(i in hits for i in value):
+        return ("MEM-SCORE.5",)
+    return ("MEM-SCORE.4",)
+
+
 FUNCTIONS: tuple[Fn, ...] = (
     fn(
         "tokenize",
@@ -193,6 +231,7 @@ FUNCTIONS: tuple[Fn, ...] = (
         _normalize,
         st.fixed_dictionaries({"text": any_text}),
         _normalize_boundaries,
+        _normalize_judge,
     ),
     fn(
         "keywordMatch",
@@ -206,22 +245,24 @@ FUNCTIONS: tuple[Fn, ...] = (
     fn(
         "recencyScore",
         MEMORY,
-        ("MEM-SCORE.3", "MEM-SCORE.9", "MEM-SCORE.10"),
+        ("MEM-SCORE.3", "MEM-SCORE.9"),
         "exp(-age/tau) from lastUsedAt ?? createdAt",
         _recency,
         st.fixed_dictionaries({"record": REC, "now": st.just(NOW)}),
         _rec_boundaries,
         recency_judge,
+        references=TAU_REFERENCE,
     ),
     fn(
         "scoreRecord",
         MEMORY,
-        ("MEM-SCORE.1", "MEM-SCORE.9", "MEM-SCORE.10"),
+        ("MEM-SCORE.1", "MEM-SCORE.9"),
         "0.7 keywordMatch + 0.3 recency",
         _score,
         st.fixed_dictionaries({"query": queries, "record": REC, "now": st.just(NOW)}),
         lambda: with_now(_score_boundaries()),
         score_judge,
+        references=TAU_REFERENCE,
     ),
     fn(
         "rankRecords",
@@ -234,5 +275,7 @@ FUNCTIONS: tuple[Fn, ...] = (
         ),
         lambda: with_now(_rank_boundaries()),
         _rank_judge,
+        references=("MEM-SCOPE.8", *TAU_REFERENCE),
+        blame=_rank_blame,
     ),
 )

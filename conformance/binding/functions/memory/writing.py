@@ -11,6 +11,7 @@ from conformance.binding.functions.base import JSON, MEMORY, Args, Fn, fn
 from conformance.binding.functions.common import NOW, memory_list, rec, texts, words
 from conformance.binding.judge import Judged, ok
 from reference.memory.engine import Dedup, WritePlan, mint_record, plan_write
+from reference.memory.records import ACTIVE
 
 
 def _plan_json(plan: WritePlan) -> JSON:
@@ -163,6 +164,43 @@ def _plan_write_args() -> st.SearchStrategy[Args]:
     return build()
 
 
+def _plan_blame(a: Args, got: JSON, ref: JSON) -> tuple[str, ...]:
+    """The rule the candidate's pointer puts in charge: none -- dedup on the normalized text
+    (MEM-WRITE.2); ``""`` -- no supersede (MEM-WRITE.1), or both where one answer cannot tell
+    them apart; an active target -- supersede
+    (MEM-WRITE.3) or, for a dedup onto another record, the collision guard (MEM-WRITE.5);
+    any other -- unresolved (MEM-WRITE.4)."""
+    target = a["candidate"].get("supersedes")
+    value = got.get("ok") if isinstance(got, dict) else None
+    if target is None:
+        return ("MEM-WRITE.2",)
+    if target == "":
+        if value != {"action": "insert", "supersedes": None}:
+            return ("MEM-WRITE.2",)  # it deduped, onto the wrong record
+        # an insert: "" read as a pointer (MEM-WRITE.1) -- or, unless a record holds the very
+        # same text, the texts compared without normalizing (MEM-WRITE.2)
+        text = a["candidate"].get("text")
+        if any(r.text == text for r in memory_records(a["active"]) if r.status == ACTIVE):
+            return ("MEM-WRITE.1",)
+        return ("MEM-WRITE.1", "MEM-WRITE.2")
+    live = {r.id for r in memory_records(a["active"]) if r.status == ACTIVE}
+    if target not in live:
+        return ("MEM-WRITE.4",)
+    if isinstance(value, dict) and value.get("action") == "dedup" and value.get("id") != target:
+        return ("MEM-WRITE.5",)
+    return ("MEM-WRITE.3",)
+
+
+def _mint_blame(a: Args, got: JSON, ref: JSON) -> tuple[str, ...]:
+    """Only the keywords differ: MEM-RECORD.5; anything else: MEM-RECORD.4."""
+    value, want = (o.get("ok") if isinstance(o, dict) else None for o in (got, ref))
+    if isinstance(value, dict) and isinstance(want, dict):
+        rest = {k: v for k, v in value.items() if k != "keywords"}
+        if rest == {k: v for k, v in want.items() if k != "keywords"}:
+            return ("MEM-RECORD.5",)
+    return ("MEM-RECORD.4",)
+
+
 FUNCTIONS: tuple[Fn, ...] = (
     fn(
         "planWrite",
@@ -172,6 +210,7 @@ FUNCTIONS: tuple[Fn, ...] = (
         _plan_write,
         _plan_write_args(),
         _plan_boundaries,
+        blame=_plan_blame,
     ),
     fn(
         "mintRecord",
@@ -189,5 +228,6 @@ FUNCTIONS: tuple[Fn, ...] = (
         ),
         _mint_boundaries,
         _mint_judge,
+        blame=_mint_blame,
     ),
 )
