@@ -14,7 +14,8 @@ class ScopeError(ValueError):
 
 
 def derive_scope_key(kind: str, value: str | None) -> str:
-    """``<kind>:<value>`` for kind org/repo/channel/user (MEM-SCOPE.1, MEM-SCOPE.2).
+    """``<kind>:<value>`` for kind org/repo/channel/user (MEM-SCOPE.1, MEM-SCOPE.2, MEM-SCOPE.6,
+    MEM-SCOPE.7).
 
     A missing, empty or all-whitespace value raises ``ScopeError``: there is never a shared
     anonymous bucket.  An unknown kind raises too.  The value is used as given (it is already

@@ -1,4 +1,5 @@
-"""Redaction: nothing credential-shaped leaves the process (MEM-REFLECT.6)."""
+"""Redaction: nothing credential-shaped leaves the process (MEM-REFLECT.6); the shapes, the marker
+and the span replaced are the reference's (MEM-REFLECT.14)."""
 
 from __future__ import annotations
 
@@ -41,7 +42,8 @@ def _redact_pem(text: str, begin: re.Pattern[str]) -> str:
 
 
 def redact_secrets(text: str) -> str:
-    """Replace every credential-shaped span with ``REDACTION_MARKER`` (MEM-REFLECT.6).
+    """Replace every credential-shaped span with ``REDACTION_MARKER`` (MEM-REFLECT.6,
+    MEM-REFLECT.14).
 
     The spans are the ledger's credential detectors (``reference.ledger.credentials``); a PEM
     private key is replaced from its BEGIN line through its END line (to the end of the text
