@@ -352,6 +352,125 @@ def _fence_strict(a: Args) -> JSON:
     return BY_NAME["parseReflection"].call(a)
 
 
+# --------------------------------------------------------------------------- the scorer's
+# parameters, the cap, routing and the extractor input
+
+
+def _tau_one_day(a: Args) -> JSON:
+    return {"alpha": ALPHA, "beta": BETA, "tauMs": 86_400_000}
+
+
+def _tau_six_days(a: Args) -> JSON:
+    return {"alpha": ALPHA, "beta": BETA, "tauMs": 6 * 86_400_000}
+
+
+def _cap_truncates(a: Args) -> JSON:
+    """``parseInt``-like: a number is cut to its integer part before the range check."""
+    v = a.get("value")
+    if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v):
+        n = int(v)
+        if 1 <= n <= 10_000:
+            return {"cap": n, "warning": None}
+    return BY_NAME["resolveScopeCap"].call(a)
+
+
+def _cap_warns_unset(a: Args) -> JSON:
+    """Warns of an unset value too, in its own words, and reads a string of digits."""
+    v = a.get("value")
+    warn = "memory: maxRecordsPerScope is unset or invalid, the default 500 applies"
+    if v is None:
+        return {"cap": 500, "warning": warn}
+    if isinstance(v, str) and v.strip().isdigit() and 1 <= int(v) <= 10_000:
+        return {"cap": int(v), "warning": None}
+    out = BY_NAME["resolveScopeCap"].call(a)
+    return {**out, "warning": warn} if out["warning"] else out
+
+
+def _route_private_to_repo(a: Args) -> JSON:
+    """Narrows an org write from a private, unknown or unstamped origin to the repo scope."""
+    route = BY_NAME["routeCandidate"].call
+    ungated = route({**a, "origin": "public"})
+    origin, scopes = a.get("origin"), a["scopes"]
+    gated = origin not in ("public", "machine", "dm", "group_dm")
+    if gated and ungated["scopeKey"] == scopes["org"] and scopes.get("repo"):
+        return {"scopeKey": scopes["repo"], "keepsSupersedes": False}
+    return route(a)
+
+
+def _input_parts(a: Args) -> tuple[str, str]:
+    from conformance.binding.functions.memory.extractor import transcript
+    from reference.memory.reflection import render_transcript
+
+    recs = memory_records(a["existing"])
+    head = "\n".join(f"{r.text} (id {r.id})" for r in recs) or "(no records)"
+    return head, render_transcript(transcript(a["transcript"]))
+
+
+def _input_head_cap(a: Args) -> JSON:
+    """Keeps the first 24 000 units of a long transcript instead of its end."""
+    from conformance.binding.functions.memory.extractor import transcript
+    from reference.memory.reflection import build_reflection_input, render_transcript
+
+    turns = transcript(a["transcript"])
+    text = render_transcript(turns)
+    if len(text) <= 24_000:
+        return BY_NAME["buildReflectionInput"].call(a)
+    out = build_reflection_input(memory_records(a["existing"]), [])
+    return f"{out}\n{text[:24_000]}"
+
+
+def _input_other_layout(a: Args) -> JSON:
+    """Its own layout: records as ``<text> (id <id>)``, the transcript under ``## Thread``,
+    cut to its last 24 576 code points without a marker."""
+    head, text = _input_parts(a)
+    return f"## Known records\n{head}\n## Thread\n{text[-24_576:]}"
+
+
+def _command_scope_only_first(a: Args) -> JSON:
+    """A bare scope word is taken only as the very first word after ``list``."""
+    out = BY_NAME["parseMemoryCommand"].call(a)
+    words = str(a["text"]).split()
+    if not (out and out.get("verb") == "list" and out["scope"] != "all" and len(words) > 2):
+        return out
+    first = words[2].lower()
+    if first.startswith("-") and "--scope" not in " ".join(words).lower():
+        query = [out["scope"], *([out["query"]] if out["query"] else [])]
+        return {**out, "scope": "all", "query": " ".join(query)}
+    return out
+
+
+def _forget_channel_open(a: Args) -> JSON:
+    """Only org and repo records are admin-gated; anyone may forget a channel record."""
+    rid = str(a["id"])
+    if rid.startswith("mem:channel:"):
+        return BY_NAME["forgetGate"].call({**a, "isAdmin": True})
+    return BY_NAME["forgetGate"].call(a)
+
+
+def _listing_repo_falls_to_org(a: Args) -> JSON:
+    """``memory list repo`` without a repo lists the org scope instead of saying so."""
+    if a.get("scope") == "repo" and not (a.get("repo") or a.get("boundRepo")):
+        return [f"org:{a['org']}"]
+    return BY_NAME["listingScopeKeys"].call(a)
+
+
+def _recency_tau(days: float) -> Impl:
+    def impl(a: Args) -> JSON:
+        rec = memory_record(a["record"])
+        used = rec.last_used_at if rec.last_used_at is not None else rec.created_at
+        return math.exp(-max(0, int(a["now"]) - used) / (days * 86_400_000))
+
+    return impl
+
+
+def _rank_tau_six_days(a: Args) -> JSON:
+    from reference.memory.engine import rank_records
+
+    recs = memory_records(a["records"])
+    ranked = rank_records(recs, a["query"], int(a["limit"]), int(a["now"]), tau_ms=6 * 86_400_000)
+    return [r.id for r in ranked]
+
+
 def _m(name: str, fn: str, clauses: tuple[str, ...], summary: str, impl: Impl) -> EngineEntry:
     return EngineEntry(name, "mutant", fn, clauses, summary, impl)
 
@@ -605,6 +724,97 @@ ENTRIES_LIST: tuple[EngineEntry, ...] = (
         ("MEM-REFLECT.7",),
         "only the canonical ```json fence is unwrapped",
         _fence_strict,
+    ),
+    _m(
+        "eng-score-tau-one-day",
+        "scoreParameters",
+        ("MEM-SCORE.9",),
+        "a recency time constant of one day",
+        _tau_one_day,
+    ),
+    _m(
+        "eng-cap-truncates-fraction",
+        "resolveScopeCap",
+        ("MEM-CAP.5",),
+        "a fractional cap cut to its integer part (parseInt) instead of the default",
+        _cap_truncates,
+    ),
+    _m(
+        "eng-route-private-to-repo",
+        "routeCandidate",
+        ("MEM-ROUTE.5",),
+        "an org write from a private or unstamped origin narrowed to the repo scope",
+        _route_private_to_repo,
+    ),
+    _m(
+        "eng-reflection-input-head-cap",
+        "buildReflectionInput",
+        ("MEM-REFLECT.5",),
+        "a long transcript keeps its first 24 000 characters, not its end",
+        _input_head_cap,
+    ),
+    _m(
+        "eng-command-scope-word-only-first",
+        "parseMemoryCommand",
+        ("MEM-CMD.2",),
+        "a bare scope word is consumed only right after list, not after an option",
+        _command_scope_only_first,
+    ),
+    _m(
+        "eng-forget-channel-open",
+        "forgetGate",
+        ("MEM-CMD.7",),
+        "a channel record may be forgotten without an admin",
+        _forget_channel_open,
+    ),
+    _m(
+        "eng-listing-repo-falls-to-org",
+        "listingScopeKeys",
+        ("MEM-CMD.4",),
+        "memory list repo without a repo lists the org scope instead of saying so",
+        _listing_repo_falls_to_org,
+    ),
+    _m(
+        "eng-recency-tau-one-day",
+        "recencyScore",
+        ("MEM-SCORE.3", "MEM-SCORE.9"),
+        "recency decays with a time constant of one day",
+        _recency_tau(1),
+    ),
+    _v(
+        "eng-recency-tau-six-days",
+        "recencyScore",
+        ("MEM-SCORE.3", "MEM-SCORE.9", "MEM-SCORE.10"),
+        "recency decays with a time constant of six days: about a week",
+        _recency_tau(6),
+    ),
+    _v(
+        "eng-rank-tau-six-days",
+        "rankRecords",
+        ("MEM-SCORE.5", "MEM-SCORE.9", "MEM-SCORE.10"),
+        "ranks with a recency time constant of six days: about a week",
+        _rank_tau_six_days,
+    ),
+    _v(
+        "eng-score-tau-six-days",
+        "scoreParameters",
+        ("MEM-SCORE.9", "MEM-SCORE.10"),
+        "tau of six days: about a week, not the reference's seven",
+        _tau_six_days,
+    ),
+    _v(
+        "eng-cap-warns-unset",
+        "resolveScopeCap",
+        ("MEM-CAP.5", "MEM-CAP.6"),
+        "warns of an unset cap too, in its own words; a string of digits is its number",
+        _cap_warns_unset,
+    ),
+    _v(
+        "eng-reflection-input-other-layout",
+        "buildReflectionInput",
+        ("MEM-REFLECT.5", "MEM-REFLECT.15"),
+        "its own layout, the transcript cut to its last 24 576 code points",
+        _input_other_layout,
     ),
 )
 

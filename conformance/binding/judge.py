@@ -4,7 +4,8 @@ An *outcome* is ``{"ok": value}`` (the function returned ``value``) or ``{"throw
 (the function refused its input).  A call's :class:`Judged` lists every outcome the *seed*
 allows and, where the set is too large to list, names a checker
 (``specs/engine-vectors.schema.json`` documents each): ``unordered``, ``tie_groups``,
-``mint_keywords``, ``redacted``, ``any``, ``case_open``.  Where a ``reference`` rule (a clause
+``mint_keywords``, ``redacted``, ``any``, ``case_open``, ``rule`` (a small grammar of what the
+seed allows of a value: :func:`rule_holds`).  Where a ``reference`` rule (a clause
 whose source is ``reference``) fixes the answer further, :attr:`Judged.reference` holds that
 narrower set and the clauses that fix it: an answer the seed allows but the reference set does
 not is a *deviation* charged to those clauses (:func:`verdict_of`).  Numbers are equal within
@@ -187,6 +188,55 @@ def _case_open_ok(got: JSON, allowed: list[JSON], params: dict[str, JSON]) -> bo
     return False
 
 
+def _text_holds(got: JSON, spec: dict[str, JSON]) -> bool:
+    """``got`` is a string holding every ``before`` fragment, then -- after the last of them
+    ends -- every ``inOrder`` fragment in that order (no overlaps), and no ``absent`` one."""
+    if not isinstance(got, str):
+        return False
+    if any(f in got for f in spec.get("absent", ())):
+        return False
+    pos = 0
+    for frag in spec.get("before", ()):
+        at = got.find(frag)
+        if at < 0:
+            return False
+        pos = max(pos, at + len(frag))
+    for frag in spec.get("inOrder", ()):
+        at = got.find(frag, pos)
+        if at < 0:
+            return False
+        pos = at + len(frag)
+    return True
+
+
+def rule_holds(got: JSON, rule: dict[str, JSON]) -> bool:
+    """Whether a value meets a ``rule`` (the ``rule`` checker; the schema documents it):
+    ``{"const": v}`` equals ``v`` (as answers compare); ``{"anyOf": [r, …]}`` meets one;
+    ``{"object": {name: r, …}}`` is an object with exactly those members, each meeting its
+    rule; ``{"range": {"min": a, "below": b}}`` is a number, ``a <= x < b``; ``{"text": {…}}``
+    is a string holding fragments (:func:`_text_holds`); ``{"tieGroups": {groups, length,
+    ordered?}}`` meets the ``tie_groups`` checker of those parameters."""
+    if "const" in rule:
+        return json_close(got, rule["const"])
+    if "anyOf" in rule:
+        return any(rule_holds(got, r) for r in rule["anyOf"])
+    if "object" in rule:
+        members: dict[str, JSON] = rule["object"]
+        return (
+            isinstance(got, dict)
+            and got.keys() == members.keys()
+            and all(rule_holds(got[k], r) for k, r in members.items())
+        )
+    if "tieGroups" in rule:
+        return _tie_groups_ok(got, rule["tieGroups"])
+    if "range" in rule:
+        lo, below = rule["range"]["min"], rule["range"]["below"]
+        return _is_num(got) and bool(lo <= got < below)
+    if "text" in rule:
+        return _text_holds(got, rule["text"])
+    raise ValueError(f"unknown rule {sorted(rule)!r}")
+
+
 def verdict_of(got: JSON, judged: Judged) -> str:
     """``pass`` (the reference level allows it), ``deviate`` (only the seed level does: it
     differs from the reference implementation on ``judged.reference.clauses``) or ``diverge``."""
@@ -228,6 +278,8 @@ def outcome_allowed(got: JSON, judged: Judged) -> bool:
         return _redacted_ok(value, checker)
     if name == "case_open":
         return _case_open_ok(value, judged.allowed, checker)
+    if name == "rule":
+        return rule_holds(value, checker["rule"])
     raise ValueError(f"unknown checker {name!r}")
 
 

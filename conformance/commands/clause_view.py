@@ -128,7 +128,7 @@ def harness_names(wanted: set[str], base: Path) -> dict[str, dict[str, list[str]
     for x in ENTRIES_LIST:
         add(x.kind, x.clauses, f"{x.name} (engine, {x.function}): {x.summary}")
     for fn in FUNCTIONS:
-        add("engine", fn.clauses, f"{fn.name} ({fn.spec}; vectors {fn.name}/*): {fn.summary}")
+        add("engine", fn.rules, f"{fn.name} ({fn.spec}; vectors {fn.name}/*): {fn.summary}")
     return out
 
 

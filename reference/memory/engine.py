@@ -15,7 +15,13 @@ from functools import lru_cache
 from typing import Final
 
 from reference.memory.records import ACTIVE, MemoryCandidate, MemoryRecord
-from reference.memory.scoring import collapse_whitespace, keyword_match, score_record, tokenize
+from reference.memory.scoring import (
+    TAU_MS,
+    collapse_whitespace,
+    keyword_match,
+    score_record,
+    tokenize,
+)
 
 DEFAULT_SCOPE_CAP: Final = 500
 MAX_MATCH_TOKENS: Final = 24
@@ -77,18 +83,22 @@ def has_unassigned(text: str) -> bool:
 
 
 def _scored(
-    records: Sequence[MemoryRecord], query: str, now: int
+    records: Sequence[MemoryRecord], query: str, now: int, tau_ms: float = TAU_MS
 ) -> list[tuple[float, MemoryRecord]]:
     if not tokenize(query):
         return []
-    out = [(score_record(query, r, now), r) for r in records if keyword_match(query, r) > 0]
+    out = [
+        (score_record(query, r, now, tau_ms=tau_ms), r)
+        for r in records
+        if keyword_match(query, r) > 0
+    ]
     # Python's sort is stable: equal scores keep their input order.
     out.sort(key=lambda sr: -sr[0])
     return out
 
 
 def rank_records(
-    records: Sequence[MemoryRecord], query: str, limit: int, now: int
+    records: Sequence[MemoryRecord], query: str, limit: int, now: int, *, tau_ms: float = TAU_MS
 ) -> list[MemoryRecord]:
     """Gate, score, sort and cut (MEM-SCORE.4, MEM-SCORE.5).
 
@@ -96,11 +106,12 @@ def rank_records(
     ``score_record`` descending -- stable, so equal scores keep the input order -- and returns
     at most ``limit`` of them.  A query without tokens returns ``[]``.  The records are
     returned as given: ranking never bumps usage (the store does, MEM-STORE.3).  Callers pass
-    the scope's active records.
+    the scope's active records.  ``tau_ms``: another time constant the seed admits
+    (MEM-SCORE.9), for judging an engine that uses one.
     """
     if limit <= 0:
         return []
-    return [r for _, r in _scored(records, query, now)[:limit]]
+    return [r for _, r in _scored(records, query, now, tau_ms)[:limit]]
 
 
 def fts_match_tokens(query: str, max_tokens: int = MAX_MATCH_TOKENS) -> list[str]:

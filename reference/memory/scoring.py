@@ -11,8 +11,11 @@ bounded (2048 entries: tens of megabytes at most, were every text 4000 character
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
+from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Final
 
@@ -21,6 +24,10 @@ from reference.memory.records import MemoryRecord
 ALPHA: Final = 0.7
 BETA: Final = 0.3
 TAU_MS: Final = 7 * 24 * 3600 * 1000
+#: The τ the seed's "≈ 1 week" admits: every value that rounds to one week, from half a week
+#: inclusive to a week and a half exclusive (MEM-SCORE.9).
+TAU_SEED_MIN_MS: Final = TAU_MS // 2
+TAU_SEED_MAX_MS: Final = TAU_MS * 3 // 2
 
 _TOKEN: Final = re.compile(r"[a-z0-9]+")
 
@@ -83,21 +90,33 @@ def keyword_match(query: str, record: MemoryRecord, *, distinct: bool = False) -
     return hits / len(q)
 
 
-def recency_score(record: MemoryRecord, now: int) -> float:
+def record_age(record: MemoryRecord, now: int) -> int:
+    """``now`` minus ``last_used_at ?? created_at``, clamped to 0 (MEM-SCORE.3)."""
+    ref = record.last_used_at if record.last_used_at is not None else record.created_at
+    return max(0, now - ref)
+
+
+def recency_score(record: MemoryRecord, now: int, *, tau_ms: float = TAU_MS) -> float:
     """``exp(-age / TAU_MS)`` with age measured from ``last_used_at ?? created_at`` (MEM-SCORE.3).
 
-    A negative age (a timestamp after ``now``) is clamped to 0, giving 1.0.
+    A negative age (a timestamp after ``now``) is clamped to 0, giving 1.0.  ``tau_ms``: another
+    time constant the seed admits (MEM-SCORE.9), for judging an engine that uses one.
     """
-    ref = record.last_used_at if record.last_used_at is not None else record.created_at
-    age = max(0, now - ref)
-    return math.exp(-age / TAU_MS)
+    return math.exp(-record_age(record, now) / tau_ms)
 
 
-def score_record(query: str, record: MemoryRecord, now: int, *, distinct: bool = False) -> float:
+def score_record(
+    query: str,
+    record: MemoryRecord,
+    now: int,
+    *,
+    distinct: bool = False,
+    tau_ms: float = TAU_MS,
+) -> float:
     """``ALPHA * keyword_match + BETA * recency_score`` (MEM-SCORE.1); ``distinct``: see
-    :func:`keyword_match` (MEM-SCORE.7)."""
+    :func:`keyword_match` (MEM-SCORE.7); ``tau_ms``: see :func:`recency_score` (MEM-SCORE.9)."""
     return ALPHA * keyword_match(query, record, distinct=distinct) + BETA * recency_score(
-        record, now
+        record, now, tau_ms=tau_ms
     )
 
 
@@ -106,3 +125,71 @@ def repeats_a_token(query: str) -> bool:
     of keyword match (MEM-SCORE.7) score differently."""
     q = query_tokens(query)
     return len(set(q)) != len(q)
+
+
+@dataclass(frozen=True)
+class ScoreParameters:
+    """The scorer's weights and recency time constant (MEM-SCORE.9, MEM-SCORE.10)."""
+
+    alpha: float
+    beta: float
+    tau_ms: float
+
+
+def score_parameters() -> ScoreParameters:
+    """The reference's parameters: α = 0.7, β = 0.3, τ = seven days (MEM-SCORE.9, MEM-SCORE.10)."""
+    return ScoreParameters(ALPHA, BETA, TAU_MS)
+
+
+def tau_meets_seed(tau_ms: float) -> bool:
+    """Whether a time constant is "≈ 1 week" as the seed writes it: it rounds to one week,
+    ``TAU_SEED_MIN_MS <= tau_ms < TAU_SEED_MAX_MS`` (MEM-SCORE.9)."""
+    return TAU_SEED_MIN_MS <= tau_ms < TAU_SEED_MAX_MS
+
+
+def _roots(c: float, a: int, b: int, lo: float, hi: float) -> list[float]:
+    """Where ``c + BETA * (exp(-a x) - exp(-b x))`` is 0 for ``x`` in ``[lo, hi]``: at most two
+    (the difference of two exponentials rises, then falls), each found by bisection."""
+
+    def g(x: float) -> float:
+        return c + BETA * (math.exp(-a * x) - math.exp(-b * x))
+
+    cuts = [lo, hi]
+    if a > 0 and b > 0 and a != b:
+        peak = math.log(a / b) / (a - b)
+        if lo < peak < hi:
+            cuts = [lo, peak, hi]
+    out = []
+    for left, right in itertools.pairwise(cuts):
+        gl, gr = g(left), g(right)
+        if gl == 0 or (gl < 0) == (gr < 0):
+            continue
+        for _ in range(80):
+            mid = (left + right) / 2
+            if (g(mid) < 0) == (gl < 0):
+                left = mid
+            else:
+                right = mid
+        out.append((left + right) / 2)
+    return out
+
+
+def seed_taus(query: str, records: Sequence[MemoryRecord], now: int) -> tuple[float, ...]:
+    """Time constants that between them give every order of ``records``' scores any τ the seed
+    admits gives (MEM-SCORE.9): ``TAU_MS`` first, then both ends of the range and one τ inside
+    each stretch between two τ where a pair of records changes places (MEM-SCORE.10 is the
+    first alone).  A judge that takes the union of what these allow is as strict as the seed.
+    """
+    lo, hi = 1 / (TAU_SEED_MAX_MS - 1), 1 / TAU_SEED_MIN_MS
+    points = sorted({(keyword_match(query, r), record_age(r, now)) for r in records})
+    xs = {lo, hi}
+    for (ka, aa), (kb, ab) in itertools.combinations(points, 2):
+        if aa != ab:
+            xs.update(_roots(ALPHA * (ka - kb), aa, ab, lo, hi))
+    edges = sorted(xs)
+    inner = [(x + y) / 2 for x, y in itertools.pairwise(edges)]
+    out = [float(TAU_MS)]
+    for x in [lo, hi, *inner]:
+        if 1 / x not in out:
+            out.append(1 / x)
+    return tuple(out)

@@ -95,3 +95,14 @@ def test_verbose_without_ids_lists_every_clause_with_its_tests(
     rows = [line for line in out.splitlines() if line.startswith("LED-")]
     assert len(rows) == sum(1 for c in load_clauses(ROOT / "specs") if c.startswith("LED-"))
     assert "    test      tests/" in out
+
+
+@pytest.mark.clause("MEM-SCORE.10")
+def test_an_engine_function_is_listed_under_the_reference_rules_its_judge_adds(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out = _view(capsys, "--verbose", "MEM-SCORE.10", "--json")
+    assert code == 0
+    engine = json.loads(out)["MEM-SCORE.10"]["engine"]
+    assert any(e.startswith("scoreParameters (") for e in engine)
+    assert any(e.startswith("rankRecords (") for e in engine)

@@ -80,6 +80,7 @@ from reference.memory.reflection.routing import (
     gate_line,
     normalize_origin,
     route_candidates,
+    route_decision,
 )
 
 __all__ = [
@@ -131,6 +132,7 @@ __all__ = [
     "render_transcript",
     "render_turn",
     "route_candidates",
+    "route_decision",
     "should_reflect",
     "tail_cap",
     "utf16_tail",

@@ -144,6 +144,47 @@ def route_candidates(
     return RoutingPlan(tuple(writes), tuple(decisions), gate_line(origin, decisions))
 
 
+def route_decision(
+    audience: str,
+    supersedes_scope: str | None,
+    scopes: RunScopes,
+    origin_visibility: str | None,
+) -> tuple[str | None, str, bool]:
+    """Where one candidate is written: ``(target, reason, keeps_supersedes)`` (MEM-ROUTE.3,
+    MEM-ROUTE.4, MEM-ROUTE.5, MEM-ROUTE.6).
+
+    ``supersedes_scope`` is the scope of the shown record the candidate's kept ``supersedes``
+    names, or ``None`` for a candidate without one.  A pointer into one of the run's scopes
+    sends the candidate there whatever its audience; a pointer the routing cannot place is
+    removed and the audience decides -- user, repo, channel when the run has that scope, else
+    org.  The write gate then narrows an org target from any origin other than ``public`` and
+    ``machine`` (:func:`normalize_origin`): a dm to the user's scope, else the channel's; the
+    others to the channel's, else the user's; never to repo.  ``target`` is ``None`` when the
+    gate finds neither (dropped).  ``keeps_supersedes`` is true only for a candidate whose
+    pointer routed it and was not narrowed.  The pure decision :func:`route_candidates` takes
+    for each candidate.
+    """
+    return _decide(audience, supersedes_scope, scopes, normalize_origin(origin_visibility))
+
+
+def _decide(
+    audience: str, supersedes_scope: str | None, scopes: RunScopes, origin: str
+) -> tuple[str | None, str, bool]:
+    """:func:`route_decision` for an origin already normalized (MEM-ROUTE.3, MEM-ROUTE.4,
+    MEM-ROUTE.5)."""
+    target: str | None
+    keeps = supersedes_scope is not None and supersedes_scope in scopes.keys()
+    if keeps:
+        target, reason = supersedes_scope, "supersedes"
+    else:
+        own = scopes.of_kind(audience) if audience != "org" else scopes.org
+        target, reason = (own, "audience") if own is not None else (scopes.org, "fallback_org")
+    if target == scopes.org and origin not in ("public", "machine"):
+        target, reason = _narrow(origin, scopes)
+        keeps = False
+    return target, reason, keeps
+
+
 def _route_one(
     index: int,
     rc: ReflectionCandidate,
@@ -156,25 +197,13 @@ def _route_one(
     candidate as written (``supersedes`` removed when it cannot be kept) (MEM-ROUTE.1,
     MEM-ROUTE.2, MEM-ROUTE.3, MEM-ROUTE.4, MEM-ROUTE.5, MEM-ROUTE.6)."""
     cand = rc.candidate
-    target: str | None
-    reason: str
     sup_scope = shown_record_scopes.get(cand.supersedes) if cand.supersedes else None
-    if sup_scope is not None and sup_scope in run_keys:
-        target, reason = sup_scope, "supersedes"
-    else:
-        if cand.supersedes:
-            cand = replace(cand, supersedes=None)
-        own = scopes.of_kind(rc.audience) if rc.audience != "org" else scopes.org
-        if own is not None:
-            target, reason = own, "audience"
-        else:
-            target, reason = scopes.org, "fallback_org"
-    dropped_sup = False
-    if target == scopes.org and origin not in ("public", "machine"):
-        target, reason = _narrow(origin, scopes)
-        if cand.supersedes:
-            cand = replace(cand, supersedes=None)
-            dropped_sup = True
+    if sup_scope is not None and sup_scope not in run_keys:
+        sup_scope = None
+    target, reason, keeps = _decide(rc.audience, sup_scope, scopes, origin)
+    dropped_sup = bool(cand.supersedes) and sup_scope is not None and not keeps
+    if cand.supersedes and not keeps:
+        cand = replace(cand, supersedes=None)
     return RouteDecision(index, rc.audience, target, reason, dropped_sup), cand
 
 

@@ -53,7 +53,39 @@ def _command_boundaries() -> list[tuple[str, Args]]:
         ("forget with extra words", {"text": "memory forget a b"}),
         ("case-insensitive verbs", {"text": "MEMORY LIST --SCOPE ORG"}),
         ("unknown verb", {"text": "memory purge"}),
+        *_seed_command_rows(),
     ]
+
+
+def _seed_command_rows() -> list[tuple[str, Args]]:
+    """Every case §24 and its validation-table row name, one vector each: the scope words,
+    ``--limit`` anywhere and with ``=``, the other words as the filter, the bad limits, an
+    unknown option, prose."""
+    rows = [
+        ("seed row: scope word org", "memory list org"),
+        (
+            "seed row: scope word first, --limit anywhere, words the filter",
+            "memory list me --limit 5 deploy",
+        ),
+        ("seed row: --limit=5 after the filter", "memory list deploy --limit=5"),
+        ("seed row: a scope word first after an option", "memory list --limit 5 org deploy"),
+        ("seed row: scope word repo", "memory list repo"),
+        ("seed row: scope word channel, then the filter", "memory list channel deploy"),
+        ("seed row: scope word all", "memory list all"),
+        ("seed row: with --scope every word stays filter text", "memory list --scope org me"),
+        ("seed row: a first word naming no scope is never consumed", "memory list deploy org"),
+        ("seed row: --repo owner/name", "memory list --scope repo --repo acme/api"),
+        ("seed row: --repo beside a filter", "memory list --repo acme/api deploy"),
+        ("seed row: --limit 1, the lower edge", "memory list --limit 1"),
+        ("seed row: --limit without its value", "memory list --limit"),
+        ("seed row: a non-integer --limit", "memory list --limit 2.5"),
+        ("seed row: a --limit that is no number", "memory list --limit abc"),
+        ("seed row: an unknown option", "memory list --verbose"),
+        ("seed row: a filter without tokens is still the filter", "memory list !!!"),
+        ("seed row: prose that mentions memory list", "please show memory list"),
+        ("seed row: forget a shared record's id", "memory forget mem:org:acme:7"),
+    ]
+    return [(comment, {"text": text}) for comment, text in rows]
 
 
 def _list_line(a: Args) -> JSON:
@@ -87,6 +119,34 @@ def _gate_boundaries() -> list[tuple[str, Args]]:
         ),
         ("not a memory id", {"id": "123", "callerUserId": "slack:U1", "isAdmin": True}),
         ("no identity", {"id": "mem:user:slack:U1:3", "callerUserId": None, "isAdmin": False}),
+        *_seed_gate_rows(),
+    ]
+
+
+def _seed_gate_rows() -> list[tuple[str, Args]]:
+    """Every case §25 and its validation-table rows name: the own scope for an admin too,
+    org/repo/channel behind the admin gate both ways, another person's scope for a non-admin,
+    strings that are no memory id."""
+    rows: list[tuple[str, str, str | None, bool]] = [
+        ("seed row: own scope, also for an admin", "mem:user:slack:U1:3", "slack:U1", True),
+        ("seed row: org scope, admin", "mem:org:acme:3", "slack:U1", True),
+        ("seed row: repo scope is admin-gated like org", "mem:repo:acme/api:3", "slack:U1", False),
+        (
+            "seed row: channel scope is admin-gated like org",
+            "mem:channel:slack:C1:3",
+            "slack:U1",
+            False,
+        ),
+        ("seed row: channel scope, admin", "mem:channel:slack:C1:3", "slack:U1", True),
+        ("seed row: another person's scope, no admin", "mem:user:slack:U2:3", "slack:U1", False),
+        ("seed row: an id without its number", "mem:org:acme", "slack:U1", True),
+        ("seed row: an id whose number is not digits", "mem:org:acme:x", "slack:U1", True),
+        ("seed row: an empty id", "", "slack:U1", True),
+        ("seed row: a shared scope for an admin without identity", "mem:org:acme:3", None, True),
+    ]
+    return [
+        (comment, {"id": rid, "callerUserId": caller, "isAdmin": admin})
+        for comment, rid, caller, admin in rows
     ]
 
 

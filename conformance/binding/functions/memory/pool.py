@@ -19,6 +19,7 @@ from conformance.binding.functions.common import (
     queries,
     rec,
 )
+from conformance.binding.functions.memory.parameters import TAU_NOTE, TAU_REFERENCE
 from conformance.binding.functions.memory.scopes import KINDS, SCOPE_KIND, UNKNOWN_KIND_NOTE
 from conformance.binding.judge import Judged, ok, widened
 from reference.memory.budget import apply_budget
@@ -26,7 +27,7 @@ from reference.memory.containment import render_memory_block, scope_resource
 from reference.memory.pool import memory_context_block, pool_records
 from reference.memory.records import MemoryRecord
 from reference.memory.scopes import ScopeError, list_scope_keys, scope_kind
-from reference.memory.scoring import score_record
+from reference.memory.scoring import TAU_MS, score_record, seed_taus
 
 
 def _retrieved(a: Args) -> dict[str, list[JSON]]:
@@ -55,11 +56,11 @@ def _context_block(a: Args) -> JSON:
         raise Refused(str(exc)) from exc
 
 
-def _pooled_orders(a: Args, keys: list[str]) -> list[list[MemoryRecord]]:
+def _pooled_orders(a: Args, keys: list[str], tau: float = TAU_MS) -> list[list[MemoryRecord]]:
     """Every pool the seed allows over the scopes ``keys``: the union sorted by score, stably,
     with org's records first on equal scores -- the other scopes' records in any scope order
     (implementation-defined: the seed fixes only "org first on ties"), each scope's records in
-    the order its retrieve gave them."""
+    the order its retrieve gave them; scores with the recency time constant ``tau``."""
     retrieved = _retrieved(a)
     query, now = a["query"], int(a["now"])
     ordered = list_scope_keys(keys)
@@ -68,8 +69,16 @@ def _pooled_orders(a: Args, keys: list[str]) -> list[list[MemoryRecord]]:
     out = []
     for perm in itertools.permutations(rest):
         union = [r for k in (*org, *perm) for r in retrieved[k]]
-        out.append(sorted(union, key=lambda r: -score_record(query, r, now)))
+        out.append(sorted(union, key=lambda r: -score_record(query, r, now, tau_ms=tau)))
     return out
+
+
+def _taus(a: Args, keys: list[str]) -> tuple[float, ...]:
+    """The τ of the seed's range that between them give every order of the pool's scores
+    (MEM-SCORE.9); the reference's seven days first."""
+    retrieved = _retrieved(a)
+    records = [r for k in keys for r in retrieved[k]]
+    return seed_taus(a["query"], records, int(a["now"]))
 
 
 def _read_judge(a: Args, answer: Callable[[list[MemoryRecord], list[str]], JSON]) -> Judged:
@@ -81,18 +90,22 @@ def _read_judge(a: Args, answer: Callable[[list[MemoryRecord], list[str]], JSON]
     known = [k for k in keys if scope_kind(k) in KINDS]
     limit, max_tokens = int(a["limit"]), int(a["maxTokens"])
 
-    def allowed(over: list[str]) -> list[JSON]:
+    def allowed(over: list[str], taus: tuple[float, ...] = (TAU_MS,)) -> list[JSON]:
         out: list[JSON] = []
-        for pool in _pooled_orders(a, over):
-            o = ok(answer(apply_budget(pool, limit, max_tokens), over))
-            if o not in out:
-                out.append(o)
+        for tau in taus:
+            for pool in _pooled_orders(a, over, tau):
+                o = ok(answer(apply_budget(pool, limit, max_tokens), over))
+                if o not in out:
+                    out.append(o)
         return out
 
     if len(known) < len(keys):
         ref = Judged([_reference_outcome(a, answer)])
         return widened(ref, SCOPE_KIND, allowed(known), None, UNKNOWN_KIND_NOTE)
     judged = Judged(allowed(keys))
+    wide = allowed(keys, _taus(a, keys))
+    if len(wide) > len(judged.allowed):  # another τ of the seed's orders the pool otherwise
+        judged = widened(judged, TAU_REFERENCE, wide, None, TAU_NOTE)
     if not any(scope_kind(k) == "org" for k in keys):
         return outside_domain(judged, "a read without an org scope")
     if not in_range(a["limit"], LIMIT_RANGE):
@@ -231,7 +244,7 @@ FUNCTIONS: tuple[Fn, ...] = (
         ),
         _pool_boundaries,
         _pool_judge,
-        references=("MEM-SCOPE.7", "MEM-SCOPE.8"),
+        references=("MEM-SCOPE.7", "MEM-SCOPE.8", "MEM-SCORE.10"),
         blame=_pool_blame,
     ),
     fn(
@@ -251,7 +264,7 @@ FUNCTIONS: tuple[Fn, ...] = (
         ),
         _pool_boundaries,
         _context_block_judge,
-        references=("MEM-SCOPE.7", "MEM-SCOPE.8"),
+        references=("MEM-SCOPE.7", "MEM-SCOPE.8", "MEM-SCORE.10"),
         blame=_context_blame,
     ),
 )

@@ -27,9 +27,21 @@ from conformance.binding.functions.common import (
     text_boundaries,
     with_now,
 )
-from conformance.binding.judge import Judged, ok
+from conformance.binding.functions.memory.parameters import (
+    TAU_NOTE,
+    TAU_REFERENCE,
+    recency_judge,
+    score_judge,
+)
+from conformance.binding.judge import Judged, ok, widened
 from reference.memory.engine import normalize_text, rank_records
-from reference.memory.scoring import keyword_match, recency_score, score_record, tokenize
+from reference.memory.scoring import (
+    keyword_match,
+    recency_score,
+    score_record,
+    seed_taus,
+    tokenize,
+)
 
 
 def _tokenize(a: Args) -> JSON:
@@ -57,18 +69,35 @@ def _rank(a: Args) -> JSON:
     return [r.id for r in rank_records(recs, a["query"], int(a["limit"]), int(a["now"]))]
 
 
-def _rank_judge(a: Args) -> Judged:
-    """Ties in any order, and any of them where the limit cuts through (MEM-SCORE.5)."""
+def _tie_groups(a: Args, tau: float) -> dict[str, JSON]:
+    """The ``tie_groups`` checker of the ranking with the recency time constant ``tau``."""
     recs = memory_records(a["records"])
     query, now, limit = a["query"], int(a["now"]), int(a["limit"])
     hits = [r for r in recs if tokenize(query) and keyword_match(query, r) > 0]
     by_score: dict[float, list[str]] = {}
     for r in hits:
-        by_score.setdefault(score_record(query, r, now), []).append(r.id)
+        by_score.setdefault(score_record(query, r, now, tau_ms=tau), []).append(r.id)
     groups = [by_score[s] for s in sorted(by_score, reverse=True)]
     length = min(max(limit, 0), len(hits))
+    return {"name": "tie_groups", "groups": groups, "length": length}
+
+
+def _rank_judge(a: Args) -> Judged:
+    """Ties in any order, and any of them where the limit cuts through (MEM-SCORE.5) -- under
+    every τ the seed admits (MEM-SCORE.9): where another τ orders the scores otherwise, the
+    answer may follow it, a deviation from the reference's seven days (MEM-SCORE.10)."""
+    recs = memory_records(a["records"])
+    hits = [r for r in recs if tokenize(a["query"]) and keyword_match(a["query"], r) > 0]
+    checkers: list[dict[str, JSON]] = []
+    for tau in seed_taus(a["query"], hits, int(a["now"])):
+        checker = _tie_groups(a, tau)
+        if checker not in checkers:
+            checkers.append(checker)
     ref = ok(_rank(a))
-    judged = Judged([ref], {"name": "tie_groups", "groups": groups, "length": length})
+    judged = Judged([ref], checkers[0])
+    if len(checkers) > 1:
+        rule = {"anyOf": [{"tieGroups": {k: c[k] for k in ("groups", "length")}} for c in checkers]}
+        judged = widened(judged, TAU_REFERENCE, [], {"name": "rule", "rule": rule}, TAU_NOTE)
     if not in_range(a["limit"], LIMIT_RANGE):
         return outside_domain(judged, f"limit {a['limit']}")
     return judged
@@ -157,6 +186,17 @@ def _rank_boundaries() -> list[tuple[str, Args]]:
         ("substring never hits", {"records": [d], "query": "a", "limit": 8}),
         ("recency decides equal matches", {"records": [a, e], "query": "deploy", "limit": 8}),
         ("empty input", {"records": [], "query": "deploy", "limit": 8}),
+        (
+            "which of two comes first depends on tau: 2 of 3 tokens fresh, 3 of 3 ten days old",
+            {
+                "records": [
+                    rec("mem:org:acme:6", "deploy friday", createdAt=NOW),
+                    rec("mem:org:acme:7", "deploy friday staging", createdAt=NOW - 10 * DAY),
+                ],
+                "query": "deploy friday staging",
+                "limit": 1,
+            },
+        ),
     ]
 
 
@@ -205,20 +245,24 @@ FUNCTIONS: tuple[Fn, ...] = (
     fn(
         "recencyScore",
         MEMORY,
-        ("MEM-SCORE.3",),
+        ("MEM-SCORE.3", "MEM-SCORE.9"),
         "exp(-age/tau) from lastUsedAt ?? createdAt",
         _recency,
         st.fixed_dictionaries({"record": REC, "now": st.just(NOW)}),
         _rec_boundaries,
+        recency_judge,
+        references=TAU_REFERENCE,
     ),
     fn(
         "scoreRecord",
         MEMORY,
-        ("MEM-SCORE.1",),
+        ("MEM-SCORE.1", "MEM-SCORE.9"),
         "0.7 keywordMatch + 0.3 recency",
         _score,
         st.fixed_dictionaries({"query": queries, "record": REC, "now": st.just(NOW)}),
         lambda: with_now(_score_boundaries()),
+        score_judge,
+        references=TAU_REFERENCE,
     ),
     fn(
         "rankRecords",
@@ -231,7 +275,7 @@ FUNCTIONS: tuple[Fn, ...] = (
         ),
         lambda: with_now(_rank_boundaries()),
         _rank_judge,
-        references=("MEM-SCOPE.8",),
+        references=("MEM-SCOPE.8", *TAU_REFERENCE),
         blame=_rank_blame,
     ),
 )
