@@ -43,6 +43,7 @@ from typing import Any
 from conformance.clauses import Clause, load_clauses
 from conformance.machines import MachineResult, finding_key
 from conformance.report.expect import Expectation, match
+from conformance.report.verdict import run_exit_code
 from conformance.runner import ScenarioResult
 from conformance.sources import DEFAULT_LEVEL, only_reference, source_of
 from conformance.version import provenance, specs_dir
@@ -180,7 +181,7 @@ class RunReport:  # long: one field per part of report.json the run fills in
         return [f for f in self.failing() if self.expected_by(f[1], f[2]) is None]
 
     def exit_code(self) -> int:
-        return 1 if self.unexpected() else 0
+        return run_exit_code([f[3] for f in self.unexpected()])
 
     def clause_rows(self) -> list[dict[str, Any]]:
         items: list[Tally] = []
