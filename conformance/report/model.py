@@ -138,6 +138,9 @@ class RunReport:  # long: one field per part of report.json the run fills in
     expect_file: str | None = None
     replays: dict[str, str] = field(default_factory=dict)  # result key -> replay file (relative)
     notes: list[str] = field(default_factory=list)
+    #: wall seconds of each phase of the run ("corpus", "memory probes", "ledger machine", ...);
+    #: phases may overlap (see ``docs/architecture.md``)
+    phases: dict[str, float] = field(default_factory=dict)
     level: str = DEFAULT_LEVEL  # --level: "reference" fails the run on a deviation too
 
     # -- derived ----------------------------------------------------------------------------
@@ -281,6 +284,7 @@ class RunReport:  # long: one field per part of report.json the run fills in
                 "steps": steps,
             },
             "notes": self.notes,
+            "phases": {k: round(v, 3) for k, v in self.phases.items()},
         }
 
     def _scenario_json(
