@@ -3,7 +3,7 @@
 Schema ``memspec-report/1`` (``report.json``)::
 
     schema, memspec_version, spec_revision, corpus_revision, run_id, started_at, finished_at,
-    duration_s, exit_code
+    duration_s, exit_code (0 conformant, 1 not, 3 indeterminate: conformance.report.verdict)
     target        {url, label, token: "set"|"none", timeout_s, declared, denied}   — never the token
     level         "seed" | "reference"                 — --level: what fails the run
     options       {spec, profile, seed, allow_dirty, expect}
@@ -25,6 +25,8 @@ Schema ``memspec-report/1`` (``report.json``)::
     divergences   [{source, name, protocol, clauses, step, op, reason, expected, exchange,
                     replay, expected_by}]
     expectations  {file, entries, stale: [{entry, status}]}
+    phases        {phase: wall seconds}                — "corpus" (or "memory corpus", "ledger
+                    corpus" on tracks), "<protocol> probes", "<protocol> machine"
     summary       {scenarios: {verdict: n}, probes: {verdict: n}, contract: {verdict: n},
                   machines: {verdict: n},
                    divergences, deviations, unexpected,
