@@ -37,7 +37,7 @@ def _run(jobs: int, out: Path) -> dict[str, Any]:
 
 
 @pytest.mark.slow
-@pytest.mark.clause("MEM-SCORE.1", "LED-VALID.1")
+@pytest.mark.clause("MEM-SCORE.1", "LED-INT.3")
 def test_tracks_change_no_result(tmp_path: Path) -> None:
     in_turn = _run(1, tmp_path / "one")
     tracks = _run(3, tmp_path / "three")
