@@ -37,7 +37,7 @@ from pathlib import Path
 
 from conformance.cli import main as memspec_main
 
-VERDICTS = {0: "conformant", 1: "not-conformant"}
+VERDICTS = {0: "conformant", 1: "not-conformant", 3: "indeterminate"}
 TOKEN_VAR = "MEMSPEC_TOKEN"
 
 

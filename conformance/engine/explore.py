@@ -5,6 +5,7 @@ to confirm it -- protocols side by side when there are lanes to spare."""
 from __future__ import annotations
 
 import importlib
+import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
@@ -32,6 +33,8 @@ class Explored:
     clauses: tuple[str, ...] = ()
     replays: dict[str, Scenario] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    #: wall seconds of the probes and of the machine (its findings confirmed included)
+    phases: dict[str, float] = field(default_factory=dict)
 
 
 def explore(
@@ -49,8 +52,10 @@ def explore(
     """The transport probes (one step each, reported apart from the machine),
     then the machine on the protocol's lanes, then each finding confirmed."""
     done = Explored(protocol)
+    started = time.monotonic()
     if shard.index == 1:  # the probes belong to one shard only
         done.probes = run_probes(protocol, driver, on_step=lambda _r, o: observer.step(o))
+        done.phases[f"{protocol} probes"] = time.monotonic() - started
     for r in done.probes:
         if r.verdict in ("fail", "deviate", "indeterminate"):
             steps = [o.to_json() for o in r.outcomes]
@@ -68,6 +73,7 @@ def explore(
         )
         return done
     name = finding_key(protocol, 0)
+    started = time.monotonic()
 
     def is_expected(clauses: tuple[str, ...]) -> bool:
         return match(expected, name, list(clauses)) is not None
@@ -87,6 +93,7 @@ def explore(
     )
     done.result = result
     _confirm(done, driver, observer)
+    done.phases[f"{protocol} machine"] = time.monotonic() - started
     return done
 
 

@@ -5,12 +5,21 @@ The phases, in order: the drivers (one per protocol, the ``--jobs`` lanes, worke
 the corpus, the state machines (:mod:`conformance.engine.explore`), the contract, the report;
 then, when asked, the concurrent check (:mod:`conformance.engine.concurrent`) and the upkeep of
 the expectations file.  The observer hears every phase, scenario and step, then the report.
+
+With ``--jobs`` above 1 and both protocols, each protocol runs on a *track* of its own: its
+corpus, then its probes and machine, the two tracks side by side -- so the ledger's machine
+(which has one store instance and waits on the store's answers) starts while the memory corpus
+still runs, rather than after it.  The tracks share nothing but the target (each protocol its
+own lanes and scopes); the results are put back in the order of the run in turn (the corpus in
+corpus order, then each protocol's probes), so the report does not depend on the scheduling.
+``report.json`` ``phases`` records each phase's wall seconds (overlapping ones included).
 """
 
 from __future__ import annotations
 
 import io
 import time
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,7 +36,7 @@ from conformance.engine.drivers import (
     shared_lanes,
     start_workers,
 )
-from conformance.engine.explore import explore_all
+from conformance.engine.explore import Explored, explore_all
 from conformance.engine.observer import Observer
 from conformance.errors import UsageError
 from conformance.machines.profiles import Profile
@@ -35,7 +44,7 @@ from conformance.report import RunReport, with_transcript, write_report
 from conformance.report.expect import Checked, checked_from_report, maintain
 from conformance.report.merge import mark_shard_finished, mark_shard_started, shard_report_options
 from conformance.report.model import now_iso
-from conformance.runner import load_corpus, run_scenarios
+from conformance.runner import ScenarioResult, load_corpus, run_scenarios
 from conformance.scenario import Scenario, ScenarioError
 from conformance.session import new_run_id
 from conformance.shard import base_run_id, select_scenarios, shard_run_id
@@ -157,8 +166,11 @@ class _Pipeline:
         extra: list[Driver] = []
         try:
             extra = self._lanes(report)
-            self._corpus(report)
-            self._machines(report)
+            if self._on_tracks():
+                self._tracks(report)
+            else:
+                self._corpus(report)
+                self._machines(report)
             self._contract(report)
             self._scopes(report)
         finally:
@@ -240,26 +252,79 @@ class _Pipeline:
     def _corpus(self, report: RunReport) -> None:
         if not self.plan.scenarios:
             return
+        self.observer.phase_started("corpus")
+        started = time.monotonic()
+        report.scenarios = self._scenarios(self.lanes, self.plan.scenarios)
+        report.phases["corpus"] = time.monotonic() - started
+        self._replays_of(report.scenarios)
+
+    def _scenarios(
+        self, lanes: dict[str, list[Driver]], scenarios: list[tuple[Scenario, str]]
+    ) -> list[ScenarioResult]:
         observer = self.observer
-        observer.phase_started("corpus")
-        report.scenarios = run_scenarios(
-            self.lanes,
-            self.plan.scenarios,
+        return run_scenarios(
+            lanes,
+            scenarios,
             on_step=lambda _r, o: observer.step(o),
             on_result=lambda _r: observer.scenario_done(),
             on_begin=lambda _s: observer.scenario_started(),
         )
-        for r in report.scenarios:
+
+    def _replays_of(self, results: list[ScenarioResult]) -> None:
+        for r in results:
             if r.verdict in ("fail", "deviate", "indeterminate"):
                 steps = [o.to_json() for o in r.outcomes]
                 self.replays[f"scenario:{r.name}"] = with_transcript(r.scenario, steps)
 
-    def _machines(self, report: RunReport) -> None:
+    def _on_tracks(self) -> bool:
+        """Whether each protocol runs its corpus and its machine on a track of its own, the
+        protocols side by side (see the module's docstring)."""
         config = self.config
-        if not config.machines:
+        return config.jobs > 1 and config.machines and len(self.drivers) > 1
+
+    def _tracks(self, report: RunReport) -> None:
+        """Per protocol, its corpus then its probes and machine; the protocols side by side.
+        The results go into ``report`` in the order :meth:`_corpus` then :meth:`_machines`
+        would have put them."""
+        self.observer.phase_started("corpus and machines")
+        order = {id(s): i for i, (s, _) in enumerate(self.plan.scenarios)}
+        protocols = list(self.drivers)
+        # Scenarios of a protocol without a driver are skipped (run_scenarios says why).
+        alone = [(s, p) for s, p in self.plan.scenarios if s.protocol not in self.drivers]
+
+        def track(protocol: str) -> tuple[list[ScenarioResult], list[Explored], dict[str, float]]:
+            phases: dict[str, float] = {}
+            mine = [(s, p) for s, p in self.plan.scenarios if s.protocol == protocol]
+            started = time.monotonic()
+            results = self._scenarios({protocol: self.lanes.get(protocol, [])}, mine)
+            if mine:
+                phases[f"{protocol} corpus"] = time.monotonic() - started
+            explored = self._explore({protocol: self.drivers[protocol]})
+            return results, explored, phases
+
+        with ThreadPoolExecutor(len(protocols), thread_name_prefix="memspec-track") as pool:
+            futures = [pool.submit(track, p) for p in protocols]
+            while not all(f.done() for f in futures):  # bounded waits: Ctrl-C is seen at once
+                wait(futures, timeout=0.2)
+            done = [f.result() for f in futures]
+        corpus = self._scenarios({}, alone) if alone else []
+        for results, _, phases in done:
+            corpus += results
+            report.phases.update(phases)
+        corpus.sort(key=lambda r: order.get(id(r.scenario), len(order)))
+        report.scenarios = corpus
+        self._replays_of(corpus)
+        self._record_explored(report, [e for _, explored, _ in done for e in explored])
+
+    def _machines(self, report: RunReport) -> None:
+        if not self.config.machines:
             return
-        explored = explore_all(
-            self.drivers,
+        self._record_explored(report, self._explore(self.drivers))
+
+    def _explore(self, drivers: dict[str, Driver]) -> list[Explored]:
+        config = self.config
+        return explore_all(
+            drivers,
             self.lanes,
             jobs=config.jobs,
             window=config.window,
@@ -269,10 +334,13 @@ class _Pipeline:
             expected=list(config.expectations),
             observer=self.observer,
         )
+
+    def _record_explored(self, report: RunReport, explored: list[Explored]) -> None:
         for done in explored:
             report.scenarios.extend(done.probes)
             self.replays.update(done.replays)
             self.notes.extend(done.notes)
+            report.phases.update(done.phases)
             if done.result is not None:
                 report.machine_clauses[done.protocol] = done.clauses
                 report.machines.append(done.result)

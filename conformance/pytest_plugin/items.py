@@ -132,7 +132,10 @@ class MemspecScenarioItem(MemspecItem):
         verb = {
             "fail": "diverges",
             "deviate": "differs from the reference implementation (--memspec-level reference)",
-        }.get(result.verdict, "could not be judged")
+        }.get(
+            result.verdict,
+            "is INDETERMINATE (no answer from the target: a transport verdict, not a divergence)",
+        )
         where = f" at step {step.index} ({step.op})" if step is not None else f": {result.reason}"
         lines = [f"memspec {self.protocol} scenario {self.scenario.name} {verb}{where}"]
         lines.append(f"  scenario:      {self.source}")

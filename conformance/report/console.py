@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, TextIO
 
 from conformance.jsonutil import head_json
+from conformance.report.verdict import EXIT_INDETERMINATE, verdict_text
 from conformance.scrub import clean, escape_unsafe
 from conformance.scrub import shown as shown_text
 
@@ -70,7 +71,12 @@ def print_summary(
     out.write(f"\nrun {data['run_id']} wrote into {scopes} scope key(s), all listed in the report")
     out.write(f"; report in {report_dir}/\n" if report_dir else "\n")
     devs = data.get("deviations") or []
-    verdict = "CONFORMANT" if data["exit_code"] == 0 else "NOT CONFORMANT"
+    verdict = verdict_text(data["exit_code"])
+    if data["exit_code"] == EXIT_INDETERMINATE:
+        verdict += (
+            f": {data['summary'].get('indeterminate', 0)} result(s) got no answer from the"
+            " target (a transport verdict, not the store's failure; run again)"
+        )
     if data["exit_code"] == 0 and data["divergences"]:
         verdict += " (only expected divergences)"
     if devs:

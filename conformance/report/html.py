@@ -17,6 +17,7 @@ from typing import Any
 
 from conformance.report.console import said_line
 from conformance.report.timeline import timeline_html
+from conformance.report.verdict import verdict_text
 from conformance.scrub import REASON_LIMIT, shown
 
 CSS = """
@@ -155,11 +156,12 @@ def report_html(data: dict[str, Any]) -> str:
 def _head_html(data: dict[str, Any]) -> list[str]:
     """The page's head and the run's verdict, target, counts, options and capabilities."""
     ok = data["exit_code"] == 0
+    verdict = verdict_text(data["exit_code"]).capitalize()
     s = data["summary"]
     parts = [
         "<!doctype html><html lang='en'><head><meta charset='utf-8'>",
         f"<title>memspec report {escape(data['run_id'])}</title><style>{CSS}</style></head><body>",
-        f"<h1 class='{'ok' if ok else 'bad'}'>{'Conformant' if ok else 'Not conformant'}</h1>",
+        f"<h1 class='{'ok' if ok else 'bad'}'>{verdict}</h1>",
         "<p>",
         f"target <code>{escape(str(data['target'].get('label') or data['target'].get('url')))}"
         "</code> · ",

@@ -34,6 +34,7 @@ from conformance.report.expect import Expectation, match
 from conformance.report.html import report_html
 from conformance.report.junit import junit_xml
 from conformance.report.model import SCHEMA, Tally, clause_table
+from conformance.report.verdict import run_exit_code
 from conformance.shard import Shard
 from conformance.vocabulary import ResultVerdict
 
@@ -276,9 +277,7 @@ def merge_reports(shards: list[tuple[Path, dict[str, Any]]]) -> dict[str, Any]:
     level = first.get("level", "seed")
     results = [*scenarios, *machines]
     failing = [r for r in results if r["verdict"] in ("fail", "indeterminate")]
-    unexpected = [r for r in failing if not r.get("expected_by")]
-    if level == "reference":  # a deviation fails the run too, unless an expectation names it
-        unexpected += [d for d in deviations if not d.get("expected_by")]
+    unexpected = _unexpected(failing, deviations, level)
     rows = clause_rows(scenarios, machines)
     capabilities, scopes, targets = _shard_targets(shards)
     options = {k: v for k, v in first["options"].items() if k != "shard"}
@@ -290,7 +289,7 @@ def merge_reports(shards: list[tuple[Path, dict[str, Any]]]) -> dict[str, Any]:
         "started_at": min(data["started_at"] for _, data in shards),
         "finished_at": max(data["finished_at"] for _, data in shards),
         "duration_s": max(data["duration_s"] for _, data in shards),
-        "exit_code": 1 if unexpected else 0,
+        "exit_code": run_exit_code([str(r.get("verdict")) for r in unexpected]),
         "level": level,
         "target": _merged_target(first, targets, len(shards)),
         "options": options,
@@ -327,6 +326,17 @@ def _protocol_order(shards: list[tuple[Path, dict[str, Any]]]) -> dict[str, int]
             if p not in protocols:
                 protocols.append(p)
     return {p: i for i, p in enumerate(["memory", "ledger", *protocols])}
+
+
+def _unexpected(
+    failing: list[dict[str, Any]], deviations: list[dict[str, Any]], level: str
+) -> list[dict[str, Any]]:
+    """The failing results no expectation accepts, and at level ``reference`` the deviations
+    none accepts (each with the verdict ``deviate``: a deviation fails the run too)."""
+    out = [r for r in failing if not r.get("expected_by")]
+    if level == "reference":
+        out += [{**d, "verdict": "deviate"} for d in deviations if not d.get("expected_by")]
+    return out
 
 
 def _merged_found(

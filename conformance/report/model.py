@@ -3,7 +3,7 @@
 Schema ``memspec-report/1`` (``report.json``)::
 
     schema, memspec_version, spec_revision, corpus_revision, run_id, started_at, finished_at,
-    duration_s, exit_code
+    duration_s, exit_code (0 conformant, 1 not, 3 indeterminate: conformance.report.verdict)
     target        {url, label, token: "set"|"none", timeout_s, declared, denied}   — never the token
     level         "seed" | "reference"                 — --level: what fails the run
     options       {spec, profile, seed, allow_dirty, expect}
@@ -25,6 +25,8 @@ Schema ``memspec-report/1`` (``report.json``)::
     divergences   [{source, name, protocol, clauses, step, op, reason, expected, exchange,
                     replay, expected_by}]
     expectations  {file, entries, stale: [{entry, status}]}
+    phases        {phase: wall seconds}                — "corpus" (or "memory corpus", "ledger
+                    corpus" on tracks), "<protocol> probes", "<protocol> machine"
     summary       {scenarios: {verdict: n}, probes: {verdict: n}, contract: {verdict: n},
                   machines: {verdict: n},
                    divergences, deviations, unexpected,
@@ -43,6 +45,7 @@ from typing import Any
 from conformance.clauses import Clause, load_clauses
 from conformance.machines import MachineResult, finding_key
 from conformance.report.expect import Expectation, match
+from conformance.report.verdict import run_exit_code
 from conformance.runner import ScenarioResult
 from conformance.sources import DEFAULT_LEVEL, only_reference, source_of
 from conformance.version import provenance, specs_dir
@@ -137,6 +140,9 @@ class RunReport:  # long: one field per part of report.json the run fills in
     expect_file: str | None = None
     replays: dict[str, str] = field(default_factory=dict)  # result key -> replay file (relative)
     notes: list[str] = field(default_factory=list)
+    #: wall seconds of each phase of the run ("corpus", "memory probes", "ledger machine", ...);
+    #: phases may overlap (see ``docs/architecture.md``)
+    phases: dict[str, float] = field(default_factory=dict)
     level: str = DEFAULT_LEVEL  # --level: "reference" fails the run on a deviation too
 
     # -- derived ----------------------------------------------------------------------------
@@ -180,7 +186,7 @@ class RunReport:  # long: one field per part of report.json the run fills in
         return [f for f in self.failing() if self.expected_by(f[1], f[2]) is None]
 
     def exit_code(self) -> int:
-        return 1 if self.unexpected() else 0
+        return run_exit_code([f[3] for f in self.unexpected()])
 
     def clause_rows(self) -> list[dict[str, Any]]:
         items: list[Tally] = []
@@ -280,6 +286,7 @@ class RunReport:  # long: one field per part of report.json the run fills in
                 "steps": steps,
             },
             "notes": self.notes,
+            "phases": {k: round(v, 3) for k, v in self.phases.items()},
         }
 
     def _scenario_json(

@@ -502,6 +502,66 @@ def _answer_waiting(sock: socket.socket, wait: float) -> bool:
         return True  # the socket is gone: read whatever answer came
 
 
+#: A request at least this long is sent piece by piece, watching for an early answer.
+WATCH_FROM = 65536
+#: The most bytes one ``send`` of such a request writes.
+WATCH_PIECE = 65536
+#: Bytes an early answer is read with under TLS (the rest is read by the answer's parser).
+RECV_NOW = 65536
+
+
+def _send_watching(sock: socket.socket, data: bytes) -> tuple[bool, bytes]:
+    """Send ``data`` while watching for an answer, as curl does: a target may answer before it
+    has read the whole body (a 413 for a body over the size fence) and stop reading, or close.
+    When anything arrives before the last byte is written, sending stops and the answer is
+    read -- it is the request's answer (RFC 9112 9.3: a client that sees an answer while
+    sending should stop sending).  Without this, the client would block writing into a
+    connection nobody reads until its deadline, or push the rest of the body into a connection
+    the target closed, whose reset can overtake the answer on its way through an intermediary.
+
+    (True, b"") when all was written; (False, bytes of the answer already read) when an answer
+    or the target's close came first.  Under TLS a record without data (a session ticket) is
+    no answer: sending goes on.  The watchdog ends a wait at the request's deadline (it shuts
+    the socket down, which wakes the poll)."""
+    view = memoryview(data)
+    tls = isinstance(sock, ssl.SSLSocket)
+    poller = select.poll()
+    poller.register(sock, select.POLLIN | select.POLLOUT)
+    while view:
+        if isinstance(sock, ssl.SSLSocket) and sock.pending():
+            return False, b""
+        events = 0
+        for _, ev in poller.poll():
+            events |= ev
+        if events & (select.POLLIN | select.POLLERR | select.POLLHUP | select.POLLNVAL):
+            if not tls:
+                return False, b""
+            got = _tls_data_now(sock)
+            if got is None:
+                continue  # a record that carries no data: not an answer
+            return False, got
+        n = sock.send(view[:WATCH_PIECE])
+        view = view[n:]
+    return True, b""
+
+
+def _tls_data_now(sock: socket.socket) -> bytes | None:
+    """Application data (or b"" at the close) a TLS socket has now, read without waiting;
+    None when what came was no data (a session ticket)."""
+    try:
+        sock.setblocking(False)
+        return sock.recv(RECV_NOW)
+    except (ssl.SSLWantReadError, ssl.SSLWantWriteError, BlockingIOError):
+        return None
+    except OSError:
+        return b""
+    finally:
+        try:
+            sock.setblocking(True)
+        except OSError:
+            pass
+
+
 def _bound_each_call(sock: socket.socket, seconds: float) -> None:
     """The kernel's send and receive timeout: no single blocking call on ``sock`` outlives
     ``seconds`` (a second bound behind the watchdog; where the platform refuses, the watchdog
@@ -1107,22 +1167,17 @@ class HttpTarget:  # long: the connection, TLS, deadline watchdog and pipelining
             if keep:
                 self._conn = sock
         reusable = False
+        whole = True  # the request was written to its end
         try:
             if not sent:
-                try:
-                    sock.sendall(wire)
-                    if held and not _answer_waiting(sock, min(HOLD_S, self.config.timeout_s / 2)):
-                        sock.sendall(held)
-                except (BrokenPipeError, ConnectionResetError, ssl.SSLEOFError):
-                    # The target may answer before it has read the whole body (an early 413)
-                    # and close: read whatever answer it sent.
-                    pass
+                whole, pending = self._write_request(sock, wire, held)
             answer = read_answer(sock, pending, method, self.config.max_response_bytes, deadline)
             if self._watchdog.fired:
                 raise _Deadline()
             # Bytes past the answer are the pipelined request's answer -- or, when nothing was
             # pipelined, bytes no request asked for: then the connection is not used again.
-            reusable = keep and answer.reusable and (pipelined or not answer.rest)
+            # A request cut short by an early answer leaves the connection unusable too.
+            reusable = keep and whole and answer.reusable and (pipelined or not answer.rest)
             if pipelined and reusable:
                 self._inflight = (sock, answer.rest)
             # A target that closes after this answer must not read what came behind it
@@ -1135,6 +1190,30 @@ class HttpTarget:  # long: the connection, TLS, deadline watchdog and pipelining
                     self._drop()
                 else:
                     sock.close()
+
+    def _write_request(self, sock: socket.socket, wire: bytes, held: bytes) -> tuple[bool, bytes]:
+        """Write ``wire``, then ``held`` unless an answer came first: (written to its end,
+        bytes of an answer already read)."""
+        try:
+            whole, pending = self._write(sock, wire)
+            if not held or not whole:
+                return whole, pending
+            if _answer_waiting(sock, min(HOLD_S, self.config.timeout_s / 2)):
+                return False, b""
+            return self._write(sock, held)
+        except (BrokenPipeError, ConnectionResetError, ssl.SSLEOFError):
+            # The target may answer before it has read the whole body (an early 413) and
+            # close: read whatever answer it sent.
+            return False, b""
+
+    @staticmethod
+    def _write(sock: socket.socket, data: bytes) -> tuple[bool, bytes]:
+        """Write ``data``; a long request is sent watching for an early answer
+        (:func:`_send_watching`): (written to its end, bytes of an answer already read)."""
+        if len(data) < WATCH_FROM:
+            sock.sendall(data)
+            return True, b""
+        return _send_watching(sock, data)
 
     def _drop(self) -> None:
         self._inflight = None  # (write_ahead's queued answers then fail, in order)

@@ -94,7 +94,12 @@ def test_verdicts_outputs_and_the_leak_guard(
 
         return run
 
-    for code, verdict in ((0, "conformant"), (1, "not-conformant"), (2, "error")):
+    for code, verdict in (
+        (0, "conformant"),
+        (1, "not-conformant"),
+        (2, "error"),
+        (3, "indeterminate"),
+    ):
         gh_out.unlink(missing_ok=True)
         monkeypatch.setattr(action, "memspec_main", fake(code))
         assert action.main([]) == 0 and action.main(["--strict"]) == code

@@ -628,7 +628,6 @@ class LedgerDriver:  # long: the model, its correspondences, its clock and the w
             not self.can_go_ahead()
             or op is None
             or step.op == "raw"
-            or step.expect
             or self._setup_error is not None
             or step_requires(step) - self._caps
         ):

@@ -63,6 +63,7 @@ from conformance.drivers.memory.raw import (
     _json_media_type,
     _not_observable,
     build_raw,
+    sent_again,
 )
 from conformance.drivers.memory.steps import DEFAULT_CLAUSES, infer_requires, step_requires
 from conformance.errors import TargetError
@@ -518,6 +519,21 @@ class MemoryDriver:  # long: the oracle, the run's scopes and symbols, the clock
         req = build_raw(args, self._caps, self._check_body)
 
         def send() -> Exchange:
+            ex = send_once()
+            if not sent_again(req, ex):
+                return ex
+            # No answer at all, on a route that changes nothing: a transport accident (an
+            # intermediary that lost an early answer), tried once more on a fresh connection.
+            again = send_once()
+            if again.status is not None:
+                return again
+            return replace(
+                again,
+                transport_error=f"{again.transport_error} (sent twice, on two connections; the"
+                f" first got no answer either: {ex.transport_error})",
+            )
+
+        def send_once() -> Exchange:
             method, path, raw, parsed = req.method, req.path, req.raw, req.parsed
             headers, auth, chunked = req.headers, req.auth, req.chunked
             if RAW_HTTP in self._caps:

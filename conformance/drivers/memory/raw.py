@@ -87,6 +87,22 @@ def build_raw(
     return RawRequest(method, path, auth, raw, parsed, headers, content_length, chunked)
 
 
+#: The routes a request changes nothing on: a raw request to one that got no answer is sent
+#: once more (:func:`sent_again`).
+READ_ONLY = frozenset({"/retrieve", "/list", "/healthz"})
+
+
+def sent_again(req: RawRequest, ex: Exchange) -> bool:
+    """Whether a raw step is sent once more, on a fresh connection: it got no HTTP answer at
+    all (the connection closed or was reset; not a timeout, not a request the client could not
+    send) and its route changes nothing, so a second copy cannot be carried out twice.  The
+    case: a body the store answers before reading it (the size fence's early 413) and closes
+    on, whose answer an intermediary lost when the store's reset overtook it."""
+    if ex.status is not None or ex.timed_out or ex.unsendable:
+        return False
+    return req.path.split("?", 1)[0] in READ_ONLY
+
+
 def _raw_body(body_arg: Any) -> tuple[bytes, Any]:
     """A ``raw`` step's body bytes (a string sent as UTF-8 byte for byte, any other JSON value
     serialized) and the JSON it parses to (``None``: none)."""
