@@ -55,6 +55,18 @@ ENTRIES: tuple[Entry, ...] = (
         "the full-text prefilter hands the engine only `limit` bm25-best candidates",
     ),
     _m(
+        "mem-prefilter-flat-cap",
+        ("MEM-STORE.6", "MEM-STORE.2"),
+        "the prefilter hands the engine at most 50 candidates whatever the limit (the floor of"
+        " max(50, 5 x limit) alone), so above limit 10 the engine misses candidates",
+    ),
+    _m(
+        "mem-prefilter-no-floor",
+        ("MEM-STORE.6", "MEM-STORE.2"),
+        "the prefilter hands the engine 5 x limit candidates without the floor of 50, so a"
+        " small limit over more than 5 x limit matches misses candidates",
+    ),
+    _m(
         "mem-prefilter-by-recency",
         ("MEM-STORE.6",),
         "the prefilter orders candidates by recency, not bm25, so a relevant-but-old record"
@@ -114,6 +126,18 @@ ENTRIES: tuple[Entry, ...] = (
         "mem-list-oldest-first",
         ("MEM-STORE.7",),
         "list answers oldest first",
+    ),
+    _m(
+        "mem-scope-key-case-folded",
+        ("MEM-SCOPE.9", "MEM-SCOPE.5"),
+        "the store serves a scope key lower-cased, so keys differing only in letter case share"
+        " one scope",
+    ),
+    _m(
+        "mem-scope-key-nfkc",
+        ("MEM-SCOPE.9", "MEM-SCOPE.5"),
+        "the store serves a scope key NFKC-normalized, so canonically or compatibly equal keys"
+        " (e + U+0301 and U+00E9, U+FB01 and fi) share one scope",
     ),
     _m(
         "mem-forget-any-scope",

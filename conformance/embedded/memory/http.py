@@ -389,7 +389,7 @@ def handle(store: MemoryStore, path: str, raw: bytes) -> Reply:
     try:
         if store.quirks("bom-refused") and raw.startswith(b"\xef\xbb\xbf"):
             raise BadRequest("body starts with a byte-order mark")
-        body = parse_body(raw)
+        body = _routed_scope_key(store, parse_body(raw))
         if store.quirks("null-optional-refused"):
             _refuse_nulls(body)
         return route(store, body)
@@ -398,6 +398,19 @@ def handle(store: MemoryStore, path: str, raw: bytes) -> Reply:
             field_name, _, _ = exc.reason.partition(" ")
             return Reply(400, {"error": f"Bad request: the value of {field_name} is not accepted."})
         return Reply(400, {"error": exc.reason})
+
+
+def _routed_scope_key(store: MemoryStore, body: Any) -> Any:
+    """The body as the store serves it: its ``scopeKey`` as sent (the mutants fold it, as a
+    Worker naming its Durable Object by a normalized key would)."""
+    key = body.get("scopeKey") if isinstance(body, dict) else None
+    if not isinstance(key, str):
+        return body
+    if store.quirks("mem-scope-key-case-folded"):  # mutant: idFromName(key.toLowerCase())
+        key = key.lower()
+    if store.quirks("mem-scope-key-nfkc"):  # mutant: idFromName(key.normalize("NFKC"))
+        key = unicodedata.normalize("NFKC", key)
+    return {**body, "scopeKey": key}
 
 
 _OPTIONAL_IN_BODY = ("query", "cap")

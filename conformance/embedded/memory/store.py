@@ -631,6 +631,10 @@ class MemoryStore:
             )
 
     def _candidate_cap(self, limit: int) -> int:
+        if self.quirks("mem-prefilter-flat-cap"):  # mutant: the floor alone, never 5 x limit
+            return 50
+        if self.quirks("mem-prefilter-no-floor"):  # mutant: 5 x limit, without the floor
+            return 5 * limit
         if self.quirks("candidate-cap-doubled"):
             return 2 * candidate_cap(limit)
         return candidate_cap(limit)
