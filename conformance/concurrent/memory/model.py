@@ -309,7 +309,8 @@ class MemoryModel(MemoryHints):
             rid = record_id(self.scope, draft.n + 1)
             draft.append(mint_record(cand, self.scope, rid, now))
             inserted += 1
-        excess = max(0, draft.active - max(cap, 0))
+        # An empty batch is a no-op, whatever its cap (MEM-CAP.1).
+        excess = max(0, draft.active - max(cap, 0)) if candidates else 0
         live = draft.live() if excess else []
         answer = write_response(WriteResult(inserted, deduped, superseded, excess))
         return answer, (live, excess)

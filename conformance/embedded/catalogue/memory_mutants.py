@@ -256,6 +256,12 @@ ENTRIES: tuple[Entry, ...] = (
         "the cap is judged on the count before the batch, so a batch can leave the scope over it",
     ),
     _m(
+        "mem-empty-batch-evicts",
+        ("MEM-CAP.1",),
+        "an empty /write batch applies its cap: one below the active count evicts (the"
+        " validation table says: empty batch no-op)",
+    ),
+    _m(
         "mem-evicted-not-counted",
         ("MEM-WRITE.6", "MEM-WIRE.13", "MEM-CAP.1"),
         "the write answer reports evicted: 0 even when it evicted",

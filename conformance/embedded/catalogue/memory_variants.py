@@ -81,11 +81,6 @@ ENTRIES: tuple[Entry, ...] = (
         "the prefilter hands the engine 2 x max(50, 5 x limit) candidates",
     ),
     _v(
-        "empty-batch-is-a-no-op",
-        ("MEM-CAP.1",),
-        "an empty /write batch evicts nothing even when its cap is below the active count",
-    ),
-    _v(
         "unresolved-supersedes-dropped",
         ("MEM-RECORD.4",),
         "a supersedes that resolves to no active record is not kept on the new record",

@@ -387,15 +387,15 @@ class MemoryStore:
                     inserted += 1
                 if i == 0 and self._write_hook is not None:
                     self._write_hook()
-            # The cap holds after every batch (even one that only dedups, or an empty one
-            # carrying a lower cap).  The indexed COUNT(*) keeps the under-cap batch from
+            # The cap holds after every batch (even one that only dedups; an empty one is a
+            # no-op, whatever its cap).  The indexed COUNT(*) keeps the under-cap batch from
             # ever fetching the whole active set.
             (active,) = c.execute(
                 "SELECT COUNT(*) FROM records WHERE scope_key = ? AND status = 'active'",
                 (scope_key,),
             ).fetchone()
-            if not candidates and self.quirks("empty-batch-is-a-no-op"):
-                return WriteCounts(0, 0, 0, 0)
+            if not candidates and not self.quirks("mem-empty-batch-evicts"):
+                return WriteCounts(0, 0, 0, 0)  # the validation table's "empty batch no-op"
             evicted = self._evict_over_cap(c, scope_key, active, cap, before)
         return WriteCounts(inserted, deduped, superseded, evicted)
 
