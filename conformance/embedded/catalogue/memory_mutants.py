@@ -128,6 +128,12 @@ ENTRIES: tuple[Entry, ...] = (
         "list answers oldest first",
     ),
     _m(
+        "mem-scope-key-controls-accepted",
+        ("MEM-WIRE.9",),
+        "the scope key is checked for whitespace alone (a /\\s/ test), so a control character"
+        " that is not whitespace (U+0001, U+007F, U+009F) passes",
+    ),
+    _m(
         "mem-scope-key-case-folded",
         ("MEM-SCOPE.9", "MEM-SCOPE.5"),
         "the store serves a scope key lower-cased, so keys differing only in letter case share"
@@ -143,6 +149,13 @@ ENTRIES: tuple[Entry, ...] = (
         "mem-forget-any-scope",
         ("MEM-STORE.8", "MEM-SCOPE.5", "MEM-WIRE.15"),
         "forget finds the record by id alone, so a forget in one scope deletes another's",
+    ),
+    _m(
+        "mem-forget-id-controls-accepted",
+        ("MEM-WIRE.15",),
+        "the forget id is checked for whitespace alone, so an id holding a control character"
+        " that is not whitespace (U+0001, U+007F, U+009F) is looked up (forgotten: false)"
+        " instead of refused",
     ),
     _m(
         "mem-forget-dead-record",

@@ -126,12 +126,17 @@ def parse_body(raw: bytes) -> dict[str, Any]:
 # --------------------------------------------------------------------------- fields
 
 
-def scope_key(body: Mapping[str, Any]) -> str:
+def scope_key(body: Mapping[str, Any], *, whitespace_only: bool = False) -> str:
+    """``scopeKey``, validated (``whitespace_only``: the mutant's ``/\\s/`` test alone)."""
     v = body.get("scopeKey")
     if (
         not isinstance(v, str)
         or not 1 <= js_length(v) <= MAX_KEY
-        or _has_space_or_control(v, format_chars=True)
+        or (
+            any(ch.isspace() or _JS_WS_RE.match(ch) for ch in v)
+            if whitespace_only
+            else _has_space_or_control(v, format_chars=True)
+        )
     ):
         raise BadRequest(
             "scopeKey must be a string of 1-200 characters without whitespace,"
@@ -165,12 +170,17 @@ def cap(body: Mapping[str, Any]) -> int | None:
     return n
 
 
-def forget_id(body: Mapping[str, Any]) -> str:
+def forget_id(body: Mapping[str, Any], *, whitespace_only: bool = False) -> str:
+    """``id`` of ``/forget``, validated (``whitespace_only``: the mutant's ``/\\s/`` test)."""
     v = body.get("id")
     if (
         not isinstance(v, str)
         or not 1 <= js_length(v) <= MAX_KEY
-        or _has_space_or_control(v, format_chars=False, surrogates=False)
+        or (
+            any(ch.isspace() or _JS_WS_RE.match(ch) for ch in v)
+            if whitespace_only
+            else _has_space_or_control(v, format_chars=False, surrogates=False)
+        )
     ):
         raise BadRequest(
             "id must be a string of 1-200 characters without whitespace or control characters"
@@ -305,7 +315,7 @@ def record_json(r: MemoryRecord) -> dict[str, Any]:
 
 
 def _retrieve(store: MemoryStore, body: Mapping[str, Any]) -> Reply:
-    key = scope_key(body)
+    key = scope_key(body, whitespace_only=store.quirks("mem-scope-key-controls-accepted"))
     raw_q = body.get("query")
     if store.quirks("mem-query-4001-accepted") and isinstance(raw_q, str):
         body = {**body, "query": ""} if js_length(raw_q) <= MAX_QUERY + 1 else body
@@ -322,7 +332,7 @@ def _retrieve(store: MemoryStore, body: Mapping[str, Any]) -> Reply:
 
 
 def _write(store: MemoryStore, body: Mapping[str, Any]) -> Reply:
-    key = scope_key(body)
+    key = scope_key(body, whitespace_only=store.quirks("mem-scope-key-controls-accepted"))
     recs = body.get("records")
     if store.quirks("mem-batch-half-applied") and isinstance(recs, list) and len(recs) > 1:
         try:  # mutant: the last candidate is validated after the others were written
@@ -351,7 +361,7 @@ def _write(store: MemoryStore, body: Mapping[str, Any]) -> Reply:
 
 
 def _list(store: MemoryStore, body: Mapping[str, Any]) -> Reply:
-    key = scope_key(body)
+    key = scope_key(body, whitespace_only=store.quirks("mem-scope-key-controls-accepted"))
     n = limit(body)
     q = query(body, required=False)
     found = store.list(key, n, q)
@@ -366,8 +376,8 @@ def _list(store: MemoryStore, body: Mapping[str, Any]) -> Reply:
 
 
 def _forget(store: MemoryStore, body: Mapping[str, Any]) -> Reply:
-    key = scope_key(body)
-    rid = forget_id(body)
+    key = scope_key(body, whitespace_only=store.quirks("mem-scope-key-controls-accepted"))
+    rid = forget_id(body, whitespace_only=store.quirks("mem-forget-id-controls-accepted"))
     # An id holding a lone surrogate names no stored record (none can hold one): false.
     ok = False if _has_surrogate(rid) else store.forget(key, rid)
     if store.quirks("mem-forget-always-true"):  # mutant: the answer ignores the outcome
