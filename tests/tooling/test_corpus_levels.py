@@ -26,8 +26,8 @@ from typing import Any
 import pytest
 
 from conformance.drivers.common import expand_macro, is_macro
-from conformance.drivers.memory.steps import DEFAULT_CLAUSES
 from conformance.drivers.ledger.steps import OPS as LEDGER_OPS
+from conformance.drivers.memory.steps import DEFAULT_CLAUSES
 from conformance.oracle.ledger.clauses import method_clauses
 from conformance.scenario import Scenario, Step, load_scenario
 from conformance.sources import only_reference
