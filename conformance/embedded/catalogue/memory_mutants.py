@@ -296,6 +296,12 @@ ENTRIES: tuple[Entry, ...] = (
         "the query length is counted in code points, so astral characters count once",
     ),
     _m(
+        "mem-cap-0-accepted",
+        ("MEM-WIRE.13",),
+        "write accepts cap 0 (the bound checked as >= 0); a harness probing caps with cap 0"
+        " would take the store for one without caps and skip every cap scenario",
+    ),
+    _m(
         "mem-cap-10001-accepted",
         ("MEM-WIRE.13",),
         "write accepts cap 10001",

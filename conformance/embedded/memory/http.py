@@ -343,7 +343,10 @@ def _write(store: MemoryStore, body: Mapping[str, Any]) -> Reply:
     cands = candidates(body)
     if store.quirks("mem-tighter-field-caps"):  # mutant: its own, tighter caps (MEM-WIRE.21)
         _tighter_caps(cands)
-    c = 10001 if store.quirks("mem-cap-10001-accepted") and body.get("cap") == 10001 else cap(body)
+    c = 10001 if store.quirks("mem-cap-10001-accepted") and body.get("cap") == 10001 else None
+    if store.quirks("mem-cap-0-accepted") and body.get("cap") == 0:
+        c = 0  # mutant: the cap's lower bound is 0 (then an over-cap batch evicts everything)
+    c = cap(body) if c is None else c
     counts = store.write(key, cands, c)
     result = {
         "ok": True,
