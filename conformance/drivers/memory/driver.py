@@ -13,8 +13,9 @@ Ops (``Step.op``) and their ``args``:
     ``Content-Length`` given there is sent verbatim (``null``: no such header; ``{"zero_pad": n}``:
     the true length with leading zeros to ``n`` digits), otherwise the true length is sent.
     ``auth`` is ``true`` (the bearer), ``false`` (none), ``"wrong"``
-    (same length, one character off), ``"scheme"`` (``Basic <token>``) or ``"empty"``
-    (``Bearer `` and nothing).  ``chunked: true`` sends the body with ``Transfer-Encoding:
+    (same length, one character off), ``"scheme"`` (``Basic <token>``), ``"empty"``
+    (``Bearer `` and nothing), ``"prefix"`` (the token less its last character), ``"longer"``
+    (the token and one character more) or ``"case"`` (the token in the other letter case).  ``chunked: true`` sends the body with ``Transfer-Encoding:
     chunked`` and no length — the form any client and any edge passes (no ``raw_http``
     needed; neither is ``Content-Length: null``).  Raw requests go over a fresh socket when the
     target has ``raw_http``.  A raw probe with hand-made framing whose answer came from the

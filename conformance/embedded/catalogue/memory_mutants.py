@@ -327,6 +327,23 @@ ENTRIES: tuple[Entry, ...] = (
         "the bearer is compared as a prefix, so an empty secret ('Bearer ') is let in",
     ),
     _m(
+        "mem-auth-compares-given-length",
+        ("MEM-WIRE.3",),
+        "the bearer is compared over the presented token's length only, so any non-empty"
+        " prefix of the token is let in",
+    ),
+    _m(
+        "mem-auth-compares-token-length",
+        ("MEM-WIRE.3",),
+        "the bearer is compared over the token's length only, so the token with anything"
+        " appended is let in",
+    ),
+    _m(
+        "mem-auth-case-insensitive",
+        ("MEM-WIRE.3",),
+        "the bearer is compared without letter case, so the token in another case is let in",
+    ),
+    _m(
         "mem-auth-before-method",
         ("MEM-WIRE.4", "MEM-WIRE.2"),
         "the bearer is checked before the method (GET /retrieve without a token is 401)",

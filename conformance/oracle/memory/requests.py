@@ -48,6 +48,12 @@ def model_auth_header(auth: Any) -> str | None:
         return f"Basic {MODEL_TOKEN}"
     if auth == "empty":
         return "Bearer "
+    if auth == "prefix":
+        return f"Bearer {MODEL_TOKEN[:-1]}"
+    if auth == "longer":
+        return f"Bearer {MODEL_TOKEN}x"
+    if auth == "case":
+        return f"Bearer {MODEL_TOKEN.swapcase()}"
     raise ValueError(f"unknown auth form {auth!r}")
 
 
