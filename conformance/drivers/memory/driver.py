@@ -15,9 +15,10 @@ Ops (``Step.op``) and their ``args``:
     ``auth`` is ``true`` (the bearer), ``false`` (none), ``"wrong"``
     (same length, one character off), ``"scheme"`` (``Basic <token>``), ``"empty"``
     (``Bearer `` and nothing), ``"prefix"`` (the token less its last character), ``"longer"``
-    (the token and one character more) or ``"case"`` (the token in the other letter case).  ``chunked: true`` sends the body with ``Transfer-Encoding:
-    chunked`` and no length — the form any client and any edge passes (no ``raw_http``
-    needed; neither is ``Content-Length: null``).  Raw requests go over a fresh socket when the
+    (the token and one character more) or ``"case"`` (the token in the other letter case).
+    ``chunked: true`` sends the body with ``Transfer-Encoding: chunked`` and no length — the
+    form any client and any edge passes (no ``raw_http`` needed; neither is
+    ``Content-Length: null``).  Raw requests go over a fresh socket when the
     target has ``raw_http``.  A raw probe with hand-made framing whose answer came from the
     HTTP layer in front of the store (not JSON; or held until the deadline because it
     declared more than it sent) is skipped as *not observable through this target* and the
