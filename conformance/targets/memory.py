@@ -61,7 +61,12 @@ class MemoryTarget(HttpTarget):
             hz = self.healthz()  # once more: a first request may meet a cold start
         if hz.status is None:
             raise TargetError(f"{self.url}: {hz.transport_error}")
-        if hz.status != 200 or not isinstance(hz.body, dict) or hz.body.get("ok") is not True:
+        # any 2xx is a success: the seed names no success status (MEM-WIRE.22)
+        if (
+            not 200 <= hz.status < 300
+            or not isinstance(hz.body, dict)
+            or hz.body.get("ok") is not True
+        ):
             said = short_json(hz.body) if hz.body is not None else repr(hz.raw_excerpt)
             raise TargetError(
                 f"{self.url}/healthz answered {hz.status} {shown(said)} — not a Memory Worker"

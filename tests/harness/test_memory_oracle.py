@@ -671,3 +671,28 @@ def test_a_refusal_no_tighter_cap_explains_still_fails(
     capped field that is within its floor, is a divergence as before."""
     j = MemoryOracle().judge(_write_with(**fields), _ex(400, {"error": reason}), NOW)
     assert j.verdict == "diverge" and not j.details
+
+
+@pytest.mark.clause("MEM-WIRE.22")
+@pytest.mark.parametrize(
+    ("status", "verdict"), [(200, "pass"), (201, "pass"), (299, "pass"), (204, "diverge")]
+)
+def test_a_success_is_any_2xx_carrying_the_answer(status: int, verdict: str) -> None:
+    """The seed names no success status (§19, §26 call only a non-2xx a failure): a 201 for a
+    write that inserted is judged as a 200; a 204 carries no answer."""
+    o = MemoryOracle()
+    counts = {"ok": True, "inserted": 1, "deduped": 0, "superseded": 0, "evicted": 0}
+    body = {"scopeKey": "org:t", "records": [{"kind": "fact", "text": "a", "sourceThreadKey": "t"}]}
+    j = o.judge(_sent("/write", body), _ex(status, None if status == 204 else counts), 1000)
+    assert j.verdict == verdict, j.reason
+
+
+@pytest.mark.clause("MEM-WIRE.22", "MEM-WIRE.8")
+def test_a_2xx_never_stands_for_a_refusal() -> None:
+    o = MemoryOracle()
+    j = o.judge(
+        _sent("/retrieve", {"scopeKey": "org:t", "query": "x", "limit": 0}),
+        _ex(201, {"records": []}),
+        1000,
+    )
+    assert j.verdict == "diverge"

@@ -81,6 +81,7 @@ from conformance.vocabulary import (
     StepError,
     StepOutcome,
 )
+from reference.memory.wire import is_success
 
 __all__ = ["MemoryDriver"]
 
@@ -375,7 +376,7 @@ class MemoryDriver:  # long: the oracle, the run's scopes and symbols, the clock
         # A hand-written expectation states the reference's reading: not checked once the
         # store has shown it reads an open choice otherwise.
         problem = (
-            check_expect(step.expect, ex, _texts(ex), "texts")
+            check_expect(step.expect, ex, _texts(ex), "texts", any_success=True)
             if step.expect and not departed and not self._departed()
             else None
         )
@@ -542,7 +543,7 @@ class MemoryDriver:  # long: the oracle, the run's scopes and symbols, the clock
                     chunked=chunked,
                 )
                 ex = replace(ex, request_body=_describe(parsed, raw))
-            if isinstance(parsed, dict) and ex.status == 200:
+            if isinstance(parsed, dict) and is_success(ex.status):
                 self._note_written(parsed)
             return ex
 

@@ -92,6 +92,12 @@ ENTRIES: tuple[Entry, ...] = (
         " U+A7DC and U+019B are one key",
     ),
     _v(
+        "write-201-on-insert",
+        ("MEM-WIRE.22",),
+        "/write answers 201 Created when the batch inserted a record (the seed names no success"
+        " status: any 2xx is a success)",
+    ),
+    _v(
         "bom-refused",
         ("MEM-WIRE.7",),
         "a body starting with a UTF-8 byte-order mark is a 400 instead of being read without it",

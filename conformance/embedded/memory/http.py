@@ -360,7 +360,9 @@ def _write(store: MemoryStore, body: Mapping[str, Any]) -> Reply:
         "candidates": len(cands),
         **{k: v for k, v in result.items() if k != "ok"},
     }
-    return Reply(200, result, log)
+    # variant: 201 Created when the batch inserted a record (any 2xx is a success)
+    status = 201 if counts.inserted and store.quirks("write-201-on-insert") else 200
+    return Reply(status, result, log)
 
 
 def _list(store: MemoryStore, body: Mapping[str, Any]) -> Reply:

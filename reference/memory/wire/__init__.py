@@ -43,6 +43,8 @@ from reference.memory.wire.allowed import (
     Option,
     RecordsBody,
     _parse_records_body,
+    is_success,
+    status_admits,
     _shows,
     match_records,
     members_differ,
@@ -117,6 +119,8 @@ from reference.memory.wire.validation import (
 )
 
 __all__ = [
+    "is_success",
+    "status_admits",
     "Allowed",
     "BodySpec",
     "CAP_FLOORS",
