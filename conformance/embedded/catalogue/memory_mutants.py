@@ -307,6 +307,12 @@ ENTRIES: tuple[Entry, ...] = (
         "write accepts cap 10001",
     ),
     _m(
+        "mem-confidence-untyped",
+        ("MEM-WIRE.12", "MEM-WIRE.10"),
+        "a record's confidence is range-checked before its type, so a string, array or object"
+        " there is a 500 instead of a 400",
+    ),
+    _m(
         "mem-optional-fields-null",
         ("MEM-WIRE.16", "MEM-RECORD.1"),
         "unset optional record fields are sent as null instead of being absent",

@@ -346,6 +346,8 @@ class LedgerService(LedgerControls):
         check_names(
             p, ("mode",), ("harness", "model", "maxRecords", "allowRemoval", "debounceSeconds")
         )
+        if self.quirks("led-settings-model-untyped") and "model" in p:
+            p["model"].strip()  # mutant: assumes a string; any other type raises (a 500)
         mode = p["mode"]
         if not isinstance(mode, str):
             raise invalid("'mode' must be a string")

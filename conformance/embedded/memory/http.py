@@ -340,6 +340,10 @@ def _write(store: MemoryStore, body: Mapping[str, Any]) -> Reply:
         except BadRequest:
             store.write(key, candidates({**body, "records": recs[:-1]}), cap(body))
             raise
+    if store.quirks("mem-confidence-untyped") and isinstance(recs, list):
+        for rec in recs:  # mutant: the range compared before the type (a string raises: a 500)
+            if isinstance(rec, dict) and rec.get("confidence") is not None:
+                _ = 0 <= rec["confidence"] <= 1
     cands = candidates(body)
     if store.quirks("mem-tighter-field-caps"):  # mutant: its own, tighter caps (MEM-WIRE.21)
         _tighter_caps(cands)
