@@ -259,7 +259,8 @@ def test_the_wrong_type_corpus_is_what_the_schemas_generate() -> None:
     stale = sorted(p.name for p in set(want) | set(have) if want.get(p) != have.get(p))
     assert not stale, (
         f"the generated wrong-type scenarios differ from the schemas: {stale}; regenerate with"
-        " MEMSPEC_REGENERATE=1 .venv/bin/python -m pytest -q tests/tooling/test_wrong_types_corpus.py"
+        " MEMSPEC_REGENERATE=1 .venv/bin/python -m pytest -q"
+        " tests/tooling/test_wrong_types_corpus.py"
     )
 
 
