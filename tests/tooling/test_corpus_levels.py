@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from pathlib import Path
 from typing import Any
 
@@ -165,3 +166,48 @@ def test_the_rule_sees_a_format_character_step_hiding_a_control_character_step()
     assert hidden_seed_steps("memory", bad) == [(0, 1)]
     good = bad.model_copy(update={"steps": list(reversed(bad.steps))})
     assert hidden_seed_steps("memory", good) == []
+
+
+# ------------------------------------------------ one value per class, never one for all
+
+
+def char_class(c: str) -> str | None:
+    """The class of §16/§26's "whitespace/control chars" a character falls in (None: neither)."""
+    cp = ord(c)
+    if cp < 0x20 or cp == 0x7F:
+        return "whitespace (ASCII)" if c in "\t\n\v\f\r" else ("DEL" if cp == 0x7F else "C0")
+    if 0x80 <= cp <= 0x9F:
+        return "C1"
+    if c == " ":
+        return "whitespace (ASCII)"
+    cat = unicodedata.category(c)
+    return {"Zs": "Zs", "Zl": "Zl", "Zp": "Zp"}.get(cat)
+
+
+#: Every class a rule names, each of which needs a refused step of its own.
+CLASSES = frozenset({"C0", "DEL", "C1", "whitespace (ASCII)", "Zs", "Zl", "Zp"})
+FIELDS = {"scopeKey": CLASSES, "id": CLASSES - {"Zp"}}
+
+
+def refused_classes(field: str) -> set[str]:
+    """The classes of the characters the memory corpus sends in ``field`` in a step that
+    expects a 400, one class per step (a step mixing classes speaks for none)."""
+    out: set[str] = set()
+    for path in _corpus("memory"):
+        for step in load_scenario(path).steps:
+            value = _expand(step.args).get(field) if isinstance(step.args, dict) else None
+            if not isinstance(value, str) or (step.expect or {}).get("status") != 400:
+                continue
+            classes = {k for k in map(char_class, value) if k is not None}
+            if len(classes) == 1:
+                out |= classes
+    return out
+
+
+@pytest.mark.clause()
+@pytest.mark.parametrize("field", sorted(FIELDS))
+def test_every_character_class_a_rule_names_has_its_own_refused_step(field: str) -> None:
+    """§16 ("scopeKey … no whitespace/control chars") and §26 (the forget id): one value of a
+    class never stands for another -- a tab proves nothing about U+0001."""
+    missing = sorted(FIELDS[field] - refused_classes(field))
+    assert not missing, f"no corpus step sends {field} holding only a {missing} character"

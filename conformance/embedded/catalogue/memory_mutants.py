@@ -91,6 +91,12 @@ ENTRIES: tuple[Entry, ...] = (
         "past 24 distinct query tokens the prefilter keeps the 24 shortest, not the longest",
     ),
     _m(
+        "mem-match-token-cap-23",
+        ("MEM-STORE.5", "MEM-STORE.2"),
+        "the prefilter keeps the 23 longest distinct query tokens, so a query of exactly 24"
+        " (which the seed leaves untouched) loses its shortest token",
+    ),
+    _m(
         "mem-usage-not-bumped",
         ("MEM-STORE.3",),
         "retrieve never records the use (lastUsedAt/useCount unchanged)",
@@ -273,6 +279,12 @@ ENTRIES: tuple[Entry, ...] = (
         ("MEM-CAP.1",),
         "an empty /write batch applies its cap: one below the active count evicts (the"
         " validation table says: empty batch no-op)",
+    ),
+    _m(
+        "mem-default-cap-ignored",
+        ("MEM-CAP.1", "MEM-WIRE.13"),
+        "a write without cap evicts nothing however many records the scope holds (the"
+        " default of 500 never applies)",
     ),
     _m(
         "mem-evicted-not-counted",

@@ -199,6 +199,8 @@ class MemoryStore:
         """The prefilter's MATCH tokens: at most the 24 longest distinct ones (seed §17)."""
         if self.quirks("no-match-token-cap"):
             return fts_match_tokens(query, max_tokens=10**6)
+        if self.quirks("mem-match-token-cap-23"):  # mutant: the trim one token too early
+            return fts_match_tokens(query, max_tokens=23)
         return fts_match_tokens(query)
 
     def _fts_document(self, text: str, keywords: Sequence[str]) -> str:
