@@ -108,6 +108,7 @@ def ledger_scenarios() -> dict[str, dict[str, Any]]:
                     " as invalid params (LED-WIRE.2); an answer of 500 is a failure.",
                     ["LED-WIRE.2"],
                     chunk,
+                    ["ledger.test_control"] if controls else [],
                 )
     return out
 
@@ -218,7 +219,12 @@ def _chunks(steps: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
 
 
 def _scenario(
-    protocol: str, name: str, description: str, clauses: list[str], steps: list[dict[str, Any]]
+    protocol: str,
+    name: str,
+    description: str,
+    clauses: list[str],
+    steps: list[dict[str, Any]],
+    requires: list[str] | None = None,
 ) -> dict[str, Any]:
     return {
         "format": "memspec-scenario/1",
@@ -226,6 +232,7 @@ def _scenario(
         "name": name,
         "description": description,
         "clauses": clauses,
+        **({"requires": requires} if requires else {}),
         "steps": steps,
         "origin": "corpus",
     }
