@@ -281,6 +281,12 @@ ENTRIES: tuple[Entry, ...] = (
         " validation table says: empty batch no-op)",
     ),
     _m(
+        "mem-cap-silently-ignored",
+        ("MEM-CAP.1", "MEM-WIRE.13"),
+        "write validates cap and answers an evicted count, but evicts by the default of 500"
+        " whatever cap was sent (judged by its evictions, not read as a store without caps)",
+    ),
+    _m(
         "mem-default-cap-ignored",
         ("MEM-CAP.1", "MEM-WIRE.13"),
         "a write without cap evicts nothing however many records the scope holds (the"

@@ -351,6 +351,8 @@ def _write(store: MemoryStore, body: Mapping[str, Any]) -> Reply:
     if store.quirks("mem-cap-0-accepted") and body.get("cap") == 0:
         c = 0  # mutant: the cap's lower bound is 0 (then an over-cap batch evicts everything)
     c = cap(body) if c is None else c
+    if store.quirks("mem-cap-silently-ignored"):
+        c = None  # mutant: the cap is validated, then ignored (the default always applies)
     if c is None and store.quirks("mem-default-cap-ignored"):
         c = 10**9  # mutant: a write without cap is never evicted (no default of 500)
     counts = store.write(key, cands, c)
