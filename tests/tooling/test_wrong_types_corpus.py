@@ -115,7 +115,7 @@ def ledger_scenarios() -> dict[str, dict[str, Any]]:
 
 # ---------------------------------------------------------------- memory (the OpenAPI schemas)
 
-_ROUTES = {
+_ROUTES: dict[str, tuple[str, dict[str, Any]]] = {
     "retrieve": ("RetrieveRequest", {"scopeKey": "{scope:a}", "query": "typed", "limit": 5}),
     "write": (
         "WriteRequest",
