@@ -43,12 +43,12 @@ from reference.memory.wire.allowed import (
     Option,
     RecordsBody,
     _parse_records_body,
-    is_success,
-    status_admits,
     _shows,
+    is_success,
     match_records,
     members_differ,
     names_field,
+    status_admits,
     tighter_cap,
 )
 from reference.memory.wire.client import (
