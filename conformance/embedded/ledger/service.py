@@ -88,6 +88,7 @@ _STRUCTURAL = re.compile(
     r"unknown param|missing required|cannot be null|must be an? (?:string|boolean|array)"
     r"|must be an integer(?! from)"
     r"|params must be a JSON object|cannot be sent on save|lone surrogate"
+    r"|must be an RFC 3339 date-time string"  # an instant of the wrong JSON type
 )
 
 Handler = Callable[[dict[str, Any], int], dict[str, Any]]
