@@ -26,6 +26,7 @@ from conformance.concurrent.memory.model import UNSEEN_SUFFIX
 from conformance.concurrent.workload import PlannedOp
 from conformance.targets.base import HttpTarget
 from conformance.vocabulary import Exchange, TargetConfig
+from reference.memory.wire import is_success
 
 #: Ids a client sends for a record it never saw: a shape the protocol accepts that names no
 #: record a run of this size creates (the model reads it as naming nothing).
@@ -117,7 +118,9 @@ class MemoryClient:
         return "/forget", {"scopeKey": scope, "id": rid}
 
     def learn(self, route: str, request: dict[str, Any], ex: Exchange) -> None:
-        if route not in ("/list", "/retrieve") or ex.status != 200 or not isinstance(ex.body, dict):
+        if route not in ("/list", "/retrieve") or not is_success(ex.status):
+            return
+        if not isinstance(ex.body, dict):
             return
         recs = ex.body.get("records")
         if not isinstance(recs, list):

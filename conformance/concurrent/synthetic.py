@@ -159,7 +159,7 @@ class _Scope:
             inserted += 1
         cap = DEFAULT_SCOPE_CAP if body.cap is None else body.cap
         evicted = 0
-        excess = len(self.active) - max(cap, 0)
+        excess = len(self.active) - max(cap, 0) if body.candidates else 0
         if excess > 0:
             # plan_eviction over every active record evicts exactly these ``excess``.
             lru = self._least_recently_used(excess)

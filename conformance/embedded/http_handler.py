@@ -305,6 +305,15 @@ class Handler(BaseHTTPRequestHandler):
         presented = values[0].strip(_OWS).encode("latin-1", "replace")
         if self.server.quirks("mem-auth-prefix-compare"):  # mutant: a prefix of the bearer passes
             return presented.startswith(b"Bearer") and (b"Bearer " + token).startswith(presented)
+        given = presented[len(b"Bearer ") :] if presented.startswith(b"Bearer ") else None
+        if given and self.server.quirks("mem-auth-compares-given-length"):
+            # mutant: compared over the presented length only (a non-empty prefix passes)
+            return hmac.compare_digest(given, token[: len(given)])
+        if given and self.server.quirks("mem-auth-compares-token-length"):
+            # mutant: compared over the token's length only (the token plus anything passes)
+            return hmac.compare_digest(given[: len(token)], token)
+        if given and self.server.quirks("mem-auth-case-insensitive"):
+            return hmac.compare_digest(given.lower(), token.lower())  # mutant: case folded
         return hmac.compare_digest(presented, b"Bearer " + token)
 
     def _dispatch(self) -> None:

@@ -77,7 +77,7 @@ RAW_HTTP = "raw_http"
 #: Capability: the run has a bearer token for the target (auth-dependent steps need it).
 AUTH = "auth"
 
-Auth = bool | Literal["wrong", "scheme", "empty"]
+Auth = bool | Literal["wrong", "scheme", "empty", "prefix", "longer", "case"]
 #: How :meth:`HttpTarget.framed` frames a body: its true ``Content-Length``, no length and no
 #: body, ``Transfer-Encoding: chunked``, or a ``Content-Length`` value given by the caller.
 Framing = Literal["length", "none", "chunked", "raw"]
@@ -353,6 +353,16 @@ def auth_header(secret: Secret | None, auth: Auth) -> str | None:
         return f"Basic {token or 'memspec'}"
     if auth == "empty":
         return "Bearer "
+    # The whole token and only it (MEM-WIRE.3): a prefix, one character more, another
+    # letter case.  Without a token, any token is wrong.
+    if not token:
+        return "Bearer memspec-not-the-token"
+    if auth == "prefix":
+        return f"Bearer {token[:-1]}"
+    if auth == "longer":
+        return f"Bearer {token}x"
+    if auth == "case":
+        return f"Bearer {other_case(token)}"
     raise ValueError(f"unknown auth form {auth!r}")
 
 
@@ -1270,12 +1280,24 @@ class HttpTarget:  # long: the connection, TLS, deadline watchdog and pipelining
         self.close()
 
 
+def other_case(token: str) -> str:
+    """``token`` with its letters in the other case; a token without a cased letter gets its
+    last character changed instead (it has no other case to send)."""
+    swapped = token.swapcase()
+    if swapped != token:
+        return swapped
+    return token[:-1] + ("A" if token[-1:] != "A" else "B")
+
+
 def _elided_auth(auth: Auth) -> str:
     return {
         True: "Bearer [token]",
         "wrong": "Bearer [wrong token]",
         "scheme": "Basic [token]",
         "empty": "Bearer (empty)",
+        "prefix": "Bearer [token less its last character]",
+        "longer": "Bearer [token and one character more]",
+        "case": "Bearer [token in the other letter case]",
     }.get(auth, "?")
 
 

@@ -6,8 +6,13 @@ Capabilities a memory target can have (probed where the protocol allows, else de
 ``auth``           the run holds the target's bearer token
 ``memory.list``    ``POST /list`` exists (§26) — probed: an empty body is 400, not 404
 ``memory.forget``  ``POST /forget`` exists (§26) — probed the same way
-``memory.cap``     ``/write`` honours ``cap`` (§27–29) — probed: ``cap: 0`` with an empty batch
-                   is 400 (an older store ignores the unknown field and answers 200)
+``memory.cap``     ``/write`` honours ``cap`` (§27–29) — probed with a *valid* cap: an empty
+                   batch with ``cap: 1`` (a no-op) answers 200 with an ``evicted`` count (§28);
+                   an older store, ignoring the unknown field, answers without one.  A 400 to
+                   that valid cap counts as having caps too, so the cap scenarios run and show
+                   the refusal.  Never probed with an invalid value: a store wrongly accepting
+                   ``cap: 0`` must fail the cap's validation, not read as lacking caps; a store
+                   answering ``evicted`` but ignoring ``cap`` is judged by its evictions
 
 Probing never writes: every probe is a request the protocol refuses before touching storage,
 or an empty batch into a key unique to the run.
@@ -56,7 +61,12 @@ class MemoryTarget(HttpTarget):
             hz = self.healthz()  # once more: a first request may meet a cold start
         if hz.status is None:
             raise TargetError(f"{self.url}: {hz.transport_error}")
-        if hz.status != 200 or not isinstance(hz.body, dict) or hz.body.get("ok") is not True:
+        # any 2xx is a success: the seed names no success status (MEM-WIRE.22)
+        if (
+            not 200 <= hz.status < 300
+            or not isinstance(hz.body, dict)
+            or hz.body.get("ok") is not True
+        ):
             said = short_json(hz.body) if hz.body is not None else repr(hz.raw_excerpt)
             raise TargetError(
                 f"{self.url}/healthz answered {hz.status} {shown(said)} — not a Memory Worker"
@@ -72,8 +82,13 @@ class MemoryTarget(HttpTarget):
                 ex = self.post(route, {})
                 if ex.status is not None and ex.status != 404:
                     caps.add(cap)
-            ex = self.post("/write", {"scopeKey": probe_scope, "records": [], "cap": 0})
-            if ex.status == 400:
+            ex = self.post("/write", {"scopeKey": probe_scope, "records": [], "cap": 1})
+            if ex.status == 400 or (
+                ex.status is not None
+                and 200 <= ex.status < 300
+                and isinstance(ex.body, dict)
+                and "evicted" in ex.body
+            ):
                 caps.add(CAP)
         self._caps = self.resolve_capabilities(frozenset(caps))
         return self._caps

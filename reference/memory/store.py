@@ -132,8 +132,13 @@ def store_write(
     same batch.  ``Dedup`` bumps the target's ``use_count`` by one; ``Insert`` flips the
     supersede target (if any) to ``superseded`` and appends a freshly minted record with
     ``created_at = now`` (all inserts of a batch share it).  After the whole batch,
-    ``plan_eviction`` flips records to ``evicted`` until at most ``cap`` remain active.
+    ``plan_eviction`` flips records to ``evicted`` until at most ``cap`` remain active.  An
+    empty batch changes nothing, even with a cap below the active count.
     """
+    if not candidates:
+        # An empty batch is a no-op, whatever its cap (MEM-CAP.1: the validation table's
+        # "empty batch no-op").
+        return state, WriteResult(0, 0, 0, 0)
     recs = list(state.records(scope_key))
     index = {r.id: i for i, r in enumerate(recs)}
     active_ids: dict[str, None] = {r.id: None for r in recs if r.status == ACTIVE}

@@ -262,7 +262,7 @@ FOLLOWED = [
     ),
     _followed(
         "fields-capped-tighter", "memory", "mem-tighter-field-caps",
-        "write_records_are_validated_whole", 21,
+        "write_records_are_validated_whole", 14,
         "MEM-WIRE.21", "MEM-WIRE.12",
     ),
 ]  # fmt: skip

@@ -559,8 +559,8 @@ def test_a_null_optional_is_absent_or_refused(status: int, body: object) -> None
 
 
 @pytest.mark.clause("MEM-CAP.1")
-@pytest.mark.parametrize("evicted", [0, 1])
-def test_an_empty_batch_with_a_lower_cap_evicts_or_is_a_no_op(evicted: int) -> None:
+@pytest.mark.parametrize(("evicted", "verdict"), [(0, "pass"), (1, "diverge")])
+def test_an_empty_batch_with_a_lower_cap_is_a_no_op(evicted: int, verdict: str) -> None:
     o = MemoryOracle()
     _written(o, "alpha", 1000, keywords=["alpha"])
     _written(o, "beta", 1010, keywords=["beta"])
@@ -568,7 +568,9 @@ def test_an_empty_batch_with_a_lower_cap_evicts_or_is_a_no_op(evicted: int) -> N
     j = o.judge(
         _sent("/write", {"scopeKey": "org:t", "records": [], "cap": 1}), _ex(200, counts), 1020
     )
-    assert j.verdict == "pass", j.reason
+    assert j.verdict == verdict, j.reason
+    if verdict == "diverge":
+        assert "MEM-CAP.1" in j.clauses
 
 
 @pytest.mark.clause("MEM-STORE.11", "MEM-STORE.9")
@@ -669,3 +671,28 @@ def test_a_refusal_no_tighter_cap_explains_still_fails(
     capped field that is within its floor, is a divergence as before."""
     j = MemoryOracle().judge(_write_with(**fields), _ex(400, {"error": reason}), NOW)
     assert j.verdict == "diverge" and not j.details
+
+
+@pytest.mark.clause("MEM-WIRE.22")
+@pytest.mark.parametrize(
+    ("status", "verdict"), [(200, "pass"), (201, "pass"), (299, "pass"), (204, "diverge")]
+)
+def test_a_success_is_any_2xx_carrying_the_answer(status: int, verdict: str) -> None:
+    """The seed names no success status (§19, §26 call only a non-2xx a failure): a 201 for a
+    write that inserted is judged as a 200; a 204 carries no answer."""
+    o = MemoryOracle()
+    counts = {"ok": True, "inserted": 1, "deduped": 0, "superseded": 0, "evicted": 0}
+    body = {"scopeKey": "org:t", "records": [{"kind": "fact", "text": "a", "sourceThreadKey": "t"}]}
+    j = o.judge(_sent("/write", body), _ex(status, None if status == 204 else counts), 1000)
+    assert j.verdict == verdict, j.reason
+
+
+@pytest.mark.clause("MEM-WIRE.22", "MEM-WIRE.8")
+def test_a_2xx_never_stands_for_a_refusal() -> None:
+    o = MemoryOracle()
+    j = o.judge(
+        _sent("/retrieve", {"scopeKey": "org:t", "query": "x", "limit": 0}),
+        _ex(201, {"records": []}),
+        1000,
+    )
+    assert j.verdict == "diverge"

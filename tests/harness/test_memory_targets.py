@@ -170,6 +170,24 @@ def test_probing_finds_the_capabilities_and_refuses_a_wrong_token(
     assert "the token in $WRONG_TOKEN was refused (401" in err and "unreachable" not in err
 
 
+@pytest.mark.clause("MEM-WIRE.13", "MEM-CAP.1")
+def test_caps_are_probed_with_a_valid_cap_so_accepting_cap_zero_is_no_missing_feature() -> None:
+    """A store that wrongly accepts ``cap: 0`` still has caps: the probe sends a valid cap, and
+    the cap scenarios run (and kill it on the bound) instead of being skipped."""
+    with bundled_store(quirks=("mem-cap-0-accepted",)) as url:
+        driver = make_driver(url)
+        try:
+            assert "memory.cap" in driver.capabilities()
+            bounded = load_scenario(
+                CORPUS_DIR / "memory" / "write_cap_is_bounded_and_the_answer_is_exact.json"
+            )
+            result = run_scenario(driver, bounded)
+        finally:
+            driver.close()
+    assert result.verdict == "fail"
+    assert any("MEM-WIRE.13" in o.clauses for o in result.outcomes if o.verdict == "diverge")
+
+
 @pytest.mark.clause("MEM-CAP.2")
 def test_more_equally_legal_evictions_than_the_oracle_follows_is_indeterminate_not_a_failure() -> (
     None

@@ -116,6 +116,15 @@ class StoreMachine(RuleBasedStateMachine):
         old = self.by_id(before)
         before_active = {r.id for r in active_records(before, scope)}
         self.state, res = store_write(before, scope, cands, self.now, cap)
+        if not cands:
+            # the validation table's "empty batch no-op", whatever the cap (MEM-CAP.1)
+            assert self.state == before and (
+                res.inserted,
+                res.deduped,
+                res.superseded,
+                res.evicted,
+            ) == (0, 0, 0, 0)
+            return
         new = self.by_id(self.state)
 
         # counts add up

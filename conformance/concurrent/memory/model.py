@@ -79,6 +79,7 @@ from reference.memory.wire import (
     RecordsBody,
     RetrieveBody,
     WriteBody,
+    is_success,
     match_records,
     write_response,
 )
@@ -125,8 +126,8 @@ class MemoryModel(MemoryHints):
 
     def _step(self, state: State, call: MemoryCall) -> Sequence[State]:
         body = call.body
-        if call.determinate and call.status != 200:
-            return []  # every request the workload sends is valid: MEM-WIRE says 200
+        if call.determinate and not is_success(call.status):
+            return []  # every request the workload sends is valid: a success (MEM-WIRE.22)
         if isinstance(body, WriteBody):
             sent = [c.supersedes for c in body.candidates if c.supersedes]
             parts: list[Sequence[State]] = []
@@ -309,7 +310,8 @@ class MemoryModel(MemoryHints):
             rid = record_id(self.scope, draft.n + 1)
             draft.append(mint_record(cand, self.scope, rid, now))
             inserted += 1
-        excess = max(0, draft.active - max(cap, 0))
+        # An empty batch is a no-op, whatever its cap (MEM-CAP.1).
+        excess = max(0, draft.active - max(cap, 0)) if candidates else 0
         live = draft.live() if excess else []
         answer = write_response(WriteResult(inserted, deduped, superseded, excess))
         return answer, (live, excess)

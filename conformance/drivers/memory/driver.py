@@ -13,10 +13,12 @@ Ops (``Step.op``) and their ``args``:
     ``Content-Length`` given there is sent verbatim (``null``: no such header; ``{"zero_pad": n}``:
     the true length with leading zeros to ``n`` digits), otherwise the true length is sent.
     ``auth`` is ``true`` (the bearer), ``false`` (none), ``"wrong"``
-    (same length, one character off), ``"scheme"`` (``Basic <token>``) or ``"empty"``
-    (``Bearer `` and nothing).  ``chunked: true`` sends the body with ``Transfer-Encoding:
-    chunked`` and no length — the form any client and any edge passes (no ``raw_http``
-    needed; neither is ``Content-Length: null``).  Raw requests go over a fresh socket when the
+    (same length, one character off), ``"scheme"`` (``Basic <token>``), ``"empty"``
+    (``Bearer `` and nothing), ``"prefix"`` (the token less its last character), ``"longer"``
+    (the token and one character more) or ``"case"`` (the token in the other letter case).
+    ``chunked: true`` sends the body with ``Transfer-Encoding: chunked`` and no length — the
+    form any client and any edge passes (no ``raw_http`` needed; neither is
+    ``Content-Length: null``).  Raw requests go over a fresh socket when the
     target has ``raw_http``.  A raw probe with hand-made framing whose answer came from the
     HTTP layer in front of the store (not JSON; or held until the deadline because it
     declared more than it sent) is skipped as *not observable through this target* and the
@@ -80,6 +82,7 @@ from conformance.vocabulary import (
     StepError,
     StepOutcome,
 )
+from reference.memory.wire import is_success
 
 __all__ = ["MemoryDriver"]
 
@@ -374,7 +377,7 @@ class MemoryDriver:  # long: the oracle, the run's scopes and symbols, the clock
         # A hand-written expectation states the reference's reading: not checked once the
         # store has shown it reads an open choice otherwise.
         problem = (
-            check_expect(step.expect, ex, _texts(ex), "texts")
+            check_expect(step.expect, ex, _texts(ex), "texts", any_success=True)
             if step.expect and not departed and not self._departed()
             else None
         )
@@ -556,7 +559,7 @@ class MemoryDriver:  # long: the oracle, the run's scopes and symbols, the clock
                     chunked=chunked,
                 )
                 ex = replace(ex, request_body=_describe(parsed, raw))
-            if isinstance(parsed, dict) and ex.status == 200:
+            if isinstance(parsed, dict) and is_success(ex.status):
                 self._note_written(parsed)
             return ex
 

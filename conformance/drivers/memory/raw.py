@@ -56,7 +56,7 @@ def build_raw(
     if not isinstance(method, str) or not isinstance(path, str) or not path.startswith("/"):
         raise StepError("raw needs a method and a path starting with /")
     auth = args.get("auth", True)
-    if auth not in (True, False, "wrong", "scheme", "empty"):
+    if auth not in (True, False, "wrong", "scheme", "empty", "prefix", "longer", "case"):
         raise StepError(f"raw: unknown auth form {auth!r}")
     raw, parsed = _raw_body(args.get("body", None))
     if isinstance(parsed, dict):

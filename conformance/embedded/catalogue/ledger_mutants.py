@@ -13,6 +13,12 @@ def _m(name: str, clauses: tuple[str, ...], summary: str) -> Entry:
 
 
 ENTRIES: tuple[Entry, ...] = (
+    _m(
+        "led-settings-model-untyped",
+        ("LED-WIRE.2",),
+        "update_consolidation_settings reads model as a string before checking its type, so"
+        " a number, boolean, array or object there is a 500 instead of invalid params",
+    ),
     # ---- intervals and history
     _m(
         "led-supersede-leaves-gap",

@@ -55,6 +55,18 @@ ENTRIES: tuple[Entry, ...] = (
         "the full-text prefilter hands the engine only `limit` bm25-best candidates",
     ),
     _m(
+        "mem-prefilter-flat-cap",
+        ("MEM-STORE.6", "MEM-STORE.2"),
+        "the prefilter hands the engine at most 50 candidates whatever the limit (the floor of"
+        " max(50, 5 x limit) alone), so above limit 10 the engine misses candidates",
+    ),
+    _m(
+        "mem-prefilter-no-floor",
+        ("MEM-STORE.6", "MEM-STORE.2"),
+        "the prefilter hands the engine 5 x limit candidates without the floor of 50, so a"
+        " small limit over more than 5 x limit matches misses candidates",
+    ),
+    _m(
         "mem-prefilter-by-recency",
         ("MEM-STORE.6",),
         "the prefilter orders candidates by recency, not bm25, so a relevant-but-old record"
@@ -77,6 +89,12 @@ ENTRIES: tuple[Entry, ...] = (
         "mem-prefilter-keeps-shortest-tokens",
         ("MEM-STORE.5", "MEM-STORE.2", "MEM-SEAM.2"),
         "past 24 distinct query tokens the prefilter keeps the 24 shortest, not the longest",
+    ),
+    _m(
+        "mem-match-token-cap-23",
+        ("MEM-STORE.5", "MEM-STORE.2"),
+        "the prefilter keeps the 23 longest distinct query tokens, so a query of exactly 24"
+        " (which the seed leaves untouched) loses its shortest token",
     ),
     _m(
         "mem-usage-not-bumped",
@@ -116,9 +134,34 @@ ENTRIES: tuple[Entry, ...] = (
         "list answers oldest first",
     ),
     _m(
+        "mem-scope-key-controls-accepted",
+        ("MEM-WIRE.9",),
+        "the scope key is checked for whitespace alone (a /\\s/ test), so a control character"
+        " that is not whitespace (U+0001, U+007F, U+009F) passes",
+    ),
+    _m(
+        "mem-scope-key-case-folded",
+        ("MEM-SCOPE.9", "MEM-SCOPE.5"),
+        "the store serves a scope key lower-cased, so keys differing only in letter case share"
+        " one scope",
+    ),
+    _m(
+        "mem-scope-key-nfkc",
+        ("MEM-SCOPE.9", "MEM-SCOPE.5"),
+        "the store serves a scope key NFKC-normalized, so canonically or compatibly equal keys"
+        " (e + U+0301 and U+00E9, U+FB01 and fi) share one scope",
+    ),
+    _m(
         "mem-forget-any-scope",
         ("MEM-STORE.8", "MEM-SCOPE.5", "MEM-WIRE.15"),
         "forget finds the record by id alone, so a forget in one scope deletes another's",
+    ),
+    _m(
+        "mem-forget-id-controls-accepted",
+        ("MEM-WIRE.15",),
+        "the forget id is checked for whitespace alone, so an id holding a control character"
+        " that is not whitespace (U+0001, U+007F, U+009F) is looked up (forgotten: false)"
+        " instead of refused",
     ),
     _m(
         "mem-forget-dead-record",
@@ -232,6 +275,24 @@ ENTRIES: tuple[Entry, ...] = (
         "the cap is judged on the count before the batch, so a batch can leave the scope over it",
     ),
     _m(
+        "mem-empty-batch-evicts",
+        ("MEM-CAP.1",),
+        "an empty /write batch applies its cap: one below the active count evicts (the"
+        " validation table says: empty batch no-op)",
+    ),
+    _m(
+        "mem-cap-silently-ignored",
+        ("MEM-CAP.1", "MEM-WIRE.13"),
+        "write validates cap and answers an evicted count, but evicts by the default of 500"
+        " whatever cap was sent (judged by its evictions, not read as a store without caps)",
+    ),
+    _m(
+        "mem-default-cap-ignored",
+        ("MEM-CAP.1", "MEM-WIRE.13"),
+        "a write without cap evicts nothing however many records the scope holds (the"
+        " default of 500 never applies)",
+    ),
+    _m(
         "mem-evicted-not-counted",
         ("MEM-WRITE.6", "MEM-WIRE.13", "MEM-CAP.1"),
         "the write answer reports evicted: 0 even when it evicted",
@@ -253,9 +314,21 @@ ENTRIES: tuple[Entry, ...] = (
         "the query length is counted in code points, so astral characters count once",
     ),
     _m(
+        "mem-cap-0-accepted",
+        ("MEM-WIRE.13",),
+        "write accepts cap 0 (the bound checked as >= 0); a harness probing caps with cap 0"
+        " would take the store for one without caps and skip every cap scenario",
+    ),
+    _m(
         "mem-cap-10001-accepted",
         ("MEM-WIRE.13",),
         "write accepts cap 10001",
+    ),
+    _m(
+        "mem-confidence-untyped",
+        ("MEM-WIRE.12", "MEM-WIRE.10"),
+        "a record's confidence is range-checked before its type, so a string, array or object"
+        " there is a 500 instead of a 400",
     ),
     _m(
         "mem-optional-fields-null",
@@ -276,6 +349,23 @@ ENTRIES: tuple[Entry, ...] = (
         "mem-auth-prefix-compare",
         ("MEM-WIRE.3",),
         "the bearer is compared as a prefix, so an empty secret ('Bearer ') is let in",
+    ),
+    _m(
+        "mem-auth-compares-given-length",
+        ("MEM-WIRE.3",),
+        "the bearer is compared over the presented token's length only, so any non-empty"
+        " prefix of the token is let in",
+    ),
+    _m(
+        "mem-auth-compares-token-length",
+        ("MEM-WIRE.3",),
+        "the bearer is compared over the token's length only, so the token with anything"
+        " appended is let in",
+    ),
+    _m(
+        "mem-auth-case-insensitive",
+        ("MEM-WIRE.3",),
+        "the bearer is compared without letter case, so the token in another case is let in",
     ),
     _m(
         "mem-auth-before-method",

@@ -81,11 +81,6 @@ ENTRIES: tuple[Entry, ...] = (
         "the prefilter hands the engine 2 x max(50, 5 x limit) candidates",
     ),
     _v(
-        "empty-batch-is-a-no-op",
-        ("MEM-CAP.1",),
-        "an empty /write batch evicts nothing even when its cap is below the active count",
-    ),
-    _v(
         "unresolved-supersedes-dropped",
         ("MEM-RECORD.4",),
         "a supersedes that resolves to no active record is not kept on the new record",
@@ -95,6 +90,12 @@ ENTRIES: tuple[Entry, ...] = (
         ("MEM-WRITE.2",),
         "the dedup key is lower-cased by a newer Unicode (16.0) than the harness's Python knows:"
         " U+A7DC and U+019B are one key",
+    ),
+    _v(
+        "write-201-on-insert",
+        ("MEM-WIRE.22",),
+        "/write answers 201 Created when the batch inserted a record (the seed names no success"
+        " status: any 2xx is a success)",
     ),
     _v(
         "bom-refused",

@@ -88,6 +88,7 @@ _STRUCTURAL = re.compile(
     r"unknown param|missing required|cannot be null|must be an? (?:string|boolean|array)"
     r"|must be an integer(?! from)"
     r"|params must be a JSON object|cannot be sent on save|lone surrogate"
+    r"|must be an RFC 3339 date-time string"  # an instant of the wrong JSON type
 )
 
 Handler = Callable[[dict[str, Any], int], dict[str, Any]]
@@ -346,6 +347,8 @@ class LedgerService(LedgerControls):
         check_names(
             p, ("mode",), ("harness", "model", "maxRecords", "allowRemoval", "debounceSeconds")
         )
+        if self.quirks("led-settings-model-untyped") and "model" in p:
+            p["model"].strip()  # mutant: assumes a string; any other type raises (a 500)
         mode = p["mode"]
         if not isinstance(mode, str):
             raise invalid("'mode' must be a string")

@@ -126,12 +126,17 @@ def parse_body(raw: bytes) -> dict[str, Any]:
 # --------------------------------------------------------------------------- fields
 
 
-def scope_key(body: Mapping[str, Any]) -> str:
+def scope_key(body: Mapping[str, Any], *, whitespace_only: bool = False) -> str:
+    """``scopeKey``, validated (``whitespace_only``: the mutant's ``/\\s/`` test alone)."""
     v = body.get("scopeKey")
     if (
         not isinstance(v, str)
         or not 1 <= js_length(v) <= MAX_KEY
-        or _has_space_or_control(v, format_chars=True)
+        or (
+            any(ch.isspace() or _JS_WS_RE.match(ch) for ch in v)
+            if whitespace_only
+            else _has_space_or_control(v, format_chars=True)
+        )
     ):
         raise BadRequest(
             "scopeKey must be a string of 1-200 characters without whitespace,"
@@ -165,12 +170,17 @@ def cap(body: Mapping[str, Any]) -> int | None:
     return n
 
 
-def forget_id(body: Mapping[str, Any]) -> str:
+def forget_id(body: Mapping[str, Any], *, whitespace_only: bool = False) -> str:
+    """``id`` of ``/forget``, validated (``whitespace_only``: the mutant's ``/\\s/`` test)."""
     v = body.get("id")
     if (
         not isinstance(v, str)
         or not 1 <= js_length(v) <= MAX_KEY
-        or _has_space_or_control(v, format_chars=False, surrogates=False)
+        or (
+            any(ch.isspace() or _JS_WS_RE.match(ch) for ch in v)
+            if whitespace_only
+            else _has_space_or_control(v, format_chars=False, surrogates=False)
+        )
     ):
         raise BadRequest(
             "id must be a string of 1-200 characters without whitespace or control characters"
@@ -305,7 +315,7 @@ def record_json(r: MemoryRecord) -> dict[str, Any]:
 
 
 def _retrieve(store: MemoryStore, body: Mapping[str, Any]) -> Reply:
-    key = scope_key(body)
+    key = scope_key(body, whitespace_only=store.quirks("mem-scope-key-controls-accepted"))
     raw_q = body.get("query")
     if store.quirks("mem-query-4001-accepted") and isinstance(raw_q, str):
         body = {**body, "query": ""} if js_length(raw_q) <= MAX_QUERY + 1 else body
@@ -322,7 +332,7 @@ def _retrieve(store: MemoryStore, body: Mapping[str, Any]) -> Reply:
 
 
 def _write(store: MemoryStore, body: Mapping[str, Any]) -> Reply:
-    key = scope_key(body)
+    key = scope_key(body, whitespace_only=store.quirks("mem-scope-key-controls-accepted"))
     recs = body.get("records")
     if store.quirks("mem-batch-half-applied") and isinstance(recs, list) and len(recs) > 1:
         try:  # mutant: the last candidate is validated after the others were written
@@ -330,10 +340,21 @@ def _write(store: MemoryStore, body: Mapping[str, Any]) -> Reply:
         except BadRequest:
             store.write(key, candidates({**body, "records": recs[:-1]}), cap(body))
             raise
+    if store.quirks("mem-confidence-untyped") and isinstance(recs, list):
+        for rec in recs:  # mutant: the range compared before the type (a string raises: a 500)
+            if isinstance(rec, dict) and rec.get("confidence") is not None:
+                _ = 0 <= rec["confidence"] <= 1
     cands = candidates(body)
     if store.quirks("mem-tighter-field-caps"):  # mutant: its own, tighter caps (MEM-WIRE.21)
         _tighter_caps(cands)
-    c = 10001 if store.quirks("mem-cap-10001-accepted") and body.get("cap") == 10001 else cap(body)
+    c = 10001 if store.quirks("mem-cap-10001-accepted") and body.get("cap") == 10001 else None
+    if store.quirks("mem-cap-0-accepted") and body.get("cap") == 0:
+        c = 0  # mutant: the cap's lower bound is 0 (then an over-cap batch evicts everything)
+    c = cap(body) if c is None else c
+    if store.quirks("mem-cap-silently-ignored"):
+        c = None  # mutant: the cap is validated, then ignored (the default always applies)
+    if c is None and store.quirks("mem-default-cap-ignored"):
+        c = 10**9  # mutant: a write without cap is never evicted (no default of 500)
     counts = store.write(key, cands, c)
     result = {
         "ok": True,
@@ -347,11 +368,13 @@ def _write(store: MemoryStore, body: Mapping[str, Any]) -> Reply:
         "candidates": len(cands),
         **{k: v for k, v in result.items() if k != "ok"},
     }
-    return Reply(200, result, log)
+    # variant: 201 Created when the batch inserted a record (any 2xx is a success)
+    status = 201 if counts.inserted and store.quirks("write-201-on-insert") else 200
+    return Reply(status, result, log)
 
 
 def _list(store: MemoryStore, body: Mapping[str, Any]) -> Reply:
-    key = scope_key(body)
+    key = scope_key(body, whitespace_only=store.quirks("mem-scope-key-controls-accepted"))
     n = limit(body)
     q = query(body, required=False)
     found = store.list(key, n, q)
@@ -366,8 +389,8 @@ def _list(store: MemoryStore, body: Mapping[str, Any]) -> Reply:
 
 
 def _forget(store: MemoryStore, body: Mapping[str, Any]) -> Reply:
-    key = scope_key(body)
-    rid = forget_id(body)
+    key = scope_key(body, whitespace_only=store.quirks("mem-scope-key-controls-accepted"))
+    rid = forget_id(body, whitespace_only=store.quirks("mem-forget-id-controls-accepted"))
     # An id holding a lone surrogate names no stored record (none can hold one): false.
     ok = False if _has_surrogate(rid) else store.forget(key, rid)
     if store.quirks("mem-forget-always-true"):  # mutant: the answer ignores the outcome
@@ -389,7 +412,7 @@ def handle(store: MemoryStore, path: str, raw: bytes) -> Reply:
     try:
         if store.quirks("bom-refused") and raw.startswith(b"\xef\xbb\xbf"):
             raise BadRequest("body starts with a byte-order mark")
-        body = parse_body(raw)
+        body = _routed_scope_key(store, parse_body(raw))
         if store.quirks("null-optional-refused"):
             _refuse_nulls(body)
         return route(store, body)
@@ -398,6 +421,19 @@ def handle(store: MemoryStore, path: str, raw: bytes) -> Reply:
             field_name, _, _ = exc.reason.partition(" ")
             return Reply(400, {"error": f"Bad request: the value of {field_name} is not accepted."})
         return Reply(400, {"error": exc.reason})
+
+
+def _routed_scope_key(store: MemoryStore, body: Any) -> Any:
+    """The body as the store serves it: its ``scopeKey`` as sent (the mutants fold it, as a
+    Worker naming its Durable Object by a normalized key would)."""
+    key = body.get("scopeKey") if isinstance(body, dict) else None
+    if not isinstance(key, str):
+        return body
+    if store.quirks("mem-scope-key-case-folded"):  # mutant: idFromName(key.toLowerCase())
+        key = key.lower()
+    if store.quirks("mem-scope-key-nfkc"):  # mutant: idFromName(key.normalize("NFKC"))
+        key = unicodedata.normalize("NFKC", key)
+    return {**body, "scopeKey": key}
 
 
 _OPTIONAL_IN_BODY = ("query", "cap")

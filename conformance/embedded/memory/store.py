@@ -199,6 +199,8 @@ class MemoryStore:
         """The prefilter's MATCH tokens: at most the 24 longest distinct ones (seed §17)."""
         if self.quirks("no-match-token-cap"):
             return fts_match_tokens(query, max_tokens=10**6)
+        if self.quirks("mem-match-token-cap-23"):  # mutant: the trim one token too early
+            return fts_match_tokens(query, max_tokens=23)
         return fts_match_tokens(query)
 
     def _fts_document(self, text: str, keywords: Sequence[str]) -> str:
@@ -387,15 +389,15 @@ class MemoryStore:
                     inserted += 1
                 if i == 0 and self._write_hook is not None:
                     self._write_hook()
-            # The cap holds after every batch (even one that only dedups, or an empty one
-            # carrying a lower cap).  The indexed COUNT(*) keeps the under-cap batch from
+            # The cap holds after every batch (even one that only dedups; an empty one is a
+            # no-op, whatever its cap).  The indexed COUNT(*) keeps the under-cap batch from
             # ever fetching the whole active set.
             (active,) = c.execute(
                 "SELECT COUNT(*) FROM records WHERE scope_key = ? AND status = 'active'",
                 (scope_key,),
             ).fetchone()
-            if not candidates and self.quirks("empty-batch-is-a-no-op"):
-                return WriteCounts(0, 0, 0, 0)
+            if not candidates and not self.quirks("mem-empty-batch-evicts"):
+                return WriteCounts(0, 0, 0, 0)  # the validation table's "empty batch no-op"
             evicted = self._evict_over_cap(c, scope_key, active, cap, before)
         return WriteCounts(inserted, deduped, superseded, evicted)
 
@@ -631,6 +633,10 @@ class MemoryStore:
             )
 
     def _candidate_cap(self, limit: int) -> int:
+        if self.quirks("mem-prefilter-flat-cap"):  # mutant: the floor alone, never 5 x limit
+            return 50
+        if self.quirks("mem-prefilter-no-floor"):  # mutant: 5 x limit, without the floor
+            return 5 * limit
         if self.quirks("candidate-cap-doubled"):
             return 2 * candidate_cap(limit)
         return candidate_cap(limit)

@@ -49,6 +49,7 @@ from reference.memory.wire import (
     handle,
     members_differ,
     names_field,
+    status_admits,
     tighter_cap,
 )
 from reference.memory.wire.handle import read_body
@@ -221,7 +222,7 @@ class MemoryOracle:
         survivors: list[World] = []
         failures: list[tuple[tuple[str, ...], str]] = []
         for w, req, options in allowed.per_world:
-            for option in (o for o in options.options if o.status == ex.status):
+            for option in (o for o in options.options if status_admits(o.status, ex.status)):
                 try:
                     survivors.extend(self._admit(w, option, sent, req, ex, now))
                 except Reject as rej:

@@ -9,6 +9,7 @@ id the run never saw becomes a same-length "ghost" that names no model record, a
 from __future__ import annotations
 
 import json
+import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,6 +48,12 @@ def model_auth_header(auth: Any) -> str | None:
         return f"Basic {MODEL_TOKEN}"
     if auth == "empty":
         return "Bearer "
+    if auth == "prefix":
+        return f"Bearer {MODEL_TOKEN[:-1]}"
+    if auth == "longer":
+        return f"Bearer {MODEL_TOKEN}x"
+    if auth == "case":
+        return f"Bearer {MODEL_TOKEN.swapcase()}"
     raise ValueError(f"unknown auth form {auth!r}")
 
 
@@ -95,6 +102,22 @@ def model_id(world: World, target_id: str) -> str:
         return target_id
     if target_id in world.t2m:
         return world.t2m[target_id]
-    if target_id.startswith("mem:") and not any(c.isspace() for c in target_id):
+    if target_id.startswith("mem:") and not any(_refusable(c) for c in target_id):
         return "~" * len(target_id)
     return target_id
+
+
+def _refusable(c: str) -> bool:
+    """A character some id rule may refuse (MEM-WIRE.15: whitespace, control; format,
+    surrogate, private-use and unassigned are open): an id holding one is judged as sent, never
+    ghosted into a printable one."""
+    return c.isspace() or unicodedata.category(c) in (
+        "Cc",
+        "Cf",
+        "Cs",
+        "Co",
+        "Cn",
+        "Zs",
+        "Zl",
+        "Zp",
+    )

@@ -44,9 +44,11 @@ from reference.memory.wire.allowed import (
     RecordsBody,
     _parse_records_body,
     _shows,
+    is_success,
     match_records,
     members_differ,
     names_field,
+    status_admits,
     tighter_cap,
 )
 from reference.memory.wire.client import (
@@ -117,6 +119,8 @@ from reference.memory.wire.validation import (
 )
 
 __all__ = [
+    "is_success",
+    "status_admits",
     "Allowed",
     "BodySpec",
     "CAP_FLOORS",

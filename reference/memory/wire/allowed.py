@@ -134,6 +134,18 @@ class Option:
 IdMap = Mapping[str, str]
 
 
+def is_success(status: int | None) -> bool:
+    """A success answer: any 2xx (MEM-WIRE.22).  The seed names no success status for a route;
+    it only ever calls a non-2xx answer a failure (§19, §26)."""
+    return status is not None and 200 <= status < 300
+
+
+def status_admits(allowed: int, got: int | None) -> bool:
+    """Whether an answer of status ``got`` fits an option of status ``allowed``: the same
+    status, or any 2xx for a success (MEM-WIRE.22)."""
+    return got == allowed or (allowed == 200 and is_success(got))
+
+
 def _id_shape_ok(wire_id: str, scope_key: str) -> bool:
     """An id of the promised shape ``mem:<scopeKey>:<n>`` for this scope (MEM-STORE.9)."""
     parsed = parse_record_id(wire_id)
@@ -295,7 +307,7 @@ class Allowed:
     ) -> tuple[Option, list[str]] | None:
         """The first option admitting ``(status, body)`` and the model ids it showed."""
         for o in self.options:
-            if o.status != status:
+            if not status_admits(o.status, status):
                 continue
             ids = _body_admits(o.body, body, id_map)
             if ids is not None:

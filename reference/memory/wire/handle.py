@@ -296,8 +296,7 @@ def _body_options(
 ) -> list[Option]:
     """The options for one reading of the body: not JSON or a field rule broken under every
     policy is 400 (MEM-WIRE.7, MEM-WIRE.8); else the store's answer, with a 400 as well when
-    the strict policy refuses it (MEM-WIRE.9, MEM-WIRE.10) and a no-op for an empty batch
-    (MEM-CAP.1)."""
+    the strict policy refuses it (MEM-WIRE.9, MEM-WIRE.10)."""
     read = read_body(route, text)
     if read is None:
         return [_error(state, 400, "body is not JSON")]
@@ -313,11 +312,6 @@ def _body_options(
         newer = _process(state, route, lenient, now, cap_default, newer_unicode=True)
         if newer.state != options[0].state:
             options.append(newer)
-    if isinstance(lenient, WriteBody) and not lenient.candidates:
-        # An empty batch may be a pure no-op even when its cap is below the active count
-        # (MEM-CAP.1): nothing evicted, nothing changed.
-        noop = write_response(WriteResult(0, 0, 0, 0))
-        options.append(Option(200, ExactBody(noop), state, "empty batch as a no-op"))
     if isinstance(strict, WireError):
         options.append(_error(state, 400, "implementation-defined rejection", strict.fields))
     return options
