@@ -127,4 +127,15 @@ ENTRIES: tuple[Entry, ...] = (
         ("LED-WIRE.7", "LED-EXP.5"),
         "_test/propose skips the rationale and group ranges; _test/set_expiry keeps updatedAt",
     ),
+    _v(
+        "ledger-packet-real-labels",
+        ("LED-PACKET.5", "LED-PACKET.6"),
+        "packet lines labelled as the real ledger does: explicit pin, approved suggestion (N%)",
+    ),
+    _v(
+        "ledger-credential-narrow",
+        ("LED-CRED.6", "LED-CRED.1"),
+        "a narrower credential detector: no Bearer, JWT, Notion or NAME=value shapes",
+        ("ledger-credential-strict-thresholds",),  # one detector per store
+    ),
 )

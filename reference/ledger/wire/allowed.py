@@ -12,6 +12,8 @@ from reference.ledger.consolidation import (
     apply_batch,
     batch_alternatives,
 )
+from reference.ledger.credentials import CREDENTIAL_MESSAGE
+from reference.ledger.lifecycle import credential_shown, narrower_reading
 from reference.ledger.outcome import (
     Ok,
     Outcome,
@@ -91,7 +93,38 @@ def allowed(state: LedgerState, method: str, params: object, now: int) -> list[A
             out = extra + out[1:]  # the same first state, with every count it may report
         else:
             out += extra
+    if method in _BODY_METHODS:
+        out = _credential_readings(state, method, params, now, out)
     return _dedupe(out)
+
+
+def _credential_refusal(outcome: Outcome) -> bool:
+    """Whether ``outcome`` is a credential refusal and nothing else (LED-CRED.2)."""
+    return isinstance(outcome, Refused) and outcome.allowed_messages == frozenset(
+        {CREDENTIAL_MESSAGE}
+    )
+
+
+#: The calls that write a body the credential detector checks (LED-CRED.2).
+_BODY_METHODS: Final = frozenset(
+    {"memory/save_memory_record", "memory/supersede_memory_record", "_test/propose"}
+)
+
+
+def _credential_readings(
+    state: LedgerState, method: str, params: dict[str, object], now: int, out: list[Answer]
+) -> list[Answer]:
+    """A credential refusal that one detector alone explains shows the store applies that
+    detector (its ledger remembers it, LED-CRED.2); a store whose detector is narrower may
+    store the body instead, in a ledger departing from LED-CRED.1 (LED-CRED.6)."""
+    if not _credential_refusal(out[0][1]):
+        return out
+    body = params.get("body")
+    out = [(credential_shown(st, body) if _credential_refusal(o) else st, o) for st, o in out]
+    narrower = narrower_reading(state, body)
+    if narrower is not None:
+        out += allowed(narrower, method, params, now)
+    return out
 
 
 def _as_any_string(state: LedgerState, method: str, params: object, now: int) -> list[Answer]:
