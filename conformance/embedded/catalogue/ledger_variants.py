@@ -125,7 +125,7 @@ ENTRIES: tuple[Entry, ...] = (
     _v(
         "ledger-test-controls-unchecked",
         ("LED-WIRE.7", "LED-EXP.5"),
-        "_test/propose skips the rationale and group ranges; _test/set_expiry keeps updatedAt",
+        "_test/propose skips the confidence and rationale ranges",
     ),
     _v(
         "ledger-packet-real-labels",

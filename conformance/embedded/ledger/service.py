@@ -126,7 +126,6 @@ class LedgerService(LedgerControls):
             "set_clock": self._t_set_clock,
             "sweep": self._t_sweep,
             "propose": self._t_propose,
-            "set_expiry": self._t_set_expiry,
             "consolidate": self._t_consolidate,
             "packet": self._t_packet,
         }
@@ -287,7 +286,7 @@ class LedgerService(LedgerControls):
             self.require_status(row, "proposed", "approved")
             if self.quirks("led-approve-refused-at-budget"):  # mutant: approval counted as growth
                 self.check_budget()
-            if row.conflict_group is not None and not self.quirks("led-approve-keeps-rival"):
+            if row.conflict_group is not None:
                 for loser in self._store.active_in_group(SCOPE_KEY, row.conflict_group):
                     self.supersede_row(loser, row.id, now)
             self._store.update(

@@ -106,7 +106,6 @@ RECORD_RESULTS = frozenset(
         "memory/approve_memory_record",
         "memory/reject_memory_record",
         "_test/propose",
-        "_test/set_expiry",
     }
 )
 

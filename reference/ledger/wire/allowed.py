@@ -33,10 +33,8 @@ from reference.ledger.wire.methods import (
     LIST_STATUSES,
     METHODS,
     TEST_METHODS,
-    instant_param,
     propose_call,
     save_call,
-    set_expiry_call,
     str_param,
     supersede_call,
 )
@@ -277,19 +275,6 @@ def _open_propose(state: LedgerState, p: dict[str, object], now: int) -> list[An
     return out
 
 
-def _open_set_expiry(state: LedgerState, p: dict[str, object], now: int) -> list[Answer]:
-    """The range may be left unchecked, or ``updatedAt`` left alone, not both (LED-WIRE.7)."""
-    if isinstance(instant_param(p, "expiresAt"), Refused):
-        return []
-    out: list[Answer] = []
-    for check in (True, False):
-        for touch in (True, False):
-            if check and touch:
-                continue
-            out.append(set_expiry_call(state, p, now, check_range=check, touch_updated=touch))
-    return out
-
-
 def _open_consolidate(state: LedgerState, p: dict[str, object], now: int) -> list[Answer]:
     """Every count a batch may report, with the ledger each leaves (LED-GATE.1, LED-GATE.6)."""
     ops = p["operations"]
@@ -313,7 +298,6 @@ _OPEN: Final[dict[str, Callable[[LedgerState, dict[str, object], int], list[Answ
     "memory/supersede_memory_record": _open_supersede,
     "memory/update_consolidation_settings": _open_settings,
     "_test/propose": _open_propose,
-    "_test/set_expiry": _open_set_expiry,
     "_test/consolidate": _open_consolidate,
 }
 """Per method, the allowed answers besides the model's own (each an open point of the spec)."""
