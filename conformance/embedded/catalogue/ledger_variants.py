@@ -138,4 +138,14 @@ ENTRIES: tuple[Entry, ...] = (
         "a narrower credential detector: no Bearer, JWT, Notion or NAME=value shapes",
         ("ledger-credential-strict-thresholds",),  # one detector per store
     ),
+    _v(
+        "ledger-known-sessions-only",
+        ("LED-WIRE.14",),
+        "a save naming a session is refused (1000): the store knows no session",
+    ),
+    _v(
+        "ledger-one-harness",
+        ("LED-WIRE.15",),
+        "consolidation settings accept only the harness claude; another is refused (1000)",
+    ),
 )

@@ -211,6 +211,9 @@ class LedgerService(LedgerControls):
             body = p["body"]
         kind = get_kind(p, "preference")
         session = get_text(p, "sessionId", MAX_SESSION_CHARS)
+        if session is not None and self.quirks("ledger-known-sessions-only"):
+            # variant: as the real ledger, a session the app does not know is refused
+            raise refused(f"Session '{session}' does not exist.")
         self.check_credential(body)
         row = fresh_row(
             body=body,
@@ -357,6 +360,9 @@ class LedgerService(LedgerControls):
             clear |= {n for n in ("harness", "model") if p.get(n) == ""}
             p = {k: v for k, v in p.items() if k not in clear}
         harness = get_text(p, "harness", MAX_HARNESS_CHARS, allow_blank=False)
+        if harness not in (None, "claude") and self.quirks("ledger-one-harness"):
+            # variant: as the real ledger, only its one consolidation adapter is offered
+            raise refused(f"Harness '{harness}' cannot run consolidation.")
         model = get_text(p, "model", MAX_HARNESS_CHARS, allow_blank=False)
         max_records = get_int(p, "maxRecords", 1, 10_000)
         allow_removal = get_bool(p, "allowRemoval")

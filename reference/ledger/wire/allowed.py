@@ -19,6 +19,8 @@ from reference.ledger.outcome import (
     Outcome,
     Refused,
     bad_value,
+    invalid_params,
+    refusal,
 )
 from reference.ledger.records import (
     SCOPE_LOCAL,
@@ -63,8 +65,17 @@ def allowed(state: LedgerState, method: str, params: object, now: int) -> list[A
     """
     out: list[Answer] = [handle(state, method, params, now)]
     spec = METHODS.get(method) or TEST_METHODS.get(method)
-    if spec is None or not isinstance(params, dict):
+    if spec is None:
         return out
+    if isinstance(params, list) and len(params) <= len(spec.params):
+        # JSON-RPC by-position params, filled in the order the method lists them (LED-WIRE.11)
+        names = list(spec.params)[: len(params)]
+        return _dedupe(out + allowed(state, method, dict(zip(names, params, strict=True)), now))
+    if not isinstance(params, dict):
+        return out
+    if not spec.params and params == {}:
+        out.append((state, invalid_params("this method takes no params")))  # LED-WIRE.12
+    out += _real_protocol(state, method, params, now)
     if lone_surrogate_param(params) is not None:
         return _dedupe(out + _as_any_string(state, method, params, now))
     nulls = [
@@ -94,6 +105,40 @@ def allowed(state: LedgerState, method: str, params: object, now: int) -> list[A
     if method in _BODY_METHODS:
         out = _credential_readings(state, method, params, now, out)
     return _dedupe(out)
+
+
+#: A store may trim these params before reading them; a blank ``kind`` is then absent
+#: (LED-WIRE.13).
+_TRIMMED: Final = ("kind", "scopeKey")
+
+
+def _real_protocol(
+    state: LedgerState, method: str, params: dict[str, object], now: int
+) -> list[Answer]:
+    """The readings of a ledger built like the real one (CLARIFICATIONS, "The real ledger's
+    protocol"): ``kind``/``scopeKey`` trimmed (LED-WIRE.13); a ``sessionId`` the store does not
+    know refused (LED-WIRE.14) and a ``harness`` it does not offer refused (LED-WIRE.15), each
+    in a ledger departing from the reference's acceptance, so the run follows the store."""
+    out: list[Answer] = []
+    trimmed = {k: v.strip() for k, v in params.items() if k in _TRIMMED and isinstance(v, str)}
+    if any(params[k] != v for k, v in trimmed.items()):
+        q = {**params, **{k: v for k, v in trimmed.items() if v or k != "kind"}}
+        if trimmed.get("kind") == "":
+            q.pop("kind")
+        out += allowed(state, method, q, now)
+    session = params.get("sessionId")
+    if method == "memory/save_memory_record" and isinstance(session, str) and session.strip():
+        departed = replace(state, departures=state.departures | {"LED-WIRE.14"})
+        out.append((departed, refusal(f"Session '{session}' does not exist.")))
+    harness = params.get("harness")
+    if (
+        method == "memory/update_consolidation_settings"
+        and isinstance(harness, str)
+        and harness.strip()
+    ):
+        departed = replace(state, departures=state.departures | {"LED-WIRE.15"})
+        out.append((departed, refusal(f"Harness '{harness}' cannot run consolidation.")))
+    return out
 
 
 def _credential_refusal(outcome: Outcome) -> bool:
