@@ -148,4 +148,9 @@ ENTRIES: tuple[Entry, ...] = (
         ("LED-WIRE.15",),
         "consolidation settings accept only the harness claude; another is refused (1000)",
     ),
+    _v(
+        "ledger-params-by-position",
+        ("LED-WIRE.11",),
+        "params given as a JSON array are filled by position, as JSON-RPC allows",
+    ),
 )

@@ -35,6 +35,7 @@ Thread-safety: one SQLite connection guarded by one lock; every mutation is a si
 
 from __future__ import annotations
 
+import json
 import re
 import sqlite3
 from collections.abc import Callable
@@ -80,6 +81,7 @@ from conformance.embedded.ledger.time import (
     surrogate_param,
 )
 from conformance.embedded.storage_faults import storage_fault
+from reference.ledger.wire.methods import METHODS, TEST_METHODS
 
 __all__ = ["LedgerError", "LedgerService", "record_to_wire"]
 
@@ -149,7 +151,7 @@ class LedgerService(LedgerControls):
             return 404, {
                 "error": {"code": METHOD_NOT_FOUND, "message": f"Method not found: {method}"}
             }
-        return self._run(handler, raw_body)
+        return self._run(handler, self._by_name(method, raw_body))
 
     def handle_test(self, name: str, raw_body: bytes) -> tuple[int, dict[str, Any]]:
         """Answer one ``POST /ledger/_test/<name>`` (404 unless built with ``test_control``)."""
@@ -158,7 +160,22 @@ class LedgerService(LedgerControls):
             return 404, {
                 "error": {"code": METHOD_NOT_FOUND, "message": f"Method not found: _test/{name}"}
             }
-        return self._run(handler, raw_body)
+        return self._run(handler, self._by_name(f"_test/{name}", raw_body))
+
+    def _by_name(self, method: str, raw_body: bytes) -> bytes:
+        """The variant ``ledger-params-by-position`` reads a JSON array of params by position,
+        in the order the method lists them (LED-WIRE.11), as the real ledger does."""
+        if not self.quirks("ledger-params-by-position") or not raw_body.lstrip().startswith(b"["):
+            return raw_body
+        try:
+            values = json.loads(raw_body)
+        except ValueError:
+            return raw_body
+        spec = METHODS.get(method) or TEST_METHODS.get(method)
+        if spec is None or not isinstance(values, list) or len(values) > len(spec.params):
+            return raw_body
+        names = list(spec.params)[: len(values)]
+        return json.dumps(dict(zip(names, values, strict=True))).encode()
 
     def _run(self, handler: Handler, raw_body: bytes) -> tuple[int, dict[str, Any]]:
         try:
