@@ -125,7 +125,7 @@ ENTRIES: tuple[Entry, ...] = (
     _v(
         "ledger-test-controls-unchecked",
         ("LED-WIRE.7", "LED-EXP.5"),
-        "_test/propose skips the confidence and rationale ranges",
+        "_test/propose skips the rationale range",
     ),
     _v(
         "ledger-packet-real-labels",

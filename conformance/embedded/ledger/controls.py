@@ -71,7 +71,7 @@ class LedgerControls(LedgerCore):
         kind = get_kind(p, "preference")
         session = get_text(p, "sessionId", MAX_SESSION_CHARS)
         lenient = self.quirks("ledger-test-controls-unchecked")
-        confidence = get_int(p, "confidenceBps", 0, 10**9 if lenient else 10_000)
+        confidence = get_int(p, "confidenceBps", 0, 10_000)
         rationale = get_text(p, "rationale", 10**9 if lenient else MAX_RATIONALE_CHARS)
         if not self.quirks("led-credential-on-propose"):  # mutant: proposals skip the detector
             self.check_credential(body)

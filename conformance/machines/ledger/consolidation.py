@@ -173,6 +173,9 @@ class ConsolidationRules(LedgerMachineBase):
             if case == "credential":
                 op = "merge" if len(order) >= 2 and data.draw(st.booleans()) else "correct"
                 body = data.draw(st.sampled_from(CREDENTIALS), label="credential")
+                # the store first shows its detector takes the shape (a refused save): it must
+                # then refuse it everywhere (LED-CRED.2, LED-CRED.6)
+                self._step("save", {"body": body}, check=False, clauses=("LED-CRED.2",))
                 k = 2 if op == "merge" else 1
                 elements = [{"operation": op, "targets": order[:k], "body": body}]
                 clauses = ("LED-CRED.2", "LED-CRED.1", VOCAB_CLAUSES[op])
