@@ -83,17 +83,15 @@ def random_steps(state: LedgerState, now: int, steps: int, seed: int = 11) -> fl
         elif roll < 0.50:
             method, params = (
                 "_test/propose",
-                {"body": _body(rnd), "conflictGroup": rnd.choice(WORDS)},
+                {"body": _body(rnd)},
             )
         elif roll < 0.56:
             method, params = "memory/approve_memory_record", {"recordId": rid}
         elif roll < 0.60:
             method, params = "memory/reject_memory_record", {"recordId": rid}
         elif roll < 0.65:
-            method, params = (
-                "_test/set_expiry",
-                {"recordId": rid, "expiresAt": format_rfc3339(now + DAY)},
-            )
+            element = {"operation": "expire", "targets": [rid], "afterDays": 1}
+            method, params = "_test/consolidate", {"operations": [element]}
         elif roll < 0.70:
             method, params = "_test/sweep", {"at": format_rfc3339(now)}
         elif roll < 0.76:

@@ -15,7 +15,7 @@ from typing import Final, Literal
 
 from reference.ledger.conflicts import active_members, close_as_superseded
 from reference.ledger.credentials import credential_verdict
-from reference.ledger.lifecycle import replace_with, tombstone
+from reference.ledger.lifecycle import narrower_reading, replace_with, tombstone
 from reference.ledger.outcome import Refused, bad_value, combine
 from reference.ledger.records import (
     DEBOUNCE_RANGE,
@@ -218,7 +218,10 @@ def gate_problem(
     if op == "retire" and not settings_for(state, scope_key).allow_removal:
         return "removal is not allowed by the scope's settings"
     body = element.get("body")
-    if isinstance(body, str) and credential_verdict(trim_body(body)) is not None:
+    if (
+        isinstance(body, str)
+        and credential_verdict(trim_body(body), state.credential_exempt) is not None
+    ):
         return "body is credential-shaped"
     return None
 
@@ -444,11 +447,16 @@ def _applied_alternatives(
     refusal_reason = gate_problem(state, scope_key, op, element)
     if refusal_reason is not None:
         out: list[tuple[LedgerState, str | None]] = [(state, "refused")]
+        only_credential = gate_problem(state, scope_key, op, {**element, "body": "x"}) is None
         lenient_ok = (
-            isinstance(body, str)
-            and credential_verdict(trim_body(body)) == "either"
-            and gate_problem(state, scope_key, op, {**element, "body": "x"}) is None
+            only_credential
+            and isinstance(body, str)
+            and credential_verdict(trim_body(body), state.credential_exempt) == "either"
         )
+        narrower = narrower_reading(state, body) if only_credential else None
+        if narrower is not None and not lenient_ok:
+            # a store whose detector leaves this shape out applies it (LED-CRED.6)
+            return out + _applied_alternatives(narrower, scope_key, element, now)
         if not lenient_ok:
             return out
     else:

@@ -102,15 +102,44 @@ STRICT_DETECTORS: dict[str, re.Pattern[str]] = {
 }
 
 
-def credential_verdict(body: str) -> str | None:
+#: What every credential detector reads as a credential, whatever else it does: a whole PEM
+#: private-key block (LED-CRED.6).  Every other shape of :data:`DETECTORS` is the reference's
+#: list (LED-CRED.1): a store whose detector leaves one out deviates from it.
+CORE_DETECTORS: dict[str, re.Pattern[str]] = {
+    "pem_private_key": STRICT_DETECTORS["pem_private_key"],
+}
+
+
+def matching_detectors(body: str) -> frozenset[str]:
+    """The names of every detector ``body`` matches (LED-CRED.1)."""
+    return frozenset(name for name, pattern in DETECTORS if pattern.search(body) is not None)
+
+
+def exemptible(body: str, exempt: frozenset[str] = frozenset()) -> frozenset[str]:
+    """The detectors matching ``body`` that a narrower detector may leave out (LED-CRED.6):
+    every one but a core shape the body holds whole, and none already left out."""
+    core = frozenset(n for n, p in CORE_DETECTORS.items() if p.search(body) is not None)
+    if core:
+        return frozenset()
+    return matching_detectors(body) - exempt
+
+
+def credential_verdict(body: str, exempt: frozenset[str] = frozenset()) -> str | None:
     """``"refuse"`` when a store must refuse ``body``, ``"either"`` when it may store or refuse
     it (only a broad form of a detector in :data:`STRICT_DETECTORS` matches: a ``gh?_`` token of
     20-35 characters, a PEM header without its END line), None when it must store it
-    (LED-CRED.1, LED-CRED.3, LED-CRED.4)."""
+    (LED-CRED.1, LED-CRED.3, LED-CRED.4).  ``exempt``: detectors a narrower detector leaves out
+    (a ledger departing from LED-CRED.1); a core shape held whole is refused all the same
+    (LED-CRED.6)."""
     open_point = False
     for name, pattern in DETECTORS:
         if pattern.search(body) is None:
             continue
+        if name in exempt:
+            core = CORE_DETECTORS.get(name)
+            if core is None or core.search(body) is None:
+                continue
+            return "refuse"
         strict = STRICT_DETECTORS.get(name)
         if strict is None or strict.search(body) is not None:
             return "refuse"

@@ -12,7 +12,12 @@ from typing import Final
 
 from reference.ledger.budget import check_growth
 from reference.ledger.conflicts import activate_in_group, close_as_superseded
-from reference.ledger.credentials import CREDENTIAL_MESSAGE, credential_verdict
+from reference.ledger.credentials import (
+    CREDENTIAL_MESSAGE,
+    credential_verdict,
+    exemptible,
+    matching_detectors,
+)
 from reference.ledger.outcome import REFUSED, Refused, bad_value, combine, refusal
 from reference.ledger.records import (
     DEFAULT_KIND,
@@ -81,11 +86,14 @@ def unknown_record(scope_key: str, record_id: str) -> Refused:
     )
 
 
-def check_body(body: str, *, lenient_credentials: bool = False) -> tuple[str, list[Refused]]:
+def check_body(
+    body: str, *, lenient_credentials: bool = False, exempt: frozenset[str] = frozenset()
+) -> tuple[str, list[Refused]]:
     """Trim a body and list what is wrong with it (LED-SAVE.3, LED-REC.6, LED-CRED.2).
 
     ``lenient_credentials``: the other allowed answer where the seed gives no threshold
     (LED-CRED.4) -- a body only a broad detector form matches is stored, not refused.
+    ``exempt``: the detectors a narrower detector leaves out (LED-CRED.6).
     """
     trimmed = trim_body(body)
     problems: list[Refused] = []
@@ -100,7 +108,7 @@ def check_body(body: str, *, lenient_credentials: bool = False) -> tuple[str, li
                 code=REFUSED,
             )
         )
-    verdict = credential_verdict(trimmed)
+    verdict = credential_verdict(trimmed, exempt)
     if verdict == "refuse" or (verdict == "either" and not lenient_credentials):
         problems.append(refusal(CREDENTIAL_MESSAGE, exact=True))
     return trimmed, problems
@@ -141,7 +149,9 @@ def save(
     The record is active, ``user_explicit``, open from ``now``, without expiry.  There is no
     scope parameter: the scope is always ``account:local``.
     """
-    trimmed, problems = check_body(body, lenient_credentials=lenient_credentials)
+    trimmed, problems = check_body(
+        body, lenient_credentials=lenient_credentials, exempt=state.credential_exempt
+    )
     problems += check_kind(kind)
     problems += _check_optional_text(session_id, MAX_SESSION_ID, "sessionId")
     over = check_growth(state, SCOPE_LOCAL)
@@ -189,7 +199,9 @@ def propose(
     ``check_ranges=False`` is the other allowed answer of a test control (LED-WIRE.7): the
     ranges of ``confidenceBps``, ``rationale`` and ``conflictGroup`` are not judged.
     """
-    trimmed, problems = check_body(body, lenient_credentials=lenient_credentials)
+    trimmed, problems = check_body(
+        body, lenient_credentials=lenient_credentials, exempt=state.credential_exempt
+    )
     problems += check_kind(kind)
     problems += _check_optional_text(session_id, MAX_SESSION_ID, "sessionId")
     if check_ranges:
@@ -243,7 +255,9 @@ def supersede(
     ``carry_session`` is the other allowed answer: the successor keeps the predecessor's
     ``source_session_id`` (LED-EDIT.1).
     """
-    trimmed, problems = check_body(body, lenient_credentials=lenient_credentials)
+    trimmed, problems = check_body(
+        body, lenient_credentials=lenient_credentials, exempt=state.credential_exempt
+    )
     problems += check_kind(kind)
     old = find_in_scope(state, scope_key, record_id)
     if old is None:
@@ -359,3 +373,30 @@ def listing_order(state: LedgerState, scope_key: str, status: str = "active") ->
 def list_records(state: LedgerState, scope_key: str, status: str = "active") -> list[LedgerRecord]:
     """A scope's records of one status, newest update first, at most 50 (LED-LIST.1, .2, .3)."""
     return listing_order(state, scope_key, status)[:LIST_LIMIT]
+
+
+def narrower_reading(state: LedgerState, body: object) -> LedgerState | None:
+    """The ledger of a store whose credential detector leaves out every shape ``body`` holds
+    (a deviation from LED-CRED.1, LED-CRED.6), or None when none may be left out: a core shape
+    held whole, a shape the store has shown it applies (LED-CRED.2), or no shape at all."""
+    if not isinstance(body, str):
+        return None
+    left_out = exemptible(trim_body(body), state.credential_exempt)
+    if not left_out or left_out & state.credential_shown:
+        return None
+    return replace(
+        state,
+        credential_exempt=state.credential_exempt | left_out,
+        departures=state.departures | {"LED-CRED.1"},
+    )
+
+
+def credential_shown(state: LedgerState, body: object) -> LedgerState:
+    """The ledger after its store refused ``body`` as a credential: when one detector alone
+    explains the refusal, the store has shown it applies it (LED-CRED.2, LED-CRED.6)."""
+    if not isinstance(body, str):
+        return state
+    names = matching_detectors(trim_body(body)) - state.credential_exempt
+    if len(names) != 1 or names <= state.credential_shown:
+        return state
+    return replace(state, credential_shown=state.credential_shown | names)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
@@ -50,18 +51,42 @@ def packet_rank(rec: LedgerRecord) -> tuple[int, int, int]:
     return (explicit, confidence, newest)
 
 
-def render_line(rec: LedgerRecord) -> str:
-    """``[<first 8 chars of id>] <kind> (<provenance>): <body>``, each run of line breaks in
-    the body collapsed to one space (LED-PACKET.5)."""
-    return f"[{rec.id[:8]}] {rec.kind} ({rec.provenance}): {_LINE_BREAKS.sub(' ', rec.body)}"
+def reason_key(rec: LedgerRecord) -> tuple[str, int | None]:
+    """What a line's reason label may depend on: the record's provenance and confidence (the
+    reference's label is the provenance; the real ledger's names the confidence too,
+    LED-PACKET.5)."""
+    return (rec.provenance, rec.confidence_bps)
 
 
-def build_packet(state: LedgerState, scope_key: str) -> Packet:
+Reason = Callable[[LedgerRecord], str]
+"""A packet line's reason label for a record (LED-PACKET.5)."""
+
+
+def provenance_reason(rec: LedgerRecord) -> str:
+    """The reference's reason label: the record's provenance (LED-PACKET.5)."""
+    return rec.provenance
+
+
+def collapsed_body(rec: LedgerRecord) -> str:
+    """The body as a packet line carries it: each run of line breaks one space (LED-PACKET.5)."""
+    return _LINE_BREAKS.sub(" ", rec.body)
+
+
+def render_line(rec: LedgerRecord, reason: Reason = provenance_reason) -> str:
+    """``[<first 8 chars of id>] <kind> (<reason>): <body>``, each run of line breaks in the
+    body collapsed to one space (LED-PACKET.5); the reason is the provenance unless another
+    labelling is given (a store's own labels, LED-PACKET.6)."""
+    return f"[{rec.id[:8]}] {rec.kind} ({reason(rec)}): {collapsed_body(rec)}"
+
+
+def build_packet(state: LedgerState, scope_key: str, reason: Reason = provenance_reason) -> Packet:
     """Select and render the scope's packet (LED-PACKET.1-.5, LED-EXP.3, LED-GROUP.1).
 
     Only active records; an expired one is excluded with reason ``expired``; at most one
     member per conflict group; ordered by ``packet_order_key``; a record whose line would push
-    the text past 4000 characters is dropped whole and later ones may still fit.
+    the text past 4000 characters is dropped whole and later ones may still fit.  ``reason``:
+    the labelling of the lines (the reference's by default; a store's own labels change which
+    lines fit, LED-PACKET.6).
     """
     excluded: list[Exclusion] = []
     candidates: list[LedgerRecord] = []
@@ -81,7 +106,7 @@ def build_packet(state: LedgerState, scope_key: str) -> Packet:
         if rec.conflict_group is not None and rec.conflict_group in groups:
             excluded.append(Exclusion(rec.id, "conflict_group"))
             continue
-        line = render_line(rec)
+        line = render_line(rec, reason)
         added = len(line) + (1 if lines else 0)
         if length + added > PACKET_CHAR_CAP:
             excluded.append(Exclusion(rec.id, "over_cap"))

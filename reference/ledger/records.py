@@ -155,6 +155,12 @@ class LedgerState:
     reference would not hold (an ``expire`` counted from another instant, LED-VOCAB.4).  The
     model's own ledger never departs; :func:`~reference.ledger.wire.allowed.allowed` offers the
     others, and a harness that follows one reports a deviation."""
+    credential_exempt: frozenset[str] = frozenset()
+    """Detectors (``reference.ledger.credentials`` names) this ledger's store has shown it
+    leaves out: a narrower credential detector, a departure from LED-CRED.1 (LED-CRED.6)."""
+    credential_shown: frozenset[str] = frozenset()
+    """Detectors this ledger's store has shown it applies (a refusal only that detector
+    explains): it must then apply them everywhere a body enters (LED-CRED.2, LED-CRED.6)."""
 
 
 def empty_state() -> LedgerState:

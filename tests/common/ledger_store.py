@@ -95,6 +95,25 @@ class Ledger:
     def at(self, ms: int) -> None:
         """Freeze the store's clock at ``ms``."""
         assert self.ctl("set_clock", {"now": iso(ms)}) == {"now": iso(ms)}
+        self.now = ms
+
+    def batch(self, *elements: dict[str, Any]) -> dict[str, Any]:
+        """One consolidation batch at the store's now; its counts."""
+        return self.ctl("consolidate", {"operations": list(elements)})
+
+    def expire_at(self, rid: str, ms: int) -> None:
+        """Give a record the expiry ``ms`` the seed's way: ``expire`` with ``afterDays`` 1 run
+        one day before ``ms`` (the store's clock is put back after)."""
+        back = getattr(self, "now", None)
+        self.at(ms - 86_400_000)
+        counts = self.batch({"operation": "expire", "targets": [rid], "afterDays": 1})
+        assert counts["applied"] == 1, counts
+        if back is not None:
+            self.at(back)
+
+    def group(self, subject: str, *rids: str) -> dict[str, Any]:
+        """``group`` over ``rids`` under ``subject`` (the one way into a conflict group)."""
+        return self.batch({"operation": "group", "targets": list(rids), "subject": subject})
 
     def reset(self, ms: int = T0) -> None:
         assert self.ctl("reset") == {"ok": True}

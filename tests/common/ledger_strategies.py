@@ -7,9 +7,13 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from reference.ledger.expiry import set_expiry
+from reference.ledger.lifecycle import propose
 from reference.ledger.outcome import Ok, Refused
-from reference.ledger.records import LedgerState, empty_state
+from reference.ledger.records import SCOPE_LOCAL, LedgerState, empty_state
+from reference.ledger.timefmt import parse_rfc3339
 from reference.ledger.wire import handle
+from reference.ledger.wire.methods import record_outcome
 
 T0 = 1_767_225_600_000  # 2026-01-01T00:00:00.000Z
 DAY = 86_400_000
@@ -176,15 +180,49 @@ LOOK_ALIKES = (
 # --- driving the wire ----------------------------------------------------------------------
 
 
+#: The model's own builders of two states the wire reaches only through consolidation: an
+#: expiry at a chosen instant (``expire`` counts whole days from the run) and a proposal in a
+#: conflict group (a real proposal never carries one; ``group`` makes members of active
+#: records).  Model tests name them as calls for brevity; no store serves them.
+MODEL_EXPIRY = "model/set_expiry"
+MODEL_GROUPED_PROPOSAL = "model/propose_in_group"
+
+
+def model_handle(
+    state: LedgerState, method: str, params: Any, now: int
+) -> tuple[LedgerState, Ok | Refused]:
+    """:func:`reference.ledger.wire.handle`, plus the two model builders above."""
+    if method == MODEL_EXPIRY:
+        at = parse_rfc3339(params["expiresAt"])
+        assert at is not None
+        answer = set_expiry(state, SCOPE_LOCAL, params["recordId"], at, now)
+        return record_outcome(state, answer)
+    if method == MODEL_GROUPED_PROPOSAL:
+        fields = {k: v for k, v in params.items() if k not in ("body", "conflictGroup")}
+        answer = propose(
+            state,
+            SCOPE_LOCAL,
+            params["body"],
+            now,
+            kind=fields.get("kind"),
+            session_id=fields.get("sessionId"),
+            confidence_bps=fields.get("confidenceBps"),
+            rationale=fields.get("rationale"),
+            conflict_group=params["conflictGroup"],
+        )
+        return record_outcome(state, answer)
+    return handle(state, method, params, now)
+
+
 def call(
     state: LedgerState, method: str, params: Any, now: int
 ) -> tuple[LedgerState, Ok | Refused]:
-    return handle(state, method, params, now)
+    return model_handle(state, method, params, now)
 
 
 def ok(state: LedgerState, method: str, params: Any, now: int) -> tuple[LedgerState, Any]:
     """Call and insist on success; return the new state and the JSON result."""
-    new, outcome = handle(state, method, params, now)
+    new, outcome = model_handle(state, method, params, now)
     assert isinstance(outcome, Ok), (method, params, outcome)
     return new, outcome.result
 
@@ -198,7 +236,7 @@ def result_of(outcome: Ok | Refused) -> Any:
 
 def refused(state: LedgerState, method: str, params: Any, now: int) -> Refused:
     """Call, insist on a refusal, and insist the state did not change (LED-WIRE.8)."""
-    new, outcome = handle(state, method, params, now)
+    new, outcome = model_handle(state, method, params, now)
     assert isinstance(outcome, Refused), (method, params, outcome)
     assert new == state
     return outcome

@@ -210,13 +210,11 @@ class LedgerAgainstModel(RuleBasedStateMachine):
     @rule(
         body=BODIES,
         kind=KINDS,
-        group=GROUPS,
         confidence=st.one_of(st.none(), st.sampled_from([0, 5000, 5000, 10000, 10001])),
     )
-    def propose(self, body: str, kind: str | None, group: str | None, confidence: Any) -> None:
+    def propose(self, body: str, kind: str | None, confidence: Any) -> None:
         params: dict[str, Any] = {"body": body}
         _put(params, "kind", kind)
-        _put(params, "conflictGroup", group)
         _put(params, "confidenceBps", confidence)
         self.call("_test/propose", params)
 
@@ -266,12 +264,20 @@ class LedgerAgainstModel(RuleBasedStateMachine):
         self.call("memory/list_memory_records_as_of", {"scopeKey": SCOPE, "at": format_rfc3339(at)})
 
     @precondition(lambda self: bool(self.m2s))
-    @rule(data=st.data(), offset=st.sampled_from([-1, 0, 1, DAY, 2 * DAY]))
-    def set_expiry(self, data: st.DataObject, offset: int) -> None:
+    @rule(data=st.data(), days=st.sampled_from([1, 2]))
+    def expire(self, data: st.DataObject, days: int) -> None:
+        """An expiry the seed's way: ``expire`` (the sweep later passes it)."""
         rid = self.pick(data, "active")
-        rec = next((r for r in self.model.records if r.id == rid), None)
-        base = rec.valid_from if rec is not None else self.now
-        self.call("_test/set_expiry", {"recordId": rid, "expiresAt": format_rfc3339(base + offset)})
+        element = {"operation": "expire", "targets": [rid], "afterDays": days}
+        self.call("_test/consolidate", {"operations": [element]})
+
+    @precondition(lambda self: len(self.m2s) >= 2)
+    @rule(data=st.data(), subject=st.sampled_from(["g", "h"]))
+    def group(self, data: st.DataObject, subject: str) -> None:
+        """The one way into a conflict group: ``group`` over two records."""
+        a, b = self.pick(data, "active"), self.pick(data, "active")
+        element = {"operation": "group", "targets": [a, b], "subject": subject}
+        self.call("_test/consolidate", {"operations": [element]})
 
     @rule(offset=st.sampled_from([0, 1, DAY, 3 * DAY]))
     def sweep(self, offset: int) -> None:

@@ -134,8 +134,8 @@ def test_the_index_holds_exactly_the_active_bodies_after_every_transition(
     check("delete")
     assert stored_body(service, b["id"]) == ""  # the tombstone forgets the body itself
     assert search(service, "bravo") == set() and search(service, "alpha") == {a2["id"]}
-    p1 = led.propose("charlie proposal", conflictGroup="g")
-    p2 = led.propose("delta proposal", conflictGroup="g")
+    p1 = led.propose("charlie proposal")
+    p2 = led.propose("delta proposal")
     p3 = led.propose("echo proposal")
     check("propose")
     assert search(service, "proposal") == set()
@@ -143,14 +143,17 @@ def test_the_index_holds_exactly_the_active_bodies_after_every_transition(
     expected[p1["id"]] = "charlie proposal"
     check("approve")
     led.at(T0 + 2 * SEC)
-    led.approve(p2["id"])  # supersedes p1 (same group)
-    del expected[p1["id"]]
+    led.approve(p2["id"])
     expected[p2["id"]] = "delta proposal"
-    check("approve in group")
+    check("approve again")
+    led.at(T0 + 3 * SEC)
+    led.group("g", p1["id"], p2["id"])  # supersedes p1 (the earlier update)
+    del expected[p1["id"]]
+    check("group")
     led.reject(p3["id"])
     check("reject")
-    led.ctl("set_expiry", {"recordId": a2["id"], "expiresAt": iso(T0 + DAY)})
-    check("set_expiry")
+    led.expire_at(a2["id"], T0 + DAY)
+    check("expire")
     assert led.sweep(T0 + DAY) == [a2["id"]]
     del expected[a2["id"]]
     check("sweep")
@@ -328,7 +331,7 @@ def _populated(service: LedgerService) -> tuple[Ledger, dict[str, str]]:
     led.configure(maxRecords=4, allowRemoval=False)
     a = led.save("alpha", sessionId="s1")
     led.at(T0 + SEC)
-    b = led.approve(led.propose("bravo", conflictGroup="g", confidenceBps=500)["id"])
+    b = led.approve(led.propose("bravo", confidenceBps=500)["id"])
     c = led.supersede(a["id"], "alpha 2")
     p = led.propose("pending")
     dead = led.save("dead")
@@ -350,8 +353,7 @@ REFUSALS: list[tuple[str, dict[str, Any], int, str | None]] = [
     ("memory/delete_memory_record", {"recordId": "nope"}, 409, None),
     ("memory/approve_memory_record", {"recordId": "$b"}, 409, None),
     ("memory/reject_memory_record", {"recordId": "$c"}, 409, None),
-    ("_test/set_expiry", {"recordId": "$p", "expiresAt": iso(T0 + DAY)}, 409, None),
-    ("_test/set_expiry", {"recordId": "$c", "expiresAt": iso(T0)}, 400, None),
+    ("_test/propose", {"body": "x", "conflictGroup": "g"}, 400, None),
     ("memory/save_memory_record", {"body": "x", "scopeKey": "account:local"}, 400, None),
     ("memory/save_memory_record", {"body": "   "}, 400, None),
     ("memory/update_consolidation_settings", {"mode": "on", "maxRecords": 9}, 400, None),
@@ -424,7 +426,7 @@ def test_a_file_database_survives_a_restart(tmp_path: Path) -> None:
     path = tmp_path / "ledger.sqlite3"
     first = LedgerService(path, test_control=True)
     led, ids = _populated(first)
-    led.ctl("set_expiry", {"recordId": ids["c"], "expiresAt": iso(T0 + DAY)})
+    led.expire_at(ids["c"], T0 + DAY)
     snapshot, content = led.snapshot(), dump(first)
     first.close()
 
@@ -474,7 +476,7 @@ def test_the_server_serves_a_file_ledger_across_restarts(tmp_path: Path) -> None
 def test_controls_are_not_found_without_test_control() -> None:
     service = LedgerService(":memory:")
     try:
-        for name in ("reset", "set_clock", "sweep", "propose", "set_expiry", "consolidate"):
+        for name in ("reset", "set_clock", "sweep", "propose", "consolidate", "packet"):
             status, body = service.handle_test(name, b"{}")
             assert (status, body["error"]["code"]) == (404, -32601)
         assert service.handle("memory/get_consolidation_settings", b"{}")[0] == 200

@@ -189,8 +189,7 @@ _STRUCTURAL: list[tuple[str, dict[str, Any]]] = [
     ("_test/propose", {"body": "x", "confidenceBps": "5"}),
     ("_test/propose", {"body": "x", "confidenceBps": 0.5}),
     ("_test/propose", {"body": "x", "status": "active"}),
-    ("_test/propose", {"body": "x", "conflictGroup": None}),
-    ("_test/set_expiry", {"recordId": "x"}),
+    ("_test/propose", {"body": "x", "conflictGroup": "g"}),  # a proposal carries no group
     ("_test/sweep", {}),
     ("_test/sweep", {"at": None}),
     ("_test/consolidate", {}),
@@ -343,7 +342,7 @@ def test_listing_is_newest_update_first_and_capped_at_50(ledger: Ledger) -> None
         ids.append(ledger.save(f"pin {i}")["id"])
     # Touch an old record: its update moves it to the front.
     ledger.at(T0 + 100 * SEC)
-    ledger.ctl("set_expiry", {"recordId": ids[0], "expiresAt": iso(T0 + 10 * DAY)})
+    ledger.batch({"operation": "expire", "targets": [ids[0]], "afterDays": 10})
     listed = ledger.ids()
     assert len(listed) == 50
     assert listed == [ids[0], *reversed(ids[4:])]
@@ -433,8 +432,10 @@ def test_an_edit_supersedes_seamlessly(ledger: Ledger) -> None:
 
 @pytest.mark.clause("LED-EDIT.1", "LED-REC.2", "LED-GROUP.4")
 def test_an_edit_keeps_kind_unless_given_and_keeps_the_group(ledger: Ledger) -> None:
-    prop = ledger.propose("tabs", kind="decision", conflictGroup="indent")
-    active = ledger.approve(prop["id"])
+    ledger.save("spaces", kind="decision")
+    active = ledger.save("tabs", kind="decision")
+    ledger.at(T0 + SEC)
+    ledger.group("indent", ledger.ids()[1], active["id"])
     same_kind = ledger.supersede(active["id"], "two spaces")
     assert (same_kind["kind"], same_kind["conflictGroup"]) == ("decision", "indent")
     other_kind = ledger.supersede(same_kind["id"], "four spaces", kind="constraint")
@@ -479,7 +480,6 @@ def test_a_proposal_has_an_empty_interval(ledger: Ledger) -> None:
         sessionId="s-9",
         confidenceBps=8100,
         rationale="said so twice",
-        conflictGroup="language",
     )
     check_record_shape(rec)
     assert (rec["status"], rec["provenance"], rec["body"]) == (
@@ -488,18 +488,15 @@ def test_a_proposal_has_an_empty_interval(ledger: Ledger) -> None:
         "likes rust",
     )
     assert rec["validFrom"] == rec["validTo"] == rec["createdAt"] == iso(T0 + 3 * SEC)
-    assert (rec["confidenceBps"], rec["rationale"], rec["conflictGroup"]) == (
-        8100,
-        "said so twice",
-        "language",
-    )
+    assert (rec["confidenceBps"], rec["rationale"]) == (8100, "said so twice")
+    assert "conflictGroup" not in rec
     assert rec["sourceSessionId"] == "s-9" and rec["kind"] == "fact"
     assert ledger.propose("bare")["kind"] == "preference"
     for t in (T0, T0 + 3 * SEC, T0 + 4 * SEC):
         assert rec["id"] not in ledger.as_of(t)
 
 
-@pytest.mark.clause("LED-REVIEW.1", "LED-GROUP.5", "LED-WIRE.3", "LED-WIRE.8")
+@pytest.mark.clause("LED-REVIEW.1", "LED-WIRE.3", "LED-WIRE.8")
 @pytest.mark.parametrize(
     "extra",
     [
@@ -507,9 +504,6 @@ def test_a_proposal_has_an_empty_interval(ledger: Ledger) -> None:
         {"confidenceBps": 10001},
         {"rationale": ""},
         {"rationale": "r" * 4001},
-        {"conflictGroup": ""},
-        {"conflictGroup": "   "},
-        {"conflictGroup": "g" * 81},
         {"sessionId": ""},
         {"sessionId": "s" * 201},
         {"kind": "opinion"},
@@ -520,16 +514,15 @@ def test_proposal_field_domains(ledger: Ledger, extra: dict[str, Any]) -> None:
     assert ledger.listing("proposed") == []
 
 
-@pytest.mark.clause("LED-REVIEW.1", "LED-GROUP.5")
+@pytest.mark.clause("LED-REVIEW.1")
 def test_proposal_field_bounds_are_inclusive(ledger: Ledger) -> None:
     rec = ledger.propose(
         "p",
         confidenceBps=10000,
         rationale="r" * 4000,
-        conflictGroup=" g" * 40,
         sessionId="s" * 200,
     )
-    assert rec["conflictGroup"] == " g" * 40  # compared exactly, not trimmed
+    assert rec["rationale"] == "r" * 4000
     assert ledger.propose("q", confidenceBps=0)["confidenceBps"] == 0
 
 
@@ -577,19 +570,16 @@ def test_only_a_proposal_can_be_approved_or_rejected(ledger: Ledger) -> None:
     assert ledger.snapshot() == before
 
 
-@pytest.mark.clause(
-    "LED-GROUP.1", "LED-GROUP.2", "LED-INT.3", "LED-REVIEW.2", "LED-PACKET.2", "LED-BUDGET.3"
-)
-def test_approving_a_grouped_proposal_supersedes_the_active_member(ledger: Ledger) -> None:
-    first = ledger.approve(ledger.propose("deploys on friday", conflictGroup="deploy-day")["id"])
+@pytest.mark.clause("LED-GROUP.1", "LED-GROUP.2", "LED-INT.3", "LED-PACKET.2", "LED-BUDGET.3")
+def test_grouping_supersedes_the_other_member_at_the_run_instant(ledger: Ledger) -> None:
+    first = ledger.save("deploys on friday")
     ledger.at(T0 + SEC)
-    rival = ledger.propose("never deploys on friday", conflictGroup="deploy-day")
-    ledger.configure(maxRecords=2)  # at the budget: approval is not growth
+    rival = ledger.save("never deploys on friday")
+    ledger.configure(maxRecords=2)  # at the budget: grouping is not growth
     ledger.at(T0 + 4 * SEC)
-    live = ledger.approve(rival["id"])
-    assert live["validFrom"] == iso(T0 + 4 * SEC)
-    assert "supersedes" not in live  # approval keeps the proposal's own fields
-    assert [r["id"] for r in ledger.listing()] == [live["id"]]
+    assert ledger.group("deploy-day", first["id"], rival["id"])["applied"] == 1
+    [live] = ledger.listing()
+    assert live["id"] == rival["id"] and live["validFrom"] == iso(T0 + SEC)
     loser = ledger.as_of(T0 + 4 * SEC - 1)[first["id"]]
     assert loser["status"] == "superseded" and loser["validTo"] == iso(T0 + 4 * SEC)
     assert set(ledger.as_of(T0 + 4 * SEC)) == {live["id"]}
@@ -599,14 +589,19 @@ def test_approving_a_grouped_proposal_supersedes_the_active_member(ledger: Ledge
 
 @pytest.mark.clause("LED-GROUP.3")
 def test_a_group_with_no_active_member_is_legal(ledger: Ledger) -> None:
-    a = ledger.approve(ledger.propose("a", conflictGroup="g")["id"])
-    b = ledger.propose("b", conflictGroup="g")
-    ledger.reject(b["id"])
-    ledger.ctl("set_expiry", {"recordId": a["id"], "expiresAt": iso(T0 + DAY)})
+    b = ledger.save("b")
+    ledger.at(T0 + SEC)
+    a = ledger.save("a")
+    ledger.group("g", a["id"], b["id"])
+    ledger.expire_at(a["id"], T0 + DAY)
     assert ledger.sweep(T0 + DAY) == [a["id"]]
     assert ledger.listing() == [] and ledger.packet() == {"lines": [], "text": ""}
-    # A new member can become the active one; nothing was revived.
-    c = ledger.approve(ledger.propose("c", conflictGroup="g")["id"])
+    # New members can form the group again; nothing was revived.
+    ledger.at(T0 + DAY + SEC)
+    d = ledger.save("d")
+    ledger.at(T0 + DAY + 2 * SEC)
+    c = ledger.save("c")
+    assert ledger.group("g", d["id"], c["id"])["applied"] == 1
     assert ledger.ids() == [c["id"]]
 
 
@@ -713,7 +708,6 @@ def test_malformed_instants_are_bad_values(ledger: Ledger, text: str) -> None:
     rec = ledger.save("x")
     assert_bad_value(ledger.call(AS_OF, {"scopeKey": SCOPE, "at": text}))
     assert_bad_value(ledger.control("sweep", {"at": text}))
-    assert_bad_value(ledger.control("set_expiry", {"recordId": rec["id"], "expiresAt": text}))
     assert_bad_value(ledger.control("set_clock", {"now": text}))
     assert ledger.listing() == [rec]
 
@@ -725,8 +719,8 @@ def test_malformed_instants_are_bad_values(ledger: Ledger, text: str) -> None:
 def test_the_sweep_boundary_is_inclusive_and_closes_at_the_expiry(ledger: Ledger) -> None:
     due = ledger.save("due")
     later = ledger.save("later")
-    ledger.ctl("set_expiry", {"recordId": due["id"], "expiresAt": iso(T0 + DAY)})
-    ledger.ctl("set_expiry", {"recordId": later["id"], "expiresAt": iso(T0 + DAY + 1)})
+    ledger.expire_at(due["id"], T0 + DAY)
+    ledger.expire_at(later["id"], T0 + DAY + 1)
     assert ledger.sweep(T0 + DAY - 1) == []
     assert ledger.sweep(T0 + DAY) == [due["id"]]
     assert ledger.sweep(T0 + 2 * DAY) == [later["id"]]  # long after its expiry
@@ -745,7 +739,7 @@ def test_the_sweep_boundary_is_inclusive_and_closes_at_the_expiry(ledger: Ledger
 @pytest.mark.clause("LED-EXP.2")
 def test_a_record_expiring_exactly_at_the_sweep_instant_expires(ledger: Ledger) -> None:
     rec = ledger.save("x")
-    ledger.ctl("set_expiry", {"recordId": rec["id"], "expiresAt": iso(T0 + 1000)})
+    ledger.expire_at(rec["id"], T0 + 1000)
     ledger.at(T0 + 5 * DAY)  # the store's clock does not matter, only the sweep's argument
     assert ledger.sweep(T0 + 999) == []
     assert ledger.sweep(T0 + 1000) == [rec["id"]]
@@ -759,34 +753,32 @@ def test_no_expiry_never_expires_and_the_sweep_ignores_the_mode(ledger: Ledger) 
     forever = ledger.save("forever")
     assert "expiresAt" not in forever
     timed = ledger.save("timed")
-    ledger.ctl("set_expiry", {"recordId": timed["id"], "expiresAt": iso(T0 + DAY)})
+    ledger.expire_at(timed["id"], T0 + DAY)
     assert ledger.settings()["mode"] == "off"
     assert ledger.sweep(T0 + 3650 * DAY) == [timed["id"]]
     assert ledger.ids() == [forever["id"]]
 
 
-@pytest.mark.clause("LED-EXP.5", "LED-STATUS.3", "LED-WIRE.3", "LED-WIRE.8")
-def test_set_expiry_rules(ledger: Ledger) -> None:
+@pytest.mark.clause("LED-EXP.5", "LED-VOCAB.4", "LED-GATE.3", "LED-WIRE.8")
+def test_expire_rules(ledger: Ledger) -> None:
+    """An expiry is set the seed's way, ``expire``: on an active record (a later one replaces
+    the earlier), never on a proposal or a missing record (refused by the gate)."""
     ledger.at(T0 + DAY)
     rec = ledger.save("x")
     ledger.at(T0 + DAY + 5)
-    first = ledger.ctl("set_expiry", {"recordId": rec["id"], "expiresAt": iso(T0 + 3 * DAY)})
-    assert first["expiresAt"] == iso(T0 + 3 * DAY) and first["updatedAt"] == iso(T0 + DAY + 5)
-    second = ledger.ctl("set_expiry", {"recordId": rec["id"], "expiresAt": iso(T0 + 2 * DAY)})
-    assert second["expiresAt"] == iso(T0 + 2 * DAY)
-    same = ledger.ctl("set_expiry", {"recordId": rec["id"], "expiresAt": iso(T0 + DAY)})
-    assert same["expiresAt"] == same["validFrom"]
+    assert (
+        ledger.batch({"operation": "expire", "targets": [rec["id"]], "afterDays": 3})["applied"]
+        == 1
+    )
+    first = ledger.listing()[0]
+    assert first["expiresAt"] == iso(T0 + 4 * DAY + 5) and first["updatedAt"] == iso(T0 + DAY + 5)
+    ledger.batch({"operation": "expire", "targets": [rec["id"]], "afterDays": 1})
+    assert ledger.listing()[0]["expiresAt"] == iso(T0 + 2 * DAY + 5)
     prop = ledger.propose("p")
     before = ledger.snapshot()
-    assert_bad_value(
-        ledger.control("set_expiry", {"recordId": rec["id"], "expiresAt": iso(T0 + DAY - 1)})
-    )
-    assert_refused(
-        ledger.control("set_expiry", {"recordId": prop["id"], "expiresAt": iso(T0 + 9 * DAY)})
-    )
-    assert_bad_value(
-        ledger.control("set_expiry", {"recordId": "missing", "expiresAt": iso(T0 + 9 * DAY)})
-    )
+    for target in (prop["id"], "missing"):
+        counts = ledger.batch({"operation": "expire", "targets": [target], "afterDays": 9})
+        assert (counts["applied"], counts["refused"]) == (0, 1)
     assert ledger.snapshot() == before
 
 
@@ -918,7 +910,10 @@ def _counts(
 def test_merge_supersedes_every_target_at_the_run_instant(ledger: Ledger) -> None:
     a = ledger.save("likes tea", kind="fact")
     ledger.at(T0 + SEC)
-    b = ledger.approve(ledger.propose("likes green tea", kind="fact", conflictGroup="drink")["id"])
+    ledger.save("likes black tea", kind="fact")
+    b = ledger.save("likes green tea", kind="fact")
+    ledger.group("drink", ledger.ids()[1], b["id"])
+    b = ledger.listing()[0]
     ledger.at(T0 + 2 * SEC)
     c = ledger.save("prefers mornings", kind="preference")
     ledger.at(T0 + 9 * SEC)
@@ -955,7 +950,11 @@ def test_merge_of_mixed_kinds_is_a_fact(ledger: Ledger) -> None:
 
 @pytest.mark.clause("LED-VOCAB.3", "LED-GROUP.4", "LED-PROV.3", "LED-INT.3")
 def test_correct_replaces_one_record_keeping_kind_and_group(ledger: Ledger) -> None:
-    rec = ledger.approve(ledger.propose("uses tabs", kind="decision", conflictGroup="indent")["id"])
+    old = ledger.save("uses two spaces", kind="decision")
+    ledger.at(T0 + SEC)
+    rec = ledger.save("uses tabs", kind="decision")
+    ledger.at(T0 + 2 * SEC)
+    ledger.group("indent", old["id"], rec["id"])
     ledger.at(T0 + 3 * SEC)
     assert ledger.consolidate(
         {"operation": "correct", "targets": [rec["id"]], "body": "uses spaces\n"}
@@ -968,7 +967,7 @@ def test_correct_replaces_one_record_keeping_kind_and_group(ledger: Ledger) -> N
         "model_consolidation",
     )
     assert new["supersedes"] == rec["id"] and new["validFrom"] == iso(T0 + 3 * SEC)
-    assert ledger.as_of(T0)[rec["id"]]["validTo"] == new["validFrom"]
+    assert ledger.as_of(T0 + SEC)[rec["id"]]["validTo"] == new["validFrom"]
 
 
 @pytest.mark.clause("LED-VOCAB.4", "LED-GATE.8")
@@ -1002,7 +1001,9 @@ def test_an_expiry_past_year_9999_is_refused_not_stored(ledger: Ledger) -> None:
 
 @pytest.mark.clause("LED-VOCAB.5", "LED-GROUP.1", "LED-GROUP.2", "LED-INT.3", "LED-PACKET.2")
 def test_group_keeps_the_latest_update_and_supersedes_the_rest(ledger: Ledger) -> None:
-    old_member = ledger.approve(ledger.propose("ships weekly", conflictGroup="cadence")["id"])
+    other = ledger.save("ships yearly")
+    old_member = ledger.save("ships weekly")  # written later: it survives the tie
+    ledger.group("cadence", other["id"], old_member["id"])
     ledger.at(T0 + SEC)
     a = ledger.save("ships daily")
     ledger.at(T0 + 2 * SEC)
@@ -1011,7 +1012,7 @@ def test_group_keeps_the_latest_update_and_supersedes_the_rest(ledger: Ledger) -
     c = ledger.save("ships monthly")
     # Touch ``a`` so it is the most recently updated member.
     ledger.at(T0 + 4 * SEC)
-    ledger.ctl("set_expiry", {"recordId": a["id"], "expiresAt": iso(T0 + 99 * DAY)})
+    ledger.expire_at(a["id"], T0 + 99 * DAY)
     ledger.at(T0 + 10 * SEC)
     assert ledger.consolidate(
         {"operation": "group", "targets": [b["id"], a["id"]], "subject": "cadence"}
@@ -1284,7 +1285,7 @@ def test_expired_superseded_and_proposed_records_never_reach_the_packet(ledger: 
     b = ledger.save("edited away")
     ledger.supersede(b["id"], "edited")
     ledger.propose("proposal")
-    ledger.ctl("set_expiry", {"recordId": a["id"], "expiresAt": iso(T0 + DAY)})
+    ledger.expire_at(a["id"], T0 + DAY)
     assert len(ledger.packet()["lines"]) == 2
     ledger.sweep(T0 + DAY)
     assert [line.split(": ", 1)[1] for line in ledger.packet()["lines"]] == ["edited"]

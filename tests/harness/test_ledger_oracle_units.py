@@ -15,7 +15,7 @@ from reference.ledger.outcome import Ok, Outcome, Refused
 from reference.ledger.records import LedgerState, empty_state
 from reference.ledger.timefmt import format_rfc3339
 from reference.ledger.wire import handle
-from tests.common.ledger_strategies import result_of
+from tests.common.ledger_strategies import MODEL_EXPIRY, model_handle, result_of
 
 T0 = 1_772_442_000_000  # 2026-03-02T09:00:00.000Z
 
@@ -375,9 +375,9 @@ def test_sweep_ids_are_a_set_and_batch_counts_are_exact() -> None:
         ]
     )
     for i, out in enumerate(outs):
-        state, _ = handle(
+        state, _ = model_handle(
             state,
-            "_test/set_expiry",
+            MODEL_EXPIRY,
             {"recordId": result_of(out)["id"], "expiresAt": format_rfc3339(T0 + 10_000)},
             T0 + 3000 + i,
         )

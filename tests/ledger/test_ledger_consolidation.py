@@ -19,7 +19,16 @@ from reference.ledger.lifecycle import propose, save
 from reference.ledger.outcome import INVALID_PARAMS, REFUSED, Refused
 from reference.ledger.records import LedgerState, empty_state, find_record
 from reference.ledger.timefmt import format_rfc3339
-from tests.common.ledger_strategies import DAY, T0, ok, refused, saved, sentence
+from tests.common.ledger_strategies import (
+    DAY,
+    MODEL_EXPIRY,
+    MODEL_GROUPED_PROPOSAL,
+    T0,
+    ok,
+    refused,
+    saved,
+    sentence,
+)
 
 LOCAL = "account:local"
 T1 = T0 + 1000
@@ -136,7 +145,7 @@ def test_merge_supersedes_every_source() -> None:
 def test_correct_keeps_kind_and_group() -> None:
     state, p = ok(
         empty_state(),
-        "_test/propose",
+        MODEL_GROUPED_PROPOSAL,
         {"body": "uses emacs", "kind": "fact", "conflictGroup": "editor"},
         T0,
     )
@@ -186,7 +195,7 @@ def test_expire_counted_from_the_records_own_instants_departs_from_the_reference
     if touched:  # updatedAt moves away from createdAt/validFrom
         state, _ = ok(
             state,
-            "_test/set_expiry",
+            MODEL_EXPIRY,
             {"recordId": a, "expiresAt": format_rfc3339(T0 + 9000 * DAY)},
             T0 + touched,
         )
@@ -222,7 +231,7 @@ def test_group_with_another_survivor_departs_from_the_reference(n: int, touch: l
         if i < n:
             state, _ = ok(
                 state,
-                "_test/set_expiry",
+                MODEL_EXPIRY,
                 {"recordId": ids[i], "expiresAt": format_rfc3339(T0 + 9000 * DAY)},
                 T0 + 100 + k,
             )
@@ -292,7 +301,7 @@ def test_group_survivor_is_the_most_recently_updated() -> None:
     # Touch a: now the most recently updated of the three.
     state, _ = ok(
         state,
-        "_test/set_expiry",
+        MODEL_EXPIRY,
         {"recordId": a, "expiresAt": format_rfc3339(T0 + 99 * DAY)},
         T0 + 50,
     )
@@ -313,7 +322,9 @@ def test_group_survivor_is_the_most_recently_updated() -> None:
 
 @pytest.mark.clause("LED-VOCAB.5")
 def test_group_includes_the_existing_active_member_and_breaks_ties_by_write_order() -> None:
-    state, p = ok(empty_state(), "_test/propose", {"body": "dark", "conflictGroup": "theme"}, T0)
+    state, p = ok(
+        empty_state(), MODEL_GROUPED_PROPOSAL, {"body": "dark", "conflictGroup": "theme"}, T0
+    )
     state, _ = ok(state, "memory/approve_memory_record", {"recordId": p["id"]}, T0 + 300)
     state, (x, y) = saved(["light", "solarized"], now=T0 + 100, state=state)
     # p was updated last (approval at T0+300): it survives against x and y.

@@ -15,7 +15,15 @@ from reference.ledger.lifecycle import propose
 from reference.ledger.outcome import INVALID_PARAMS, REFUSED, Refused
 from reference.ledger.records import empty_state, find_record, held
 from reference.ledger.timefmt import format_rfc3339
-from tests.common.ledger_strategies import DAY, T0, ok, refused, saved
+from tests.common.ledger_strategies import (
+    DAY,
+    MODEL_EXPIRY,
+    MODEL_GROUPED_PROPOSAL,
+    T0,
+    ok,
+    refused,
+    saved,
+)
 
 LOCAL = "account:local"
 
@@ -31,8 +39,12 @@ def settings(state: Any, now: int, **params: Any) -> Any:
 @pytest.mark.clause("LED-GROUP.1", "LED-GROUP.2", "LED-REVIEW.2")
 def test_approving_a_member_supersedes_the_active_one() -> None:
     state = empty_state()
-    state, p1 = ok(state, "_test/propose", {"body": "dark mode", "conflictGroup": "theme"}, T0)
-    state, p2 = ok(state, "_test/propose", {"body": "light mode", "conflictGroup": "theme"}, T0 + 1)
+    state, p1 = ok(
+        state, MODEL_GROUPED_PROPOSAL, {"body": "dark mode", "conflictGroup": "theme"}, T0
+    )
+    state, p2 = ok(
+        state, MODEL_GROUPED_PROPOSAL, {"body": "light mode", "conflictGroup": "theme"}, T0 + 1
+    )
     state, _ = ok(state, "memory/approve_memory_record", {"recordId": p1["id"]}, T0 + 10)
     state, a2 = ok(state, "memory/approve_memory_record", {"recordId": p2["id"]}, T0 + 20)
     loser = find_record(state, p1["id"])
@@ -46,13 +58,15 @@ def test_approving_a_member_supersedes_the_active_one() -> None:
 @pytest.mark.clause("LED-GROUP.3")
 def test_a_group_with_no_active_member_is_legal() -> None:
     state = empty_state()
-    state, p1 = ok(state, "_test/propose", {"body": "tabs", "conflictGroup": "indent"}, T0)
-    state, p2 = ok(state, "_test/propose", {"body": "spaces", "conflictGroup": "indent"}, T0 + 1)
+    state, p1 = ok(state, MODEL_GROUPED_PROPOSAL, {"body": "tabs", "conflictGroup": "indent"}, T0)
+    state, p2 = ok(
+        state, MODEL_GROUPED_PROPOSAL, {"body": "spaces", "conflictGroup": "indent"}, T0 + 1
+    )
     state, _ = ok(state, "memory/approve_memory_record", {"recordId": p1["id"]}, T0 + 2)
     state, _ = ok(state, "memory/reject_memory_record", {"recordId": p2["id"]}, T0 + 3)
     state, _ = ok(
         state,
-        "_test/set_expiry",
+        MODEL_EXPIRY,
         {"recordId": p1["id"], "expiresAt": format_rfc3339(T0 + DAY)},
         T0 + 4,
     )
@@ -63,7 +77,10 @@ def test_a_group_with_no_active_member_is_legal() -> None:
     assert packet == {"lines": [], "text": ""}
     # ...and a new member can still be approved into it.
     state, p3 = ok(
-        state, "_test/propose", {"body": "tabs again", "conflictGroup": "indent"}, T0 + DAY + 1
+        state,
+        MODEL_GROUPED_PROPOSAL,
+        {"body": "tabs again", "conflictGroup": "indent"},
+        T0 + DAY + 1,
     )
     state, _ = ok(state, "memory/approve_memory_record", {"recordId": p3["id"]}, T0 + DAY + 2)
     assert find_record(state, p1["id"]).status == "expired"  # type: ignore[union-attr]

@@ -14,7 +14,7 @@ from reference.ledger.records import LedgerState, empty_state, find_record
 from reference.ledger.search import search
 from reference.ledger.timefmt import format_rfc3339
 from reference.ledger.wire import handle
-from tests.common.ledger_strategies import DAY, T0, ok, refused, result_of, saved
+from tests.common.ledger_strategies import DAY, MODEL_EXPIRY, T0, ok, refused, result_of, saved
 
 LOCAL = "account:local"
 
@@ -136,12 +136,8 @@ def test_as_of_is_exactly_the_intervals_containing_the_instant(
 def test_sweep_boundary_is_inclusive_and_closes_at_the_expiry() -> None:
     state, (a, b, c) = saved(["expires at E", "expires after E", "never expires"])
     e = T0 + DAY
-    state, _ = ok(
-        state, "_test/set_expiry", {"recordId": a, "expiresAt": format_rfc3339(e)}, T0 + 10
-    )
-    state, _ = ok(
-        state, "_test/set_expiry", {"recordId": b, "expiresAt": format_rfc3339(e + 1)}, T0 + 11
-    )
+    state, _ = ok(state, MODEL_EXPIRY, {"recordId": a, "expiresAt": format_rfc3339(e)}, T0 + 10)
+    state, _ = ok(state, MODEL_EXPIRY, {"recordId": b, "expiresAt": format_rfc3339(e + 1)}, T0 + 11)
     s1, res = ok(state, "_test/sweep", {"at": format_rfc3339(e - 1)}, T0 + 12)
     assert res == {"expired": []} and s1 == state
     # Swept late: still closes at the expiry, not at the sweep.
@@ -189,29 +185,27 @@ def test_sweep_expires_exactly_the_due(offsets: list[int], at_off: int) -> None:
 def test_set_expiry_rules() -> None:
     state, (a, b) = saved(["a", "b"])
     state, rec = ok(
-        state, "_test/set_expiry", {"recordId": a, "expiresAt": format_rfc3339(T0 + DAY)}, T0 + 5
+        state, MODEL_EXPIRY, {"recordId": a, "expiresAt": format_rfc3339(T0 + DAY)}, T0 + 5
     )
     assert rec["expiresAt"] == format_rfc3339(T0 + DAY) and rec["updatedAt"] == format_rfc3339(
         T0 + 5
     )
     state, rec = ok(
         state,
-        "_test/set_expiry",
+        MODEL_EXPIRY,
         {"recordId": a, "expiresAt": format_rfc3339(T0 + 2 * DAY)},
         T0 + 6,
     )
     assert rec["expiresAt"] == format_rfc3339(T0 + 2 * DAY)  # a later call replaces it
-    r = refused(state, "_test/set_expiry", {"recordId": b, "expiresAt": format_rfc3339(T0)}, T0 + 7)
+    r = refused(state, MODEL_EXPIRY, {"recordId": b, "expiresAt": format_rfc3339(T0)}, T0 + 7)
     assert r.allowed_codes == {REFUSED, INVALID_PARAMS}  # b opened at T0 + 1
     state, _ = ok(state, "memory/delete_memory_record", {"recordId": b}, T0 + 8)
-    r = refused(
-        state, "_test/set_expiry", {"recordId": b, "expiresAt": format_rfc3339(T0 + DAY)}, T0 + 9
-    )
+    r = refused(state, MODEL_EXPIRY, {"recordId": b, "expiresAt": format_rfc3339(T0 + DAY)}, T0 + 9)
     assert r.allowed_codes == {REFUSED}
     state, p = ok(state, "_test/propose", {"body": "p"}, T0 + 10)
     r = refused(
         state,
-        "_test/set_expiry",
+        MODEL_EXPIRY,
         {"recordId": p["id"], "expiresAt": format_rfc3339(T0 + DAY)},
         T0 + 11,
     )

@@ -14,8 +14,16 @@ from reference.ledger.lifecycle import LEGAL_TRANSITIONS, list_records, save
 from reference.ledger.outcome import INVALID_PARAMS, REFUSED, Refused
 from reference.ledger.records import STATUSES, LedgerState, empty_state, find_record
 from reference.ledger.timefmt import format_rfc3339
-from reference.ledger.wire import handle
-from tests.common.ledger_strategies import T0, ok, refused, saved, sentence
+from tests.common.ledger_strategies import (
+    MODEL_EXPIRY,
+    MODEL_GROUPED_PROPOSAL,
+    T0,
+    model_handle,
+    ok,
+    refused,
+    saved,
+    sentence,
+)
 
 ALWAYS = {
     "id",
@@ -135,9 +143,7 @@ def test_list_by_status() -> None:
 def test_list_caps_at_50_newest_update_first() -> None:
     state, ids = saved([f"pin {i}" for i in range(55)])
     # Touch an old record: its update makes it the newest.
-    state, _ = ok(
-        state, "_test/set_expiry", {"recordId": ids[0], "expiresAt": fmt(T0 + 10**9)}, T0 + 100
-    )
+    state, _ = ok(state, MODEL_EXPIRY, {"recordId": ids[0], "expiresAt": fmt(T0 + 10**9)}, T0 + 100)
     _, res = ok(state, "memory/list_memory_records", {"scopeKey": LOCAL}, T0 + 101)
     got = [r["id"] for r in res["records"]]
     assert len(got) == 50
@@ -198,7 +204,7 @@ def test_edit_supersedes_by_a_new_record() -> None:
     state = empty_state()
     state, prop = ok(
         state,
-        "_test/propose",
+        MODEL_GROUPED_PROPOSAL,
         {
             "body": "likes dark mode",
             "kind": "fact",
@@ -258,7 +264,7 @@ def test_edit_works_at_the_ceiling() -> None:
 def test_proposal_fields() -> None:
     _, rec = ok(
         empty_state(),
-        "_test/propose",
+        MODEL_GROUPED_PROPOSAL,
         {
             "body": " uses vim ",
             "kind": "fact",
@@ -299,14 +305,19 @@ def test_proposal_fields() -> None:
         {"rationale": "r" * 4001},
         {"sessionId": ""},
         {"sessionId": "s" * 201},
-        {"conflictGroup": ""},
-        {"conflictGroup": "   "},
-        {"conflictGroup": "g" * 81},
     ],
 )
 def test_proposal_bad_values(params: dict[str, Any]) -> None:
     r = refused(empty_state(), "_test/propose", {"body": "x", **params}, T0)
     assert r.allowed_codes == {REFUSED, INVALID_PARAMS}
+
+
+@pytest.mark.clause("LED-REVIEW.1", "LED-WIRE.7", "LED-WIRE.2")
+def test_a_proposal_never_carries_a_group() -> None:
+    """The extractor's element carries body, kind, confidence, rationale and the session only:
+    a conflict group is an unknown param (a record joins a group only through ``group``)."""
+    r = refused(empty_state(), "_test/propose", {"body": "x", "conflictGroup": "g"}, T0)
+    assert r.allowed_codes == {INVALID_PARAMS}
 
 
 @pytest.mark.clause("LED-REVIEW.2", "LED-PROV.2")
@@ -358,7 +369,7 @@ def _in_status(status: str) -> tuple[LedgerState, str]:
         state, _ = ok(state, "memory/delete_memory_record", {"recordId": a}, T0 + 1)
         return state, a
     if status == "expired":
-        state, _ = ok(state, "_test/set_expiry", {"recordId": a, "expiresAt": fmt(T0 + 1)}, T0 + 1)
+        state, _ = ok(state, MODEL_EXPIRY, {"recordId": a, "expiresAt": fmt(T0 + 1)}, T0 + 1)
         state, _ = sweep_expired(state, T0 + 2)
         return state, a
     state, prop = ok(state, "_test/propose", {"body": "p"}, T0 + 1)
@@ -372,7 +383,7 @@ _ACTIONS: dict[str, tuple[str, str, dict[str, Any]]] = {
     "supersede": ("superseded", "memory/supersede_memory_record", {"body": "new"}),
     "approve": ("active", "memory/approve_memory_record", {}),
     "reject": ("rejected", "memory/reject_memory_record", {}),
-    "set_expiry": ("expired", "_test/set_expiry", {"expiresAt": fmt(T0 + 10**8)}),
+    "set_expiry": ("expired", MODEL_EXPIRY, {"expiresAt": fmt(T0 + 10**8)}),
 }
 
 
@@ -385,7 +396,7 @@ def test_transition_table(status: str, action: str) -> None:
     assert rec is not None and rec.status == status
     target, method, extra = _ACTIONS[action]
     legal = (status, target) in LEGAL_TRANSITIONS
-    new, outcome = handle(state, method, {"recordId": rid, **extra}, T0 + 1000)
+    new, outcome = model_handle(state, method, {"recordId": rid, **extra}, T0 + 1000)
     if legal:
         assert not isinstance(outcome, Refused)
         after = find_record(new, rid)

@@ -38,7 +38,16 @@ from reference.ledger.records import (
 from reference.ledger.search import search, searchable
 from reference.ledger.timefmt import format_rfc3339
 from reference.ledger.wire import handle
-from tests.common.ledger_strategies import DAY, SECRETS, T0, result_of, sentence
+from tests.common.ledger_strategies import (
+    DAY,
+    MODEL_EXPIRY,
+    MODEL_GROUPED_PROPOSAL,
+    SECRETS,
+    T0,
+    model_handle,
+    result_of,
+    sentence,
+)
 
 LOCAL = "account:local"
 OTHER = "account:other"
@@ -162,7 +171,7 @@ class LedgerMachine(RuleBasedStateMachine):
         )
 
     def wire(self, method: str, params: dict[str, Any]) -> Ok | Refused:
-        after, outcome = handle(self.state, method, params, self.now)
+        after, outcome = model_handle(self.state, method, params, self.now)
         event(f"{method}: {'ok' if isinstance(outcome, Ok) else outcome.code}")
         self.step(after, outcome)
         return outcome
@@ -219,7 +228,7 @@ class LedgerMachine(RuleBasedStateMachine):
                 params["conflictGroup"] = group
             if conf is not None:
                 params["confidenceBps"] = conf
-            self.wire("_test/propose", params)
+            self.wire(MODEL_GROUPED_PROPOSAL if group is not None else "_test/propose", params)
         else:
             after, out = propose(
                 self.state, scope, body, self.now, conflict_group=group, confidence_bps=conf
@@ -259,9 +268,7 @@ class LedgerMachine(RuleBasedStateMachine):
         self.now += dt
         rec = self.pick(data, "active")
         rid = rec.id if rec is not None else BOGUS
-        self.wire(
-            "_test/set_expiry", {"recordId": rid, "expiresAt": format_rfc3339(self.now + offset)}
-        )
+        self.wire(MODEL_EXPIRY, {"recordId": rid, "expiresAt": format_rfc3339(self.now + offset)})
 
     @rule(delta=st.integers(1, 5 * DAY), data=st.data())
     def sweep(self, delta: int, data: st.DataObject) -> None:

@@ -22,7 +22,17 @@ from reference.ledger.wire import (
     handle,
     slash_command,
 )
-from tests.common.ledger_strategies import DAY, T0, ok, refused, result_of, saved, sentence
+from tests.common.ledger_strategies import (
+    DAY,
+    MODEL_EXPIRY,
+    MODEL_GROUPED_PROPOSAL,
+    T0,
+    ok,
+    refused,
+    result_of,
+    saved,
+    sentence,
+)
 
 LOCAL = "account:local"
 ALWAYS = set(RECORD_FIELDS)
@@ -44,7 +54,6 @@ VALID: dict[str, dict[str, Any]] = {
     "_test/set_clock": {"now": "2026-01-01T00:00:00.000Z"},
     "_test/sweep": {"at": "2026-01-01T00:00:00.000Z"},
     "_test/propose": {"body": "x"},
-    "_test/set_expiry": {"recordId": "r", "expiresAt": "2026-01-01T00:00:00.000Z"},
     "_test/consolidate": {"operations": []},
     "_test/packet": {},
 }
@@ -151,7 +160,7 @@ def test_every_record_answer_has_the_wire_shape(ops: list[str]) -> None:
         method, params = "memory/save_memory_record", {"body": f"b{now}", "sessionId": "s"}
         if op == "propose":
             method, params = (
-                "_test/propose",
+                MODEL_GROUPED_PROPOSAL,
                 {"body": "p", "confidenceBps": 5, "rationale": "r", "conflictGroup": "g"},
             )
         elif op in ("approve", "reject") and proposed:
@@ -161,7 +170,7 @@ def test_every_record_answer_has_the_wire_shape(ops: list[str]) -> None:
                 "edit": ("memory/supersede_memory_record", {"recordId": active[0], "body": "e"}),
                 "delete": ("memory/delete_memory_record", {"recordId": active[0]}),
                 "expire": (
-                    "_test/set_expiry",
+                    MODEL_EXPIRY,
                     {"recordId": active[0], "expiresAt": format_rfc3339(now + DAY)},
                 ),
             }[op]
@@ -237,7 +246,7 @@ def test_search_finds_active_bodies_only() -> None:
     assert [r.id for r in search(state, "tabs")] == [p["id"]]
     state, _ = ok(
         state,
-        "_test/set_expiry",
+        MODEL_EXPIRY,
         {"recordId": p["id"], "expiresAt": format_rfc3339(T0 + 9)},
         T0 + 8,
     )

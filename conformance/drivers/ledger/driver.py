@@ -485,6 +485,9 @@ class LedgerDriver:  # long: the model, its correspondences, its clock and the w
             )
             if not state_kept:
                 self._others = []
+            # A read changes neither side: a deviation it shows leaves the states as they were
+            # (a packet labelled otherwise, LED-PACKET.5), so the run may go on past it.
+            state_kept = state_kept or not call.op.mutating
         self.model = new_state
         if method in ("_test/set_clock", "_test/reset"):
             self._target_clock = None  # whatever the store's clock is now, pin it again

@@ -50,7 +50,6 @@ OPS: dict[str, Op] = {
     "reset": Op("_test/reset", mutating=True, control=True),
     "sweep": Op("_test/sweep", mutating=True, control=True, places_instant=True),
     "propose": Op("_test/propose", mutating=True, control=True),
-    "set_expiry": Op("_test/set_expiry", mutating=True, control=True, places_instant=True),
     "consolidate": Op("_test/consolidate", mutating=True, control=True),
     "packet": Op("_test/packet", control=True),
     "set_clock": Op("_test/set_clock", control=True, places_instant=True),

@@ -109,9 +109,9 @@ ENTRIES: tuple[Entry, ...] = (
     ),
     # ---- groups
     _m(
-        "led-approve-keeps-rival",
-        ("LED-GROUP.1", "LED-GROUP.2"),
-        "approving a grouped proposal does not supersede the group's active member",
+        "led-group-closes-loser-late",
+        ("LED-GROUP.2", "LED-INT.3"),
+        "`group` closes the other members 1 ms after the run instant, so two members overlap",
     ),
     _m(
         "led-replacement-drops-group",
@@ -247,6 +247,12 @@ REMOVED: dict[str, str] = {
     ),
     "led-two-active-in-group-by-group-op": (
         "unreachable in this store: the schema's partial unique index refuses a second active"
-        " member of a group, so the mistake surfaces as led-approve-keeps-rival (a 500)"
+        " member of a group, so the mistake is a 500, not a ledger state"
+    ),
+    "led-approve-keeps-rival": (
+        "unreachable through the seed's protocol: a proposal never carries a conflict group (the"
+        " extractor's element refuses any other field), so no approval can meet an active rival;"
+        " a record joins a group only through `group` (led-group-closes-loser-late,"
+        " led-group-keeps-oldest)"
     ),
 }

@@ -125,6 +125,32 @@ ENTRIES: tuple[Entry, ...] = (
     _v(
         "ledger-test-controls-unchecked",
         ("LED-WIRE.7", "LED-EXP.5"),
-        "_test/propose skips the rationale and group ranges; _test/set_expiry keeps updatedAt",
+        "_test/propose skips the rationale range",
+    ),
+    _v(
+        "ledger-packet-real-labels",
+        ("LED-PACKET.5", "LED-PACKET.6"),
+        "packet lines labelled as the real ledger does: explicit pin, approved suggestion (N%)",
+    ),
+    _v(
+        "ledger-credential-narrow",
+        ("LED-CRED.6", "LED-CRED.1"),
+        "a narrower credential detector: no Bearer, JWT, Notion or NAME=value shapes",
+        ("ledger-credential-strict-thresholds",),  # one detector per store
+    ),
+    _v(
+        "ledger-known-sessions-only",
+        ("LED-WIRE.14",),
+        "a save naming a session is refused (1000): the store knows no session",
+    ),
+    _v(
+        "ledger-one-harness",
+        ("LED-WIRE.15",),
+        "consolidation settings accept only the harness claude; another is refused (1000)",
+    ),
+    _v(
+        "ledger-params-by-position",
+        ("LED-WIRE.11",),
+        "params given as a JSON array are filled by position, as JSON-RPC allows",
     ),
 )

@@ -246,11 +246,12 @@ class Consolidation:
         survivor = pick(members.values(), key=lambda r: (r.updated_at, r.seq))
         for loser in members.values():
             if loser.id != survivor.id:
+                late = 1 if self.service.quirks("led-group-closes-loser-late") else 0  # mutant
                 self.store.update(
                     loser.id,
                     {
                         "status": "superseded",
-                        "valid_to": self.at,
+                        "valid_to": self.at + late,
                         "updated_at": self.at,
                         "superseded_by": survivor.id,
                         "conflict_group": subject,

@@ -1,6 +1,7 @@
 """The ledger's test controls (``POST /ledger/_test/<name>``, LED-WIRE.7): reset, the frozen
-clock, the expiry sweep, proposals, expiries, a consolidation batch and the session packet.
-Served only by a service built with ``test_control``."""
+clock, the expiry sweep, extractor proposals, one consolidation batch and the packet -- only
+what the seed gives no protocol path to (groups and expiries come from ``group`` and
+``expire``).  Served only by a service built with ``test_control``."""
 
 from __future__ import annotations
 
@@ -11,17 +12,15 @@ from conformance.embedded.ledger.core import LedgerCore
 from conformance.embedded.ledger.params import (
     MAX_RATIONALE_CHARS,
     MAX_SESSION_CHARS,
-    MAX_SUBJECT_CHARS,
     SCOPE_KEY,
     check_names,
     get_body,
     get_int,
     get_kind,
-    get_record_id,
     get_text,
     invalid,
 )
-from conformance.embedded.ledger.records import build_packet, fresh_row, opaque_group_label
+from conformance.embedded.ledger.records import build_packet, fresh_row
 from conformance.embedded.ledger.time import format_time, parse_time
 
 
@@ -65,23 +64,15 @@ class LedgerControls(LedgerCore):
         return {"expired": expired}
 
     def _t_propose(self, p: dict[str, Any], now: int) -> dict[str, Any]:
-        """LED-REVIEW.1, LED-REVIEW.4, LED-INT.2, LED-PROV.2, LED-GROUP.5."""
-        check_names(
-            p, ("body",), ("kind", "sessionId", "confidenceBps", "rationale", "conflictGroup")
-        )
+        """LED-REVIEW.1, LED-REVIEW.4, LED-INT.2, LED-PROV.2: exactly what an extractor
+        proposal carries, never a conflict group."""
+        check_names(p, ("body",), ("kind", "sessionId", "confidenceBps", "rationale"))
         body = get_body(p)
         kind = get_kind(p, "preference")
         session = get_text(p, "sessionId", MAX_SESSION_CHARS)
         lenient = self.quirks("ledger-test-controls-unchecked")
         confidence = get_int(p, "confidenceBps", 0, 10_000)
         rationale = get_text(p, "rationale", 10**9 if lenient else MAX_RATIONALE_CHARS)
-        group = get_text(
-            p, "conflictGroup", 10**9 if lenient else MAX_SUBJECT_CHARS, allow_blank=lenient
-        )
-        if group is not None and self.quirks("ledger-groups-casefolded"):
-            group = group.strip().casefold() or group
-        if group is not None and self.quirks("ledger-groups-opaque"):
-            group = opaque_group_label(group)
         if not self.quirks("led-credential-on-propose"):  # mutant: proposals skip the detector
             self.check_credential(body)
         row = fresh_row(
@@ -93,23 +84,8 @@ class LedgerControls(LedgerCore):
             source_session_id=session,
             confidence_bps=confidence,
             rationale=rationale,
-            conflict_group=group,
         )
         return self.insert_within_budget(row)
-
-    def _t_set_expiry(self, p: dict[str, Any], now: int) -> dict[str, Any]:
-        """LED-EXP.5: an active record only, and never before its ``validFrom``."""
-        check_names(p, ("recordId", "expiresAt"))
-        record_id = get_record_id(p)
-        expires_at = parse_time(p["expiresAt"], "expiresAt")
-        with self._store.write():
-            row = self.existing(record_id)
-            self.require_status(row, "active", "given an expiry")
-            if expires_at < row.valid_from:
-                raise invalid("'expiresAt' cannot precede the record's validFrom")
-            stamp = {} if self.quirks("ledger-test-controls-unchecked") else {"updated_at": now}
-            self._store.update(row.id, {"expires_at": expires_at, **stamp})
-            return self.fetch(record_id)
 
     def _t_consolidate(self, p: dict[str, Any], now: int) -> dict[str, Any]:
         """LED-GATE.*, LED-VOCAB.*: one batch, one instant (the store's now)."""

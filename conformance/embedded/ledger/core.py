@@ -27,7 +27,20 @@ from conformance.embedded.ledger.params import (
 from conformance.embedded.ledger.records import fresh_row, record_to_wire, settings_to_wire
 from conformance.embedded.ledger.store import LedgerStore, Row
 from conformance.embedded.ledger.time import real_clock
-from reference.ledger.credentials import credential_verdict, detect_credential
+from reference.ledger.credentials import DETECTORS, credential_verdict, detect_credential
+
+#: The variant's narrower detector: vendor prefixes and private keys only -- no ``Bearer``,
+#: JWT, Notion or ``NAME=value`` shapes (LED-CRED.1 is the reference's list, LED-CRED.6).
+_NARROW = tuple(
+    pattern
+    for name, pattern in DETECTORS
+    if name not in ("bearer_token", "jwt", "secret_assignment", "notion_secret")
+)
+
+
+def narrow_detector(body: str) -> bool:
+    """Whether the variant's narrower detector reads ``body`` as a credential."""
+    return any(p.search(body) is not None for p in _NARROW)
 
 
 class LedgerCore:
@@ -105,6 +118,8 @@ class LedgerCore:
     def is_credential(self, body: str) -> bool:
         """A credential-shaped body (LED-CRED.1); the variant keeps the thresholds the seed
         leaves open (a ``gh?_`` token of 20-35 characters, a PEM header without END) stored."""
+        if self.quirks("ledger-credential-narrow"):  # variant: fewer shapes than the spec's
+            return narrow_detector(body)
         if self.quirks("ledger-credential-strict-thresholds"):
             return credential_verdict(body) == "refuse"
         return detect_credential(body) is not None

@@ -116,10 +116,23 @@ PACKET_MAX_CHARS = 4000
 _LINE_BREAKS = re.compile(r"[\r\n]+")
 
 
-def packet_line(row: Row) -> str:
-    """``[<first 8 of id>] <kind> (<provenance>): <body>``, line breaks collapsed
+def packet_reason(row: Row, quirks: Quirks = NO_QUIRKS) -> str:
+    """A line's reason label: the provenance (LED-PACKET.5); the variant labels as the real
+    ledger does, ``explicit pin`` or ``approved suggestion (<N>%)``."""
+    if not quirks("ledger-packet-real-labels"):
+        return row.provenance
+    if row.provenance == "user_explicit":
+        return "explicit pin"
+    if row.confidence_bps is None:
+        return "approved suggestion"
+    return f"approved suggestion ({row.confidence_bps // 100}%)"
+
+
+def packet_line(row: Row, quirks: Quirks = NO_QUIRKS) -> str:
+    """``[<first 8 of id>] <kind> (<reason>): <body>``, line breaks collapsed
     (LED-PACKET.5)."""
-    return f"[{row.id[:8]}] {row.kind} ({row.provenance}): {_LINE_BREAKS.sub(' ', row.body)}"
+    reason = packet_reason(row, quirks)
+    return f"[{row.id[:8]}] {row.kind} ({reason}): {_LINE_BREAKS.sub(' ', row.body)}"
 
 
 def build_packet(active: list[Row], quirks: Quirks = NO_QUIRKS) -> list[str]:
@@ -144,9 +157,10 @@ def build_packet(active: list[Row], quirks: Quirks = NO_QUIRKS) -> list[str]:
             continue
         if row.conflict_group is not None and row.conflict_group in groups:
             continue
-        line = packet_line(row)
+        line = packet_line(row, quirks)
         if quirks("led-packet-keeps-carriage-returns"):  # mutant: only \n is collapsed
-            line = f"[{row.id[:8]}] {row.kind} ({row.provenance}): " + re.sub(r"\n+", " ", row.body)
+            reason = packet_reason(row, quirks)
+            line = f"[{row.id[:8]}] {row.kind} ({reason}): " + re.sub(r"\n+", " ", row.body)
         added = len(line) + (1 if lines and not quirks("led-packet-uncounted-newlines") else 0)
         if length + added > PACKET_MAX_CHARS and quirks("led-packet-cuts-entry"):
             line = line[: PACKET_MAX_CHARS - length - (1 if lines else 0)]  # mutant: cut, not drop

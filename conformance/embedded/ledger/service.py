@@ -35,6 +35,7 @@ Thread-safety: one SQLite connection guarded by one lock; every mutation is a si
 
 from __future__ import annotations
 
+import json
 import re
 import sqlite3
 from collections.abc import Callable
@@ -80,6 +81,7 @@ from conformance.embedded.ledger.time import (
     surrogate_param,
 )
 from conformance.embedded.storage_faults import storage_fault
+from reference.ledger.wire.methods import METHODS, TEST_METHODS
 
 __all__ = ["LedgerError", "LedgerService", "record_to_wire"]
 
@@ -127,7 +129,6 @@ class LedgerService(LedgerControls):
             "set_clock": self._t_set_clock,
             "sweep": self._t_sweep,
             "propose": self._t_propose,
-            "set_expiry": self._t_set_expiry,
             "consolidate": self._t_consolidate,
             "packet": self._t_packet,
         }
@@ -151,7 +152,7 @@ class LedgerService(LedgerControls):
             return 404, {
                 "error": {"code": METHOD_NOT_FOUND, "message": f"Method not found: {method}"}
             }
-        return self._run(handler, raw_body)
+        return self._run(handler, self._by_name(method, raw_body))
 
     def handle_test(self, name: str, raw_body: bytes) -> tuple[int, dict[str, Any]]:
         """Answer one ``POST /ledger/_test/<name>`` (404 unless built with ``test_control``)."""
@@ -160,7 +161,22 @@ class LedgerService(LedgerControls):
             return 404, {
                 "error": {"code": METHOD_NOT_FOUND, "message": f"Method not found: _test/{name}"}
             }
-        return self._run(handler, raw_body)
+        return self._run(handler, self._by_name(f"_test/{name}", raw_body))
+
+    def _by_name(self, method: str, raw_body: bytes) -> bytes:
+        """The variant ``ledger-params-by-position`` reads a JSON array of params by position,
+        in the order the method lists them (LED-WIRE.11), as the real ledger does."""
+        if not self.quirks("ledger-params-by-position") or not raw_body.lstrip().startswith(b"["):
+            return raw_body
+        try:
+            values = json.loads(raw_body)
+        except ValueError:
+            return raw_body
+        spec = METHODS.get(method) or TEST_METHODS.get(method)
+        if spec is None or not isinstance(values, list) or len(values) > len(spec.params):
+            return raw_body
+        names = list(spec.params)[: len(values)]
+        return json.dumps(dict(zip(names, values, strict=True))).encode()
 
     def _run(self, handler: Handler, raw_body: bytes) -> tuple[int, dict[str, Any]]:
         try:
@@ -213,6 +229,9 @@ class LedgerService(LedgerControls):
             body = p["body"]
         kind = get_kind(p, "preference")
         session = get_text(p, "sessionId", MAX_SESSION_CHARS)
+        if session is not None and self.quirks("ledger-known-sessions-only"):
+            # variant: as the real ledger, a session the app does not know is refused
+            raise refused(f"Session '{session}' does not exist.")
         self.check_credential(body)
         row = fresh_row(
             body=body,
@@ -288,7 +307,7 @@ class LedgerService(LedgerControls):
             self.require_status(row, "proposed", "approved")
             if self.quirks("led-approve-refused-at-budget"):  # mutant: approval counted as growth
                 self.check_budget()
-            if row.conflict_group is not None and not self.quirks("led-approve-keeps-rival"):
+            if row.conflict_group is not None:
                 for loser in self._store.active_in_group(SCOPE_KEY, row.conflict_group):
                     self.supersede_row(loser, row.id, now)
             self._store.update(
@@ -361,6 +380,9 @@ class LedgerService(LedgerControls):
             clear |= {n for n in ("harness", "model") if p.get(n) == ""}
             p = {k: v for k, v in p.items() if k not in clear}
         harness = get_text(p, "harness", MAX_HARNESS_CHARS, allow_blank=False)
+        if harness not in (None, "claude") and self.quirks("ledger-one-harness"):
+            # variant: as the real ledger, only its one consolidation adapter is offered
+            raise refused(f"Harness '{harness}' cannot run consolidation.")
         model = get_text(p, "model", MAX_HARNESS_CHARS, allow_blank=False)
         max_records = get_int(p, "maxRecords", 1, 10_000)
         allow_removal = get_bool(p, "allowRemoval")

@@ -14,7 +14,9 @@ The alphabet is chosen so the interesting clauses fire in short runs:
 * record ids come from a bundle filled by answers, and every id is used with every method, so
   lifecycle violations (deleting a superseded record, approving an active one …) are frequent
   (LED-STATUS.2/.3);
-* proposals in two conflict groups, approvals and consolidation ``group`` (LED-GROUP.*);
+* conflict groups reached the one way a real ledger reaches them, consolidation ``group`` over
+  active records, and expiries through ``expire`` and the sweep (LED-GROUP.*, LED-EXP.*);
+  proposals carry exactly what the extractor carries, never a group;
 * consolidation batches mixing valid elements with every kind of malformed one — wrong arity,
   duplicate targets, fields the operation does not take, non-objects, unknown operations,
   non-active targets, credential bodies, more than 20 elements (LED-VOCAB.*, LED-GATE.*);
@@ -23,7 +25,7 @@ The alphabet is chosen so the interesting clauses fire in short runs:
   bodies (non-object params, unknown methods, text that is not JSON) are transport probes,
   run once each apart from the machine (:mod:`conformance.machines.probes`);
 * bodies with non-ASCII words (accented Latin, ß, CJK, emoji), and a run may start a few
-  records short of its budget, or with two proposals in one conflict group
+  records short of its budget, or with two records grouped by ``group``
   (:meth:`LedgerMachine.configure`);
 * history reads at every instant the run wrote at, one millisecond either side, so a gap or an
   overlap at a supersession boundary shows (LED-INT.*, LED-ASOF.*), and packets (LED-PACKET.*);
@@ -35,14 +37,13 @@ The alphabet is chosen so the interesting clauses fire in short runs:
   gate — a credential-shaped ``merge``/``correct``, ``retire`` with removal on and off, a target
   that is no longer active, a batch while consolidation is off, a 21st element that would apply,
   a ``group`` over members written at different instants (LED-GATE.*, LED-VOCAB.*, LED-CRED.2);
-  credential-shaped proposals; approvals of a proposal whose group has an active member
-  (LED-GROUP.2).
+  credential-shaped proposals.
 
 **Name the rule a call was built for.**  Where the oracle cannot tell which rule a difference
 breaks (a batch's counts, an answer refused with the wrong code), the call carries the clauses
 it exercises (``Step.clauses``): a batch names the gate rules its elements meet
-(:meth:`LedgerMachine._gate_clauses`), a boundary body LED-SAVE.3, an approval against an active
-rival LED-GROUP.2 — as a corpus scenario names the rules it was written for.
+(:meth:`LedgerMachine._gate_clauses`), a boundary body LED-SAVE.3, a ``group`` LED-GROUP.1/.2
+— as a corpus scenario names the rules it was written for.
 
 **Blame the cause.**  After every call that changed the model's ledger, one read of what the
 target now holds (the list — active, or proposed after a proposal or a rejection — or the

@@ -71,8 +71,7 @@ INVALID_CALLS: list[tuple[str, dict[str, Any]]] = [
     ("update_settings", {"mode": "off", "allowRemoval": "yes"}),
     ("get_settings", {"scopeKey": SCOPE}),
     ("propose", {"body": "p", "confidenceBps": 10001}),
-    ("propose", {"body": "p", "conflictGroup": ""}),
-    ("propose", {"body": "p", "conflictGroup": {"$repeat": "g", "times": 81}}),
+    ("propose", {"body": "p", "conflictGroup": "g"}),  # an extractor proposal has no group
     ("propose", {"body": "p", "status": "active"}),
     ("consolidate", {"operations": "merge"}),
     ("consolidate", {}),
@@ -114,7 +113,6 @@ CHECK_AFTER: dict[str, tuple[str, dict[str, Any]]] = {
     "approve": ("list", {"scopeKey": SCOPE}),
     "reject": ("list", {"scopeKey": SCOPE, "status": "proposed"}),
     "propose": ("list", {"scopeKey": SCOPE, "status": "proposed"}),
-    "set_expiry": ("list", {"scopeKey": SCOPE}),
     "sweep": ("list", {"scopeKey": SCOPE}),
     "update_settings": ("get_settings", {}),
     "consolidate": ("list", {"scopeKey": SCOPE}),

@@ -75,19 +75,6 @@ class LedgerMachineBase(DifferentialMachine):
         model = self.ledger.model
         return settings_for(model, SCOPE).max_records - held(model, SCOPE)
 
-    def _rival_clauses(self, op: str, args: dict[str, Any]) -> tuple[str, ...]:
-        """Approving a proposal of a group that has an active member must supersede that
-        member at the approval (LED-GROUP.2) — never two active members (LED-GROUP.1)."""
-        rec = self._record(args.get("recordId")) if op == "approve" else None
-        if rec is None or rec.status != "proposed" or rec.conflict_group is None:
-            return ()
-        rivals = [
-            r
-            for r in self.ledger.model.records
-            if r.status == "active" and r.conflict_group == rec.conflict_group
-        ]
-        return ("LED-GROUP.1", "LED-GROUP.2") if rivals else ()
-
     def _step(
         self,
         op: str,
@@ -104,7 +91,6 @@ class LedgerMachineBase(DifferentialMachine):
         ``clauses``: what this call was built to check beyond its method's own clauses (a
         boundary value, a gate decision); the call and its check read carry them, so a
         divergence they show names the rule the call exercises."""
-        clauses = clauses + self._rival_clauses(op, args)
         before = self.ledger.model
         outcome = self.run_step(Step(op=op, args=args, bind=bind or {}, clauses=list(clauses)))
         changed = self.ledger.model != before

@@ -131,7 +131,7 @@ class ConsolidationRules(LedgerMachineBase):
 
     @checks(
             "LED-GATE.3", "LED-GATE.4", "LED-GATE.6", "LED-GATE.7", "LED-VOCAB.5", "LED-VOCAB.6",
-            "LED-CRED.1", "LED-CRED.2", "LED-EXP.5",
+            "LED-CRED.1", "LED-CRED.2", "LED-EXP.5", "LED-GROUP.1", "LED-GROUP.2", "LED-GROUP.5",
         )  # fmt: skip
     @precondition(live)
     @precondition(has_active_or_dead)
@@ -146,8 +146,8 @@ class ConsolidationRules(LedgerMachineBase):
           LED-GATE.4);
         * ``dead`` — a target that is no longer active (superseded, deleted, expired, a
           proposal) is refused, an ``expire`` too (LED-GATE.3, LED-EXP.5);
-        * ``group`` — of members written at different instants: the latest update survives
-          (LED-VOCAB.5);
+        * ``group`` — of members written at different instants: the latest update survives,
+          the others are superseded by it (LED-VOCAB.5, LED-GROUP.1, LED-GROUP.2);
         * ``mode off`` — a well-formed element applies while consolidation is off
           (LED-GATE.7);
         * ``past 20`` — twenty ``keep`` elements, then one that would apply: it must not
@@ -173,6 +173,9 @@ class ConsolidationRules(LedgerMachineBase):
             if case == "credential":
                 op = "merge" if len(order) >= 2 and data.draw(st.booleans()) else "correct"
                 body = data.draw(st.sampled_from(CREDENTIALS), label="credential")
+                # the store first shows its detector takes the shape (a refused save): it must
+                # then refuse it everywhere (LED-CRED.2, LED-CRED.6)
+                self._step("save", {"body": body}, check=False, clauses=("LED-CRED.2",))
                 k = 2 if op == "merge" else 1
                 elements = [{"operation": op, "targets": order[:k], "body": body}]
                 clauses = ("LED-CRED.2", "LED-CRED.1", VOCAB_CLAUSES[op])
@@ -180,7 +183,8 @@ class ConsolidationRules(LedgerMachineBase):
                 k = data.draw(st.integers(2, min(3, len(order))), label="members")
                 subject = data.draw(st.sampled_from(GROUPS), label="subject")
                 elements = [{"operation": "group", "targets": order[:k], "subject": subject}]
-                clauses = ("LED-VOCAB.5",)
+                # the only way into a group: one member survives, the others are superseded
+                clauses = ("LED-VOCAB.5", "LED-GROUP.1", "LED-GROUP.2", "LED-GROUP.5")
             elif case == "retire":
                 elements = [{"operation": "retire", "targets": order[:1]}]
                 clauses = ("LED-VOCAB.6", "LED-GATE.4")

@@ -40,11 +40,6 @@ def has_proposal(machine: Any) -> bool:
     return bool(machine._with_status("proposed"))
 
 
-def has_rival_proposal(machine: Any) -> bool:
-    """Some proposal's conflict group has an active member."""
-    return bool(machine._rival_proposals())
-
-
 def has_clock(machine: Any) -> bool:
     """The target lets the harness set its clock."""
     return CLOCK in machine._caps()
@@ -107,7 +102,7 @@ class LifecycleRules(LedgerMachineBase):
                 names.append(name)
             self._step("list", {"scopeKey": SCOPE})
         elif room is not None:
-            for i in range(max(0, budget - room - (2 if group_pair else 0))):
+            for i in range(max(0, budget - room - (1 if group_pair else 0))):
                 name = self._fresh("r")
                 self._step(
                     "save",
@@ -117,11 +112,18 @@ class LifecycleRules(LedgerMachineBase):
                 )
                 names.append(name)
         if group_pair:
+            # a group is reached the way a real ledger reaches one: two active records, then
+            # the consolidation ``group`` operation (the later one survives, LED-VOCAB.5)
+            pair: list[str] = []
             for word in ("vim", "emacs"):
                 name = self._fresh("r")
-                args = {"body": self._body("plain", word), "conflictGroup": GROUPS[0]}
-                self._step("propose", args, {name: "id"}, check=False)
-                names.append(name)
+                self._step("save", {"body": self._body("plain", word)}, {name: "id"}, check=False)
+                pair.append(name)
+            if all(n in self.ledger.symbols for n in pair):
+                element = {"operation": "group", "targets": [f"${n}" for n in pair]}
+                element["subject"] = GROUPS[0]
+                self._step("consolidate", {"operations": [element]}, check=False)
+            names += pair
         return multiple(*[f"${n}" for n in names if n in self.ledger.symbols])
 
     # -- writes ---------------------------------------------------------------------------
@@ -196,56 +198,23 @@ class LifecycleRules(LedgerMachineBase):
         rec = data.draw(st.sampled_from(self._with_status("proposed")), label="proposal")
         self._step("approve" if approve else "reject", {"recordId": rec})
 
-    def _rival_proposals(self) -> list[str]:
-        """``$name`` of every proposal whose conflict group has an active member."""
-        model = self.ledger.model
-        held_groups = {
-            r.conflict_group
-            for r in model.records
-            if r.status == "active" and r.conflict_group is not None
-        }
-        return [
-            name
-            for name in self._with_status("proposed")
-            if (rec := self._record(name)) is not None and rec.conflict_group in held_groups
-        ]
-
-    @checks("LED-GROUP.1", "LED-GROUP.2")
-    @precondition(live)
-    @precondition(has_rival_proposal)
-    @rule(data=st.data())
-    def approve_rival(self, data: st.DataObject) -> None:
-        """Approve a proposal while its group has an active member: that member is superseded
-        at the approval, never left active beside it (LED-GROUP.1, LED-GROUP.2)."""
-        rec = data.draw(st.sampled_from(self._rival_proposals()), label="proposal")
-        self._step("approve", {"recordId": rec})
-
-    @checks(
-            "LED-REVIEW.1", "LED-REVIEW.4", "LED-PROV.2", "LED-GROUP.3", "LED-GROUP.5",
-            "LED-BUDGET.2",
-        )  # fmt: skip
+    @checks("LED-REVIEW.1", "LED-REVIEW.4", "LED-PROV.2", "LED-BUDGET.2")
     @precondition(live)
     @rule(
         target=records,
         word=st.sampled_from(WORDS),
         kind=kinds,
         confidence=st.none() | st.sampled_from([0, 5000, 9000, 10000]),
-        group=st.none() | st.sampled_from(GROUPS),
         rationale=st.none() | st.just("seen twice"),
     )
     def propose(
-        self,
-        word: str,
-        kind: str | None,
-        confidence: int | None,
-        group: str | None,
-        rationale: str | None,
+        self, word: str, kind: str | None, confidence: int | None, rationale: str | None
     ) -> Any:
+        """An extractor proposal: exactly what the extractor carries, never a group."""
         args: dict[str, Any] = {"body": self._body("plain", word)}
         for key, value in (
             ("kind", kind),
             ("confidenceBps", confidence),
-            ("conflictGroup", group),
             ("rationale", rationale),
         ):
             if value is not None:
@@ -296,32 +265,29 @@ class LifecycleRules(LedgerMachineBase):
     def advance_clock(self, delta: int) -> None:
         self._step("set_clock", {"advance_ms": delta})
 
-    @checks("LED-EXP.5", "LED-WIRE.7")
+    @checks("LED-EXP.5", "LED-VOCAB.4", "LED-GATE.3")
     @precondition(live)
-    @precondition(has_clock)
-    @rule(
-        rec=records, offset=st.sampled_from([-MS_PER_DAY, 0, 1, 1000, MS_PER_DAY, 2 * MS_PER_DAY])
-    )
-    def set_expiry(self, rec: str, offset: int) -> None:
-        at = self.ledger.now + offset
-        self._step("set_expiry", {"recordId": rec, "expiresAt": format_rfc3339(at)})
+    @rule(rec=records, days=st.sampled_from([1, 2]))
+    def expire(self, rec: str, days: int) -> None:
+        """An expiry the way a real ledger sets one: the consolidation ``expire`` operation (a
+        target that is not active is refused, LED-GATE.3, LED-EXP.5)."""
+        element = {"operation": "expire", "targets": [rec], "afterDays": days}
+        self._step("consolidate", {"operations": [element]}, clauses=("LED-EXP.5", "LED-VOCAB.4"))
 
-    @checks("LED-EXP.2", "LED-EXP.3", "LED-EXP.5")
+    @checks("LED-EXP.2", "LED-EXP.3", "LED-EXP.5", "LED-VOCAB.4", "LED-GROUP.3")
     @precondition(live)
     @precondition(has_clock_and_active)
-    @rule(
-        data=st.data(),
-        offset=st.sampled_from([1, 1000, 60_000]),
-        sweep=st.sampled_from([None, -1, 0]),
-    )
-    def expire_live(self, data: st.DataObject, offset: int, sweep: int | None) -> None:
-        """An expiry on a record that is active now, and maybe a sweep right at the boundary:
-        one millisecond before the expiry (nothing expires) or exactly at it (it does)."""
+    @rule(data=st.data(), sweep=st.sampled_from([None, -1, 0]))
+    def expire_live(self, data: st.DataObject, sweep: int | None) -> None:
+        """``expire`` on a record that is active now, and maybe a sweep right at the boundary:
+        one millisecond before the expiry (nothing expires) or exactly at it (it does; a
+        group's last active member expiring leaves a group with none, LED-GROUP.3)."""
         rec = data.draw(st.sampled_from(self._with_status("active")), label="active record")
-        at = self.ledger.now + offset
-        self._step("set_expiry", {"recordId": rec, "expiresAt": format_rfc3339(at)})
-        if sweep is not None:
-            self._step("sweep", {"at": format_rfc3339(at + sweep)})
+        element = {"operation": "expire", "targets": [rec], "afterDays": 1}
+        self._step("consolidate", {"operations": [element]}, clauses=("LED-EXP.5", "LED-VOCAB.4"))
+        model_rec = self._record(rec)
+        if sweep is not None and model_rec is not None and model_rec.expires_at is not None:
+            self._step("sweep", {"at": format_rfc3339(model_rec.expires_at + sweep)})
 
     @checks("LED-EXP.2", "LED-EXP.3", "LED-EXP.4")
     @precondition(live)

@@ -36,7 +36,6 @@ METHOD_CLAUSES: dict[str, tuple[str, ...]] = {
     "_test/set_clock": ("LED-WIRE.7",),
     "_test/sweep": ("LED-EXP.2",),
     "_test/propose": ("LED-REVIEW.1",),
-    "_test/set_expiry": ("LED-EXP.5",),
     "_test/consolidate": ("LED-GATE.9", "LED-GATE.1"),
     "_test/packet": ("LED-PACKET.1", "LED-PACKET.5"),
 }

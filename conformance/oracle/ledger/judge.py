@@ -25,7 +25,7 @@ from conformance.oracle.ledger.clauses import (
 )
 from conformance.oracle.ledger.correspondences import Context
 from conformance.oracle.ledger.records import Diff, short
-from conformance.oracle.ledger.results import compare_result
+from conformance.oracle.ledger.results import PacketModel, PacketRows, compare_result
 from reference.ledger.outcome import Ok, Outcome, Refused
 
 
@@ -65,7 +65,7 @@ def judge(
     transport_error: str | None = None,
     body_error: str | None = None,
     full_listing: Sequence[dict[str, Any]] | None = None,
-    packet: Sequence[tuple[str, tuple[Any, ...]]] | None = None,
+    packet: PacketRows | PacketModel | None = None,
 ) -> Judgement:
     """Judge one answer against the model's outcome.
 
@@ -188,7 +188,7 @@ def judge_any(
     transport_error: str | None = None,
     body_error: str | None = None,
     full_listing: Sequence[dict[str, Any]] | None = None,
-    packet: Sequence[tuple[str, tuple[Any, ...]]] | None = None,
+    packet: PacketRows | PacketModel | None = None,
 ) -> tuple[Judgement, int]:
     """Judge an answer against every answer the model allows (``reference.ledger.wire.allowed``,
     the model's own first).  Returns the first passing judgement and its index; when none

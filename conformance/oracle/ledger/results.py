@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from conformance.oracle.ledger.clauses import LIST_LIMIT, method_clauses, uniq
@@ -21,6 +22,32 @@ from reference.ledger.outcome import Ok
 from reference.ledger.timefmt import parse_rfc3339
 from reference.ledger.wire import answer_instant, same_instant
 
+#: Each line of the model's packet: its record id and its rank (LED-PACKET.3).
+PacketRows = Sequence[tuple[str, tuple[Any, ...]]]
+
+
+@dataclass(frozen=True)
+class PacketCandidate:
+    """An active record as a packet line shows it: the parts a line is compared by."""
+
+    model_id: str
+    kind: str
+    body: str  # line breaks collapsed (LED-PACKET.5)
+    label: str  # the reference's reason label
+    key: tuple[Any, ...]  # what a reason label may depend on (provenance, confidence)
+
+
+@dataclass(frozen=True)
+class PacketModel:
+    """What the reference declares about a packet (built by ``oracle.ledger.worlds``): the
+    model's own lines (record id and rank each), every active record, and the packet the model
+    builds under another labelling of the lines (``relabel``: a label per model record id ->
+    the lines and their rows), so a store's own labels are judged with the cap they imply."""
+
+    rows: PacketRows
+    candidates: tuple[PacketCandidate, ...]
+    relabel: Callable[[Callable[[str], str]], tuple[tuple[str, ...], PacketRows]]
+
 
 def compare_result(
     method: str,
@@ -28,7 +55,7 @@ def compare_result(
     body: Any,
     ctx: Context,
     full_listing: Sequence[dict[str, Any]] | None,
-    packet: Sequence[tuple[str, tuple[Any, ...]]] | None,
+    packet: PacketRows | PacketModel | None,
 ) -> list[Diff]:
     """The differences between the target's result and the model's, by the method's kind of
     result."""
@@ -79,7 +106,6 @@ RECORD_RESULTS = frozenset(
         "memory/approve_memory_record",
         "memory/reject_memory_record",
         "_test/propose",
-        "_test/set_expiry",
     }
 )
 
@@ -358,10 +384,13 @@ def _compare_packet(
     want: dict[str, Any],
     got: Any,
     ctx: Context,
-    packet: Sequence[tuple[str, tuple[Any, ...]]] | None,
+    packet: PacketRows | PacketModel | None,
 ) -> list[Diff]:
-    """Lines as ``[short id] rest``: the rest exactly, the short id through the bijection,
-    equal-rank runs unordered (LED-PACKET.3), text = lines joined (LED-PACKET.4/.5)."""
+    """Lines by their parts -- ``[short id] kind (reason): body`` -- the short id through the
+    bijection, equal-rank runs unordered (LED-PACKET.3), text = lines joined (LED-PACKET.4/.5).
+    A store that labels its lines otherwise (LED-PACKET.5, a reference rule) is judged against
+    the packet the model builds with the store's own labels, which may fit other lines under
+    the cap; the labels alone then differ, a deviation (LED-PACKET.6)."""
     clauses = ("LED-PACKET.5", "LED-PACKET.3", "LED-PACKET.1", "LED-PACKET.2")
     if not isinstance(got, dict) or not {"lines", "text"} <= set(got):
         return [Diff("result", "{lines, text}", got, ("LED-WIRE.7",) + clauses)]
@@ -372,14 +401,29 @@ def _compare_packet(
         return [Diff("result.text", "the lines joined by \\n", text, ("LED-PACKET.4",))]
     if len(text) > 4000:
         return [Diff("result.text", "at most 4000 characters", len(text), ("LED-PACKET.4",))]
-    want_lines: list[str] = list(want["lines"])
-    ids = [mid for mid, _key in packet] if packet is not None else []
+    rows = packet.rows if isinstance(packet, PacketModel) else packet
+    if isinstance(packet, PacketModel):
+        relabelled = _store_labels(lines, packet, ctx)
+        if relabelled is not None:
+            label_diffs, store_lines, store_rows = relabelled
+            rest = _packet_lines(lines, list(store_lines), store_rows, ctx, clauses)
+            return rest + label_diffs
+    return _packet_lines(lines, list(want["lines"]), rows, ctx, clauses)
+
+
+def _packet_lines(
+    lines: list[str],
+    want_lines: list[str],
+    rows: PacketRows | None,
+    ctx: Context,
+    clauses: tuple[str, ...],
+) -> list[Diff]:
+    """The target's lines against the model's, run of equal rank by run (LED-PACKET.3)."""
+    ids = [mid for mid, _key in rows] if rows is not None else []
     if len(lines) != len(want_lines):
         return [Diff("result.lines", want_lines, lines, clauses, "a different number of lines")]
     ranks: list[tuple[Any, ...]] = (
-        [key for _mid, key in packet]
-        if packet is not None
-        else [(i,) for i in range(len(want_lines))]
+        [key for _mid, key in rows] if rows is not None else [(i,) for i in range(len(want_lines))]
     )
     diffs: list[Diff] = []
     i = 0
@@ -398,6 +442,84 @@ def _compare_packet(
     return diffs
 
 
+def _store_labels(
+    lines: list[str], packet: PacketModel, ctx: Context
+) -> tuple[list[Diff], tuple[str, ...], PacketRows] | None:
+    """When the store's lines label records otherwise than the reference (LED-PACKET.5): one
+    difference per label, and the packet the model builds with the store's labels (a label
+    learned per provenance and confidence; a record whose label the store has not shown keeps
+    the reference's).  None when every label shown is the reference's."""
+    by_short: dict[str, PacketCandidate] = {}
+    for c in packet.candidates:
+        target = ctx.ids.m2t.get(c.model_id)
+        if target is not None:
+            by_short.setdefault(target[:8], c)
+    learned: dict[tuple[Any, ...], tuple[str, str]] = {}
+    for line in lines:
+        parts = _parts(line, by_short)
+        if parts is not None:
+            cand, label = parts
+            learned.setdefault(cand.key, (cand.label, label))
+    differing = {k: v for k, v in learned.items() if v[0] != v[1]}
+    if not differing:
+        return None
+    label_of_key = {k: store for k, (_ref, store) in learned.items()}
+    by_id = {c.model_id: c for c in packet.candidates}
+
+    def label_of(model_id: str) -> str:
+        c = by_id[model_id]
+        return label_of_key.get(c.key, c.label)
+
+    store_lines, store_rows = packet.relabel(label_of)
+    diffs = [
+        Diff(
+            f"lines.reason{list(k)}",
+            ref,
+            store,
+            ("LED-PACKET.5",),
+            "the reason label (the reference writes the provenance)",
+        )
+        for k, (ref, store) in sorted(differing.items(), key=repr)
+    ]
+    return diffs, store_lines, store_rows
+
+
+def _parts(line: str, by_short: dict[str, PacketCandidate]) -> tuple[PacketCandidate, str] | None:
+    """A line read by its parts against the record its short id names: that record and the
+    line's reason label, when the line's kind and body are the record's (else None)."""
+    m = _LINE.fullmatch(line)
+    if m is None:
+        return None
+    cand = by_short.get(m.group(1))
+    if cand is None:
+        return None
+    rest, head, tail = m.group(2), f"{cand.kind} (", f"): {cand.body}"
+    if len(rest) < len(head) + len(tail) or not (rest.startswith(head) and rest.endswith(tail)):
+        return None
+    return cand, rest[len(head) : len(rest) - len(tail)]
+
+
+_LINE_BREAKS = re.compile(r"[\r\n]+")
+_PARTS = re.compile(r"(\S+) \((.*?)\): (.*)", re.DOTALL)
+
+
+def _part_clauses(line: str, want_line: str, default: tuple[str, ...]) -> tuple[str, ...]:
+    """Which clauses a line that differs from the model's line of the same record touches, by
+    the part that differs: the kind (LED-REC.2), the body (its text, LED-PACKET.1; only its
+    line breaks, LED-PACKET.5), the reason label alone (LED-PACKET.5)."""
+    g, w = _LINE.fullmatch(line), _LINE.fullmatch(want_line)
+    gp = _PARTS.fullmatch(g.group(2)) if g else None
+    wp = _PARTS.fullmatch(w.group(2)) if w else None
+    if gp is None or wp is None:
+        return default
+    out: list[str] = ["LED-PACKET.5"]
+    if gp.group(1) != wp.group(1):
+        out.append("LED-REC.2")
+    if gp.group(3) != wp.group(3) and _LINE_BREAKS.sub(" ", gp.group(3)) != wp.group(3):
+        out.append("LED-PACKET.1")
+    return uniq(out)
+
+
 def _packet_rank_run(
     lines: list[str],
     want_lines: list[str],
@@ -408,7 +530,8 @@ def _packet_rank_run(
 ) -> list[Diff]:
     """One run of equal-rank lines, in any order: each target line of the run matches a model
     line of the run by its text and, when the run has seen the record, its short id
-    (LED-PACKET.3, LED-PACKET.5)."""
+    (LED-PACKET.3, LED-PACKET.5); a line that matches none is blamed by the part that differs
+    from the model's line of the same record (:func:`_part_clauses`)."""
     group = list(run)
     diffs: list[Diff] = []
     for j in run:
@@ -418,23 +541,31 @@ def _packet_rank_run(
             continue
         short, rest = m.group(1), m.group(2)
         hit = None
+        same_record = None
         for gi in group:
             wm = _LINE.fullmatch(want_lines[gi])
             assert wm is not None
-            if wm.group(2) != rest:
-                continue
             target_id = ctx.ids.m2t.get(ids[gi]) if gi < len(ids) else None
             if target_id is not None and target_id[:8] != short:
+                continue
+            if target_id is not None:
+                same_record = gi
+            if wm.group(2) != rest:
                 continue
             hit = gi
             break
         if hit is None:
+            blame = (
+                _part_clauses(lines[j], want_lines[same_record], clauses)
+                if same_record is not None
+                else clauses
+            )
             diffs.append(
                 Diff(
                     f"lines[{j}]",
                     [want_lines[g] for g in group],
                     lines[j],
-                    clauses,
+                    blame,
                     "no line of the model's rank at this position matches",
                 )
             )

@@ -17,16 +17,23 @@ so a seed rule is not failed for a choice the seed left open.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from conformance.oracle.ledger.correspondences import Context
 from conformance.oracle.ledger.judge import Judgement, judge, judge_any
+from conformance.oracle.ledger.results import PacketCandidate, PacketModel, PacketRows
 from conformance.vocabulary import Exchange
 from reference.ledger.lifecycle import listing_order
 from reference.ledger.outcome import INVALID_PARAMS, Ok, Outcome, Refused
-from reference.ledger.packet import build_packet, packet_rank
-from reference.ledger.records import SCOPE_LOCAL, LedgerState
+from reference.ledger.packet import (
+    build_packet,
+    collapsed_body,
+    packet_rank,
+    provenance_reason,
+    reason_key,
+)
+from reference.ledger.records import SCOPE_LOCAL, LedgerState, active_records
 from reference.ledger.wire import allowed, record_to_wire
 
 #: How many ledgers are kept in step at once.
@@ -145,7 +152,7 @@ def closest(
 
 def read_extras(
     state: LedgerState, method: str, params: Any, outcome: Outcome
-) -> tuple[list[dict[str, Any]] | None, list[tuple[str, tuple[Any, ...]]] | None]:
+) -> tuple[list[dict[str, Any]] | None, PacketModel | None]:
     """What the oracle needs beyond the answer, as the reference declares it: a listing's
     full order (LED-LIST.2), a packet's ranks (LED-PACKET.3)."""
     if not isinstance(outcome, Ok) or not isinstance(params, dict):
@@ -155,6 +162,23 @@ def read_extras(
         rows = listing_order(state, str(scope), str(status))
         return [record_to_wire(r) for r in rows], None
     if method == "_test/packet":
-        packet = build_packet(state, SCOPE_LOCAL)
-        return None, [(r.id, packet_rank(r)) for r in packet.records]
+        return None, packet_model(state)
     return None, None
+
+
+def packet_model(state: LedgerState) -> PacketModel:
+    """The packet as the reference declares it: the model's own lines with their ranks
+    (LED-PACKET.3), every active record's parts, and the packet under another labelling of
+    the lines (LED-PACKET.5: a store's own labels change which lines fit the cap)."""
+    own = build_packet(state, SCOPE_LOCAL)
+    candidates = tuple(
+        PacketCandidate(r.id, r.kind, collapsed_body(r), provenance_reason(r), reason_key(r))
+        for r in active_records(state, SCOPE_LOCAL)
+    )
+
+    def relabel(label_of: Callable[[str], str]) -> tuple[tuple[str, ...], PacketRows]:
+        """The model's packet with each line labelled ``label_of(record id)``."""
+        p = build_packet(state, SCOPE_LOCAL, reason=lambda rec: label_of(rec.id))
+        return p.lines, tuple((r.id, packet_rank(r)) for r in p.records)
+
+    return PacketModel(tuple((r.id, packet_rank(r)) for r in own.records), candidates, relabel)

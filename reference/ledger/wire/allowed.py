@@ -12,11 +12,15 @@ from reference.ledger.consolidation import (
     apply_batch,
     batch_alternatives,
 )
+from reference.ledger.credentials import CREDENTIAL_MESSAGE
+from reference.ledger.lifecycle import credential_shown, narrower_reading
 from reference.ledger.outcome import (
     Ok,
     Outcome,
     Refused,
     bad_value,
+    invalid_params,
+    refusal,
 )
 from reference.ledger.records import (
     SCOPE_LOCAL,
@@ -31,10 +35,8 @@ from reference.ledger.wire.methods import (
     LIST_STATUSES,
     METHODS,
     TEST_METHODS,
-    instant_param,
     propose_call,
     save_call,
-    set_expiry_call,
     str_param,
     supersede_call,
 )
@@ -63,8 +65,17 @@ def allowed(state: LedgerState, method: str, params: object, now: int) -> list[A
     """
     out: list[Answer] = [handle(state, method, params, now)]
     spec = METHODS.get(method) or TEST_METHODS.get(method)
-    if spec is None or not isinstance(params, dict):
+    if spec is None:
         return out
+    if isinstance(params, list) and len(params) <= len(spec.params):
+        # JSON-RPC by-position params, filled in the order the method lists them (LED-WIRE.11)
+        names = list(spec.params)[: len(params)]
+        return _dedupe(out + allowed(state, method, dict(zip(names, params, strict=True)), now))
+    if not isinstance(params, dict):
+        return out
+    if not spec.params and params == {}:
+        out.append((state, invalid_params("this method takes no params")))  # LED-WIRE.12
+    out += _real_protocol(state, method, params, now)
     if lone_surrogate_param(params) is not None:
         return _dedupe(out + _as_any_string(state, method, params, now))
     nulls = [
@@ -91,7 +102,72 @@ def allowed(state: LedgerState, method: str, params: object, now: int) -> list[A
             out = extra + out[1:]  # the same first state, with every count it may report
         else:
             out += extra
+    if method in _BODY_METHODS:
+        out = _credential_readings(state, method, params, now, out)
     return _dedupe(out)
+
+
+#: A store may trim these params before reading them; a blank ``kind`` is then absent
+#: (LED-WIRE.13).
+_TRIMMED: Final = ("kind", "scopeKey")
+
+
+def _real_protocol(
+    state: LedgerState, method: str, params: dict[str, object], now: int
+) -> list[Answer]:
+    """The readings of a ledger built like the real one (CLARIFICATIONS, "The real ledger's
+    protocol"): ``kind``/``scopeKey`` trimmed (LED-WIRE.13); a ``sessionId`` the store does not
+    know refused (LED-WIRE.14) and a ``harness`` it does not offer refused (LED-WIRE.15), each
+    in a ledger departing from the reference's acceptance, so the run follows the store."""
+    out: list[Answer] = []
+    trimmed = {k: v.strip() for k, v in params.items() if k in _TRIMMED and isinstance(v, str)}
+    if any(params[k] != v for k, v in trimmed.items()):
+        q = {**params, **{k: v for k, v in trimmed.items() if v or k != "kind"}}
+        if trimmed.get("kind") == "":
+            q.pop("kind")
+        out += allowed(state, method, q, now)
+    session = params.get("sessionId")
+    if method == "memory/save_memory_record" and isinstance(session, str) and session.strip():
+        departed = replace(state, departures=state.departures | {"LED-WIRE.14"})
+        out.append((departed, refusal(f"Session '{session}' does not exist.")))
+    harness = params.get("harness")
+    if (
+        method == "memory/update_consolidation_settings"
+        and isinstance(harness, str)
+        and harness.strip()
+    ):
+        departed = replace(state, departures=state.departures | {"LED-WIRE.15"})
+        out.append((departed, refusal(f"Harness '{harness}' cannot run consolidation.")))
+    return out
+
+
+def _credential_refusal(outcome: Outcome) -> bool:
+    """Whether ``outcome`` is a credential refusal and nothing else (LED-CRED.2)."""
+    return isinstance(outcome, Refused) and outcome.allowed_messages == frozenset(
+        {CREDENTIAL_MESSAGE}
+    )
+
+
+#: The calls that write a body the credential detector checks (LED-CRED.2).
+_BODY_METHODS: Final = frozenset(
+    {"memory/save_memory_record", "memory/supersede_memory_record", "_test/propose"}
+)
+
+
+def _credential_readings(
+    state: LedgerState, method: str, params: dict[str, object], now: int, out: list[Answer]
+) -> list[Answer]:
+    """A credential refusal that one detector alone explains shows the store applies that
+    detector (its ledger remembers it, LED-CRED.2); a store whose detector is narrower may
+    store the body instead, in a ledger departing from LED-CRED.1 (LED-CRED.6)."""
+    if not _credential_refusal(out[0][1]):
+        return out
+    body = params.get("body")
+    out = [(credential_shown(st, body) if _credential_refusal(o) else st, o) for st, o in out]
+    narrower = narrower_reading(state, body)
+    if narrower is not None:
+        out += allowed(narrower, method, params, now)
+    return out
 
 
 def _as_any_string(state: LedgerState, method: str, params: object, now: int) -> list[Answer]:
@@ -244,19 +320,6 @@ def _open_propose(state: LedgerState, p: dict[str, object], now: int) -> list[An
     return out
 
 
-def _open_set_expiry(state: LedgerState, p: dict[str, object], now: int) -> list[Answer]:
-    """The range may be left unchecked, or ``updatedAt`` left alone, not both (LED-WIRE.7)."""
-    if isinstance(instant_param(p, "expiresAt"), Refused):
-        return []
-    out: list[Answer] = []
-    for check in (True, False):
-        for touch in (True, False):
-            if check and touch:
-                continue
-            out.append(set_expiry_call(state, p, now, check_range=check, touch_updated=touch))
-    return out
-
-
 def _open_consolidate(state: LedgerState, p: dict[str, object], now: int) -> list[Answer]:
     """Every count a batch may report, with the ledger each leaves (LED-GATE.1, LED-GATE.6)."""
     ops = p["operations"]
@@ -280,7 +343,6 @@ _OPEN: Final[dict[str, Callable[[LedgerState, dict[str, object], int], list[Answ
     "memory/supersede_memory_record": _open_supersede,
     "memory/update_consolidation_settings": _open_settings,
     "_test/propose": _open_propose,
-    "_test/set_expiry": _open_set_expiry,
     "_test/consolidate": _open_consolidate,
 }
 """Per method, the allowed answers besides the model's own (each an open point of the spec)."""

@@ -15,7 +15,7 @@ from reference.ledger.consolidation import (
     json_int,
     update_settings,
 )
-from reference.ledger.expiry import set_expiry, sweep_expired
+from reference.ledger.expiry import sweep_expired
 from reference.ledger.intervals import list_as_of
 from reference.ledger.lifecycle import (
     approve,
@@ -256,8 +256,9 @@ def propose_call(
     lenient_credentials: bool = False,
     check_ranges: bool = True,
 ) -> tuple[LedgerState, Outcome]:
-    """``_test/propose`` (LED-REVIEW.1); the open choices: a broad credential form stored
-    (LED-CRED.4), the ranges left unchecked (LED-WIRE.7)."""
+    """``_test/propose`` (LED-REVIEW.1, LED-WIRE.7): exactly what an extractor proposal
+    carries -- body, kind, confidence, rationale, session -- never a group; the open choices: a
+    broad credential form stored (LED-CRED.4), the ranges left unchecked (LED-WIRE.7)."""
     body = str_param(p, "body")
     assert body is not None
     return record_outcome(
@@ -271,32 +272,8 @@ def propose_call(
             session_id=str_param(p, "sessionId"),
             confidence_bps=int_param(p, "confidenceBps"),
             rationale=str_param(p, "rationale"),
-            conflict_group=str_param(p, "conflictGroup"),
             lenient_credentials=lenient_credentials,
             check_ranges=check_ranges,
-        ),
-    )
-
-
-def set_expiry_call(
-    state: LedgerState,
-    p: dict[str, object],
-    now: int,
-    *,
-    check_range: bool = True,
-    touch_updated: bool = True,
-) -> tuple[LedgerState, Outcome]:
-    """``_test/set_expiry`` (LED-EXP.5); the open choices: the range left unchecked, the
-    record's ``updatedAt`` left alone (LED-WIRE.7)."""
-    rid = str_param(p, "recordId")
-    assert rid is not None
-    at = instant_param(p, "expiresAt")
-    if isinstance(at, Refused):
-        return state, at
-    return record_outcome(
-        state,
-        set_expiry(
-            state, SCOPE_LOCAL, rid, at, now, check_range=check_range, touch_updated=touch_updated
         ),
     )
 
@@ -362,12 +339,8 @@ TEST_METHODS: Final[dict[str, Method]] = {
             "sessionId": ("string", False),
             "confidenceBps": ("integer", False),
             "rationale": ("string", False),
-            "conflictGroup": ("string", False),
         },
         propose_call,
-    ),
-    "_test/set_expiry": Method(
-        {"recordId": ("string", True), "expiresAt": ("string", True)}, set_expiry_call
     ),
     "_test/consolidate": Method({"operations": ("array", True)}, _consolidate),
     "_test/packet": Method({}, _packet),

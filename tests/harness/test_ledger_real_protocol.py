@@ -1,0 +1,90 @@
+"""The real ledger's protocol, each open point accepted (LED-WIRE.11-.15): by-position params,
+``{}`` on a method without params, trimmed ``kind``/``scopeKey``, a session or a harness the
+store does not know.  The model's answer stays one allowed answer; the real ledger's is another.
+"""
+
+from __future__ import annotations
+
+import io
+import secrets
+from typing import Any
+
+import pytest
+
+from conformance.commands.target import start_bundled_store
+from conformance.vocabulary import Secret, TargetConfig
+from reference.ledger.outcome import INVALID_PARAMS, REFUSED, Ok, Refused
+from reference.ledger.records import empty_state
+from reference.ledger.wire import allowed
+from tests.common.engine import run_engine
+
+T0 = 1_772_442_000_000
+SAVE = "memory/save_memory_record"
+
+
+def _answers(method: str, params: Any) -> list[Any]:
+    return [o for _st, o in allowed(empty_state(), method, params, T0)]
+
+
+@pytest.mark.clause("LED-WIRE.11", "LED-WIRE.2")
+def test_by_position_params_are_refused_or_filled_in_order() -> None:
+    out = _answers(SAVE, ["likes tea", "fact"])
+    assert any(isinstance(o, Refused) and o.allowed_codes == {INVALID_PARAMS} for o in out)
+    filled = [o.result for o in out if isinstance(o, Ok) and isinstance(o.result, dict)]
+    assert filled and filled[0]["body"] == "likes tea" and filled[0]["kind"] == "fact"
+    assert all(isinstance(o, Refused) for o in _answers(SAVE, ["a", "fact", "s", "extra"]))
+
+
+@pytest.mark.clause("LED-WIRE.12")
+def test_empty_params_on_a_method_without_params_may_be_refused() -> None:
+    out = _answers("memory/get_consolidation_settings", {})
+    assert isinstance(out[0], Ok)
+    assert any(isinstance(o, Refused) and o.code == INVALID_PARAMS for o in out[1:])
+    assert all(isinstance(o, Ok) for o in _answers("memory/get_consolidation_settings", None))
+
+
+@pytest.mark.clause("LED-WIRE.13", "LED-REC.2", "LED-LIST.3")
+def test_kind_and_scope_key_may_be_read_trimmed() -> None:
+    out = _answers(SAVE, {"body": "x", "kind": " fact "})
+    assert isinstance(out[0], Refused)  # the model: a bad value
+    kinds = [o.result["kind"] for o in out if isinstance(o, Ok) and isinstance(o.result, dict)]
+    assert kinds == ["fact"]
+    blank = _answers(SAVE, {"body": "x", "kind": "  "})
+    assert any(isinstance(o, Ok) and o.result["kind"] == "preference" for o in blank)  # type: ignore[index]
+    listing = _answers("memory/list_memory_records", {"scopeKey": " account:local "})
+    assert any(isinstance(o, Ok) and o.result["scopeKey"] == "account:local" for o in listing)  # type: ignore[index]
+
+
+@pytest.mark.clause("LED-WIRE.14", "LED-WIRE.15")
+def test_an_unknown_session_or_an_unoffered_harness_may_be_refused_as_a_departure() -> None:
+    state = empty_state()
+    saves = allowed(state, SAVE, {"body": "x", "sessionId": "no-such-session"}, T0)
+    refusals = [(st, o) for st, o in saves if isinstance(o, Refused)]
+    assert [o.code for _st, o in refusals] == [REFUSED]
+    assert refusals[0][0].departures == frozenset({"LED-WIRE.14"})
+    update = "memory/update_consolidation_settings"
+    settings = allowed(state, update, {"mode": "off", "harness": "codex"}, T0)
+    assert any(st.departures == {"LED-WIRE.15"} for st, o in settings if isinstance(o, Refused))
+    # without a session or a harness, nothing to refuse
+    assert all(isinstance(o, Ok) for _st, o in allowed(state, SAVE, {"body": "x"}, T0))
+
+
+@pytest.mark.parametrize("variant", ["ledger-known-sessions-only", "ledger-one-harness"])
+@pytest.mark.clause("LED-WIRE.14", "LED-WIRE.15")
+def test_a_store_knowing_no_session_or_one_harness_is_conformant(variant: str) -> None:
+    token = secrets.token_urlsafe(24)
+    handle = start_bundled_store(token, quirks=frozenset({variant}))
+    try:
+        res = run_engine(
+            TargetConfig(handle.url, Secret(token), 10.0),
+            spec="ledger",
+            machines=False,
+            quiet=True,
+            out=io.StringIO(),
+        )
+    finally:
+        handle.stop()
+    assert res.exit_code == 0, res.data["divergences"]
+    if variant == "ledger-known-sessions-only":
+        named = {c for d in res.data["deviations"] for c in d["clauses"]}
+        assert named == {"LED-WIRE.14"}, named
