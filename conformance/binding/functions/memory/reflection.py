@@ -325,8 +325,8 @@ _CANDIDATE_FIELDS = (
 
 def _reflection_blame(a: Args, got: JSON, ref: JSON) -> tuple[str, ...]:
     """The envelope read otherwise (a reply rejected or accepted): MEM-REFLECT.7; another number
-    of facts or another summary presence: MEM-REFLECT.8; else the clauses of the candidate
-    fields that differ."""
+    of facts or another summary presence: MEM-REFLECT.8; a text still holding a credential-shaped
+    span: MEM-REFLECT.10; else the clauses of the candidate fields that differ."""
     value, want = (o.get("ok") if isinstance(o, dict) else None for o in (got, ref))
     if (value is None) != (want is None):
         return ("MEM-REFLECT.7",)
@@ -340,6 +340,13 @@ def _reflection_blame(a: Args, got: JSON, ref: JSON) -> tuple[str, ...]:
         return ("MEM-REFLECT.8",)
     if want["summary"] is not None:
         pairs.append((value["summary"], want["summary"]))
+    if any(
+        isinstance(c, dict)
+        and isinstance(c.get("text"), str)
+        and redact_secrets(c["text"]) != c["text"]
+        for c, _ in pairs
+    ):
+        return ("MEM-REFLECT.10",)  # a credential-shaped text came back unredacted
     out: list[str] = []
     for fields, clause in _CANDIDATE_FIELDS:
         for c, w in pairs:
