@@ -15,11 +15,13 @@ from typing import Any
 
 from conformance.binding.codec import memory_records
 from conformance.binding.functions import BY_NAME, Args, Refused
+from conformance.binding.functions.memory.reflection import cand_out, keep_inner_whitespace
 from reference.memory.budget import apply_budget
 from reference.memory.containment import render_memory_block, scope_resource
 from reference.memory.records import MemoryRecord
+from reference.memory.reflection import parse_reflection
 from reference.memory.scopes import SCOPE_ORDER, list_scope_keys, scope_kind
-from reference.memory.scoring import collapse_whitespace, score_record
+from reference.memory.scoring import score_record
 
 JSON = Any
 Impl = Callable[[Args], JSON]
@@ -36,16 +38,22 @@ def _call(name: str, a: Args) -> JSON:
 # --------------------------------------------------------------------------- reflection
 
 
-def _collapsed(c: JSON) -> JSON:
-    return {**c, "text": collapse_whitespace(c["text"])} if c is not None else None
-
-
-def reflection_collapsed(a: Args) -> JSON:
-    """Every fact and summary text with its whitespace runs collapsed (the upstream bot)."""
-    out = _call("parseReflection", a)
-    if out is None:
+def reflection_whitespace_kept(a: Args) -> JSON:
+    """Every fact and summary text only trimmed: its inner whitespace runs kept as the
+    extractor wrote them (the reference, like the upstream bot, collapses them)."""
+    res = parse_reflection(
+        a["raw"],
+        list(a.get("shownIds", [])),
+        a["threadKey"],
+        a.get("runId"),
+        clean=keep_inner_whitespace,
+    )
+    if res is None:
         return None
-    return {"facts": [_collapsed(f) for f in out["facts"]], "summary": _collapsed(out["summary"])}
+    return {
+        "facts": [cand_out(f) for f in res.facts],
+        "summary": cand_out(res.summary) if res.summary is not None else None,
+    }
 
 
 _ANY_FENCE = re.compile(r"\A```[A-Za-z0-9_+-]*\s*(.*?)\s*```\Z", re.DOTALL)
@@ -172,10 +180,10 @@ def normalize_newer_unicode(a: Args) -> JSON:
 #: (name, clause, summary, {function: impl}) -- one per kind of open point
 OPEN_VARIANTS: tuple[tuple[str, str, str, dict[str, Impl]], ...] = (
     (
-        "eng-reflection-collapsed-spaces",
+        "eng-reflection-whitespace-kept",
         "MEM-REFLECT.12",
-        "fact and summary texts with whitespace runs collapsed",
-        {"parseReflection": reflection_collapsed},
+        "fact and summary texts only trimmed, inner whitespace runs kept",
+        {"parseReflection": reflection_whitespace_kept},
     ),
     (
         "eng-scope-blank-kept",
@@ -250,7 +258,7 @@ def _derive_all(a: Args) -> JSON:
 
 def _reflection_all(a: Args) -> JSON:
     m = _ANY_FENCE.match(a["raw"].strip())
-    return reflection_collapsed({**a, "raw": m.group(1)} if m else a)
+    return reflection_whitespace_kept({**a, "raw": m.group(1)} if m else a)
 
 
 def _limited(impl: Impl) -> Impl:

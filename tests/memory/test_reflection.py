@@ -388,7 +388,7 @@ def _valid_confidence(c: object) -> bool:
     )
 
 
-@pytest.mark.clause("MEM-REFLECT.8")
+@pytest.mark.clause("MEM-REFLECT.8", "MEM-REFLECT.12")
 @given(
     facts=st.lists(
         st.one_of(
@@ -415,13 +415,14 @@ def test_each_fact_stands_alone(facts: list[object], summary: object) -> None:
     assert len(got.facts) == len(valid) <= MAX_REFLECTION_FACTS
     for g, f in zip(got.facts, valid, strict=True):
         assert g.candidate.kind == "fact"
-        assert g.candidate.text == str(f["text"]).strip()
+        # the alphabet's only whitespace is " " and "\n", so ``split`` is JavaScript's here
+        assert g.candidate.text == " ".join(str(f["text"]).split())
         assert g.candidate.confidence == float(f["confidence"])
         assert 0.6 <= g.candidate.confidence <= 1
     if isinstance(summary, str) and summary.strip():
         assert got.summary is not None
         assert got.summary.candidate.kind == "summary"
-        assert got.summary.candidate.text == summary.strip()
+        assert got.summary.candidate.text == " ".join(summary.split())
     else:
         assert got.summary is None
     assert len(got.candidates) <= MAX_REFLECTION_FACTS + 1
@@ -538,6 +539,52 @@ def test_outputs_are_redacted(secret: str) -> None:
     raw = json.dumps({"facts": [_fact(f"the key is {secret}")], "summary": f"used {secret}"})
     got = parse_reflection(raw, [], "t", None)
     assert got is not None
+    for c in got.candidates:
+        assert detect_credential(c.candidate.text) is None
+        assert REDACTION_MARKER in c.candidate.text
+
+
+# Every JavaScript whitespace character (ECMA-262 WhiteSpace + LineTerminator), written out
+# here rather than imported, plus characters JavaScript does not count as whitespace.
+JS_SPACES = "\t\n\v\f\r \u00a0\u1680\u2000\u2005\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+NOT_JS_SPACES = "\x1c\x1f\x85\u200b"
+space_run = st.text(alphabet=JS_SPACES, min_size=1, max_size=4)
+word = st.text(alphabet="abcdefghij,;!\u00e9\U0001f600" + NOT_JS_SPACES, min_size=1, max_size=8)
+
+
+@pytest.mark.clause("MEM-REFLECT.12")
+@given(
+    words=st.lists(st.tuples(word, space_run), min_size=1, max_size=6),
+    lead=st.one_of(st.just(""), space_run),
+    summary_words=st.lists(st.tuples(word, space_run), min_size=1, max_size=4),
+)
+def test_reflected_texts_keep_no_whitespace_run(
+    words: list[tuple[str, str]], lead: str, summary_words: list[tuple[str, str]]
+) -> None:
+    text = lead + "".join(w + s for w, s in words)
+    summary = "".join(s + w for w, s in summary_words) + lead
+    got = parse_reflection(json.dumps({"facts": [_fact(text)], "summary": summary}), [], "t", None)
+    assert got is not None and got.summary is not None and len(got.facts) == 1
+    for c, drawn in ((got.facts[0], words), (got.summary, summary_words)):
+        out = c.candidate.text
+        assert not any(ch in out for ch in JS_SPACES.replace(" ", "")), out
+        assert "  " not in out and out == out.strip(" "), out
+        assert out.split(" ") == [w for w, _ in drawn]
+
+
+@pytest.mark.clause("MEM-REFLECT.10", "MEM-REFLECT.12")
+@pytest.mark.parametrize(
+    "text",
+    [
+        "auth Bearer\n" + "a1b2c3d4e5f6g7h8i9j0",
+        "use password:\n\u3000hunter2hunter2hunter2",
+        "-----BEGIN RSA\tPRIVATE KEY-----\nMIIEowIBAAKCAQEAxyz",
+    ],
+)
+def test_collapsing_cannot_expose_a_secret(text: str) -> None:
+    """A span only collapsing makes credential-shaped is redacted too."""
+    got = parse_reflection(json.dumps({"facts": [_fact(text)], "summary": text}), [], "t", None)
+    assert got is not None and len(got.candidates) == 2
     for c in got.candidates:
         assert detect_credential(c.candidate.text) is None
         assert REDACTION_MARKER in c.candidate.text

@@ -66,6 +66,7 @@ from reference.memory.reflection.redaction import (
 from reference.memory.reflection.reply import (
     ReflectionCandidate,
     ReflectionResult,
+    clean_reflection_text,
     narrowest_audience,
     normalize_keywords,
     parse_reflection,
@@ -117,6 +118,7 @@ __all__ = [
     "TextPart",
     "TranscriptTurn",
     "build_reflection_input",
+    "clean_reflection_text",
     "existing_record_line",
     "finish_reflection",
     "gate_line",

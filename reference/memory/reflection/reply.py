@@ -1,10 +1,10 @@
 """The extractor's reply: a strict envelope, lenient inside (MEM-REFLECT.7, MEM-REFLECT.8,
-MEM-REFLECT.9, MEM-REFLECT.10, MEM-ROUTE.2)."""
+MEM-REFLECT.9, MEM-REFLECT.10, MEM-REFLECT.12, MEM-ROUTE.2)."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -19,6 +19,7 @@ from reference.memory.reflection.contract import (
     NARROWEST_FIRST,
 )
 from reference.memory.reflection.redaction import redact_secrets
+from reference.memory.scoring import collapse_whitespace
 
 
 @dataclass(frozen=True)
@@ -86,8 +87,23 @@ def narrowest_audience(audiences: Sequence[str]) -> str:
     return "org"
 
 
+def clean_reflection_text(text: str) -> str:
+    """A fact's or the summary's text as reflection keeps it (MEM-REFLECT.12, MEM-REFLECT.10):
+    secrets redacted, every run of (JavaScript) whitespace collapsed to one space, trimmed.
+
+    Collapsing can join a span no detector matched into one that does (``Bearer`` and a token
+    on separate lines), so the collapsed text is redacted once more: nothing credential-shaped
+    survives (MEM-REFLECT.6).  Redaction never creates a whitespace run (every span it
+    replaces starts and ends with a non-space character), so the result stays collapsed.
+    """
+    return redact_secrets(collapse_whitespace(redact_secrets(text)))
+
+
+Clean = Callable[[str], str]
+
+
 def _parse_fact(
-    item: object, shown: frozenset[str], thread_key: str, run_id: str | None
+    item: object, shown: frozenset[str], thread_key: str, run_id: str | None, clean: Clean
 ) -> ReflectionCandidate | None:
     """One fact as a candidate, or ``None`` when it does not stand (MEM-REFLECT.8,
     MEM-REFLECT.10)."""
@@ -107,7 +123,7 @@ def _parse_fact(
     return ReflectionCandidate(
         MemoryCandidate(
             kind="fact",
-            text=redact_secrets(js_trim(text)),
+            text=clean(text),
             source_thread_key=thread_key,
             keywords=normalize_keywords(item.get("keywords")),
             source_run_id=run_id,
@@ -119,7 +135,12 @@ def _parse_fact(
 
 
 def parse_reflection(
-    raw: str, shown_ids: Sequence[str], thread_key: str, run_id: str | None
+    raw: str,
+    shown_ids: Sequence[str],
+    thread_key: str,
+    run_id: str | None,
+    *,
+    clean: Clean = clean_reflection_text,
 ) -> ReflectionResult | None:
     """Validate the extractor's reply (MEM-REFLECT.7, MEM-REFLECT.8, MEM-REFLECT.9, MEM-REFLECT.10,
     MEM-ROUTE.2).
@@ -131,7 +152,8 @@ def parse_reflection(
     string ``text`` and a
     numeric (never boolean) ``confidence`` in [0.6, 1], else it is dropped; the first five
     valid facts survive, in order.  A non-blank string ``summary`` adds one summary candidate.
-    Texts are trimmed and redacted; keywords go through ``normalize_keywords``;
+    Texts go through ``clean`` -- by default ``clean_reflection_text``: redacted, whitespace
+    runs collapsed, trimmed (MEM-REFLECT.12) -- ; keywords go through ``normalize_keywords``;
     ``supersedes`` survives only when it is one of ``shown_ids``; ``audience`` is user, repo,
     channel or org (anything else, or missing, is org) and the summary takes the narrowest
     audience of the surviving facts.  Every candidate carries ``thread_key`` and ``run_id``.
@@ -145,7 +167,7 @@ def parse_reflection(
     shown = frozenset(shown_ids)
     facts: list[ReflectionCandidate] = []
     for item in envelope["facts"]:
-        fact = _parse_fact(item, shown, thread_key, run_id)
+        fact = _parse_fact(item, shown, thread_key, run_id, clean)
         if fact is not None:
             facts.append(fact)
         if len(facts) >= MAX_REFLECTION_FACTS:
@@ -156,7 +178,7 @@ def parse_reflection(
         summary = ReflectionCandidate(
             MemoryCandidate(
                 kind="summary",
-                text=redact_secrets(js_trim(raw_summary)),
+                text=clean(raw_summary),
                 source_thread_key=thread_key,
                 source_run_id=run_id,
             ),

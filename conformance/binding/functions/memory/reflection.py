@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from hypothesis import strategies as st
 
@@ -11,14 +12,18 @@ from conformance.binding.functions.base import JSON, MEMORY, Args, Fn, fn
 from conformance.binding.functions.common import SECRETS, texts, words
 from conformance.binding.judge import Judged, ok, widened
 from reference.jsonvalues import js_trim
-from reference.memory.reflection import parse_reflection, redact_secrets, should_reflect
-from reference.memory.scoring import collapse_whitespace
+from reference.memory.reflection import (
+    clean_reflection_text,
+    parse_reflection,
+    redact_secrets,
+    should_reflect,
+)
 
 #: the reference rules the judges below add to the seed's (``widened``)
 REFLECT_SPACES = ("MEM-REFLECT.12",)
 REFLECT_FENCE = ("MEM-REFLECT.13",)
 REFLECT_PATTERNS = ("MEM-REFLECT.14",)
-SPACES_NOTE = "a text's inner whitespace runs kept or collapsed (MEM-REFLECT.12)"
+SPACES_NOTE = "a text's inner whitespace runs collapsed or kept (MEM-REFLECT.12)"
 FENCE_NOTE = "a non-canonical fence unwrapped or refused (MEM-REFLECT.13)"
 PATTERNS_NOTE = "which shapes are secrets is the reference's list (MEM-REFLECT.14)"
 #: agent names drawn for the gate: the no-reflect agent, names near it, and ordinary ones; every
@@ -68,8 +73,16 @@ def cand_out(c: JSON) -> JSON:
     return {**candidate_json(c.candidate), "audience": c.audience}
 
 
-def _parse_reflection(a: Args) -> JSON:
-    res = parse_reflection(a["raw"], list(a.get("shownIds", [])), a["threadKey"], a.get("runId"))
+def keep_inner_whitespace(text: str) -> str:
+    """A reflected text trimmed and redacted with its inner whitespace kept: the other reading
+    the seed allows (MEM-REFLECT.8, MEM-REFLECT.10; the reference collapses, MEM-REFLECT.12)."""
+    return redact_secrets(js_trim(text))
+
+
+def _parse_reflection(a: Args, clean: Callable[[str], str] = clean_reflection_text) -> JSON:
+    res = parse_reflection(
+        a["raw"], list(a.get("shownIds", [])), a["threadKey"], a.get("runId"), clean=clean
+    )
     if res is None:
         return None
     return {
@@ -88,41 +101,37 @@ def _canonical_fence(raw: str) -> bool:
 _ANY_FENCE = re.compile(r"\A```[A-Za-z0-9_+-]*\s*(.*?)\s*```\Z", re.DOTALL)
 
 
-def _unwrapped(a: Args) -> JSON:
+def _unwrapped(a: Args, clean: Callable[[str], str] = clean_reflection_text) -> JSON:
     """What unwrapping a non-canonical fence gives (the reply read without its fence), or
     ``None`` when there is no fence to unwrap or its inside is not a reply."""
     m = _ANY_FENCE.match(js_trim(a["raw"]))
-    return _parse_reflection({**a, "raw": m.group(1)}) if m else None
+    return _parse_reflection({**a, "raw": m.group(1)}, clean) if m else None
 
 
-def _collapsed(out: JSON) -> JSON:
-    """``out`` with every fact and summary text's whitespace runs collapsed to one space."""
-    if not isinstance(out, dict):
-        return out
-
-    def one(c: JSON) -> JSON:
-        return {**c, "text": collapse_whitespace(c["text"])} if c is not None else None
-
-    return {"facts": [one(f) for f in out["facts"]], "summary": one(out["summary"])}
+def _readings(a: Args, clean: Callable[[str], str]) -> list[JSON]:
+    """The reference's reading with texts cleaned by ``clean``, then, for a non-canonical
+    fence, the fence refused and the fence unwrapped."""
+    out = [ok(_parse_reflection(a, clean))]
+    if not _canonical_fence(a["raw"]):
+        out.append(ok(None))
+        inner = _unwrapped(a, clean)
+        if inner is not None:
+            out.append(ok(inner))
+    return out
 
 
 def _parse_reflection_judge(a: Args) -> Judged:
     """The reference's reading; a fence other than ```json + newline … newline + ``` may be
     unwrapped or refused whatever the reference does (MEM-REFLECT.7; the reference's own
-    forms: MEM-REFLECT.13); a text's inner whitespace runs may come back collapsed
-    (MEM-REFLECT.12)."""
-    ref = ok(_parse_reflection(a))
+    forms: MEM-REFLECT.13); a text's inner whitespace runs may come back kept, only trimmed,
+    where the reference collapses them (MEM-REFLECT.12)."""
+    ref, *fences = _readings(a, clean_reflection_text)
     judged = Judged([ref])
-    if not _canonical_fence(a["raw"]):
-        wider = [ok(None)]
-        inner = _unwrapped(a)
-        if inner is not None:
-            wider.append(ok(inner))
-        if any(w not in judged.allowed for w in wider):
-            judged = widened(judged, REFLECT_FENCE, wider, None, FENCE_NOTE)
-    collapsed = [ok(_collapsed(o["ok"])) for o in judged.allowed]
-    if any(c not in judged.allowed for c in collapsed):
-        judged = widened(judged, REFLECT_SPACES, collapsed, None, SPACES_NOTE)
+    if any(w not in judged.allowed for w in fences):
+        judged = widened(judged, REFLECT_FENCE, fences, None, FENCE_NOTE)
+    kept = _readings(a, keep_inner_whitespace)
+    if any(k not in judged.allowed for k in kept):
+        judged = widened(judged, REFLECT_SPACES, kept, None, SPACES_NOTE)
     return judged
 
 
@@ -249,6 +258,15 @@ def _reflection_boundaries() -> list[tuple[str, Args]]:  # long: a data table of
             },
         ),
         (
+            "a secret joined by collapsing the whitespace is redacted",
+            {
+                **base,
+                "raw": _reply(
+                    {"facts": [{**fact, "text": "auth Bearer\n" + "a1b2c3d4e5f6g7h8i9j0"}]}
+                ),
+            },
+        ),
+        (
             "a fence tagged js",
             {**base, "raw": "```js\n" + _reply({"facts": [fact]}) + "\n```"},
         ),
@@ -307,8 +325,8 @@ _CANDIDATE_FIELDS = (
 
 def _reflection_blame(a: Args, got: JSON, ref: JSON) -> tuple[str, ...]:
     """The envelope read otherwise (a reply rejected or accepted): MEM-REFLECT.7; another number
-    of facts or another summary presence: MEM-REFLECT.8; else the clauses of the candidate
-    fields that differ."""
+    of facts or another summary presence: MEM-REFLECT.8; a text still holding a credential-shaped
+    span: MEM-REFLECT.10; else the clauses of the candidate fields that differ."""
     value, want = (o.get("ok") if isinstance(o, dict) else None for o in (got, ref))
     if (value is None) != (want is None):
         return ("MEM-REFLECT.7",)
@@ -322,6 +340,13 @@ def _reflection_blame(a: Args, got: JSON, ref: JSON) -> tuple[str, ...]:
         return ("MEM-REFLECT.8",)
     if want["summary"] is not None:
         pairs.append((value["summary"], want["summary"]))
+    if any(
+        isinstance(c, dict)
+        and isinstance(c.get("text"), str)
+        and redact_secrets(c["text"]) != c["text"]
+        for c, _ in pairs
+    ):
+        return ("MEM-REFLECT.10",)  # a credential-shaped text came back unredacted
     out: list[str] = []
     for fields, clause in _CANDIDATE_FIELDS:
         for c, w in pairs:
