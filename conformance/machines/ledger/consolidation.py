@@ -171,14 +171,7 @@ class ConsolidationRules(LedgerMachineBase):
         else:
             order = data.draw(st.permutations(active), label="targets")
             if case == "credential":
-                op = "merge" if len(order) >= 2 and data.draw(st.booleans()) else "correct"
-                body = data.draw(st.sampled_from(CREDENTIALS), label="credential")
-                # the store first shows its detector takes the shape (a refused save): it must
-                # then refuse it everywhere (LED-CRED.2, LED-CRED.6)
-                self._step("save", {"body": body}, check=False, clauses=("LED-CRED.2",))
-                k = 2 if op == "merge" else 1
-                elements = [{"operation": op, "targets": order[:k], "body": body}]
-                clauses = ("LED-CRED.2", "LED-CRED.1", VOCAB_CLAUSES[op])
+                elements, clauses = self._credential_batch(data, order)
             elif case == "group":
                 k = data.draw(st.integers(2, min(3, len(order))), label="members")
                 subject = data.draw(st.sampled_from(GROUPS), label="subject")
@@ -199,6 +192,19 @@ class ConsolidationRules(LedgerMachineBase):
                     elements = [dict(keep) for _ in range(20)] + [last]
                     clauses = ("LED-GATE.6",)
         return multiple(*[f"${name}" for name in self._consolidate(elements, clauses)])
+
+    def _credential_batch(
+        self, data: st.DataObject, order: list[Any]
+    ) -> tuple[list[Any], tuple[str, ...]]:
+        """A ``merge`` or ``correct`` whose body is credential-shaped, and its clauses.  The
+        store first shows its detector takes the shape (a refused save): it must then refuse it
+        everywhere (LED-CRED.2, LED-CRED.6)."""
+        op = "merge" if len(order) >= 2 and data.draw(st.booleans()) else "correct"
+        body = data.draw(st.sampled_from(CREDENTIALS), label="credential")
+        self._step("save", {"body": body}, check=False, clauses=("LED-CRED.2",))
+        k = 2 if op == "merge" else 1
+        elements = [{"operation": op, "targets": order[:k], "body": body}]
+        return elements, ("LED-CRED.2", "LED-CRED.1", VOCAB_CLAUSES[op])
 
     def _gate_clauses(self, elements: list[Any]) -> tuple[str, ...]:
         """The gate rules a batch meets, judged on the ledger before it: a batch's counts
