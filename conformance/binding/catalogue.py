@@ -190,27 +190,6 @@ def _reflection_six(a: Args) -> JSON:
     return out
 
 
-def _reflection_collapse_unredacted(a: Args) -> JSON:
-    """Texts redacted, then collapsed and trimmed, and not redacted again: a span collapsing
-    joins (``Bearer``, a line break, a token) is kept."""
-    from reference.memory.reflection import parse_reflection, redact_secrets
-    from reference.memory.scoring import collapse_whitespace
-
-    res = parse_reflection(
-        a["raw"],
-        list(a.get("shownIds", [])),
-        a["threadKey"],
-        a.get("runId"),
-        clean=lambda t: collapse_whitespace(redact_secrets(t)),
-    )
-    if res is None:
-        return None
-    return {
-        "facts": [cand_out(f) for f in res.facts],
-        "summary": cand_out(res.summary) if res.summary is not None else None,
-    }
-
-
 def _reflect_never_triage(a: Args) -> JSON:
     if a.get("agentName") in ("review", "triage"):
         return False
@@ -647,13 +626,6 @@ ENTRIES_LIST: tuple[EngineEntry, ...] = (
         ("MEM-REFLECT.8",),
         "a boolean confidence is read as a number",
         _reflection_bool_confidence,
-    ),
-    _m(
-        "eng-reflection-collapse-unredacted",
-        "parseReflection",
-        ("MEM-REFLECT.10",),
-        "a secret only collapsing the whitespace forms is kept",
-        _reflection_collapse_unredacted,
     ),
     _m(
         "eng-reflection-six-facts",

@@ -15,7 +15,11 @@ from typing import Any
 
 from conformance.binding.codec import memory_records
 from conformance.binding.functions import BY_NAME, Args, Refused
-from conformance.binding.functions.memory.reflection import cand_out, keep_inner_whitespace
+from conformance.binding.functions.memory.reflection import (
+    cand_out,
+    keep_inner_whitespace,
+    redact_then_collapse,
+)
 from reference.memory.budget import apply_budget
 from reference.memory.containment import render_memory_block, scope_resource
 from reference.memory.records import MemoryRecord
@@ -38,15 +42,14 @@ def _call(name: str, a: Args) -> JSON:
 # --------------------------------------------------------------------------- reflection
 
 
-def reflection_whitespace_kept(a: Args) -> JSON:
-    """Every fact and summary text only trimmed: its inner whitespace runs kept as the
-    extractor wrote them (the reference, like the upstream bot, collapses them)."""
+def _reflection_cleaned(a: Args, clean: Callable[[str], str]) -> JSON:
+    """``parseReflection`` with its texts cleaned by ``clean``."""
     res = parse_reflection(
         a["raw"],
         list(a.get("shownIds", [])),
         a["threadKey"],
         a.get("runId"),
-        clean=keep_inner_whitespace,
+        clean=clean,
     )
     if res is None:
         return None
@@ -54,6 +57,18 @@ def reflection_whitespace_kept(a: Args) -> JSON:
         "facts": [cand_out(f) for f in res.facts],
         "summary": cand_out(res.summary) if res.summary is not None else None,
     }
+
+
+def reflection_whitespace_kept(a: Args) -> JSON:
+    """Every fact and summary text only trimmed: its inner whitespace runs kept as the
+    extractor wrote them (the reference, like the upstream bot, collapses them)."""
+    return _reflection_cleaned(a, keep_inner_whitespace)
+
+
+def reflection_upstream_order(a: Args) -> JSON:
+    """Texts redacted, then collapsed and trimmed, and not redacted again -- the upstream bot's
+    order: a secret only the collapsing joins stays (the reference redacts once more)."""
+    return _reflection_cleaned(a, redact_then_collapse)
 
 
 _ANY_FENCE = re.compile(r"\A```[A-Za-z0-9_+-]*\s*(.*?)\s*```\Z", re.DOTALL)
@@ -184,6 +199,12 @@ OPEN_VARIANTS: tuple[tuple[str, str, str, dict[str, Impl]], ...] = (
         "MEM-REFLECT.12",
         "fact and summary texts only trimmed, inner whitespace runs kept",
         {"parseReflection": reflection_whitespace_kept},
+    ),
+    (
+        "eng-reflection-upstream-order",
+        "MEM-REFLECT.14",
+        "texts redacted before collapsing and not again (the upstream's order)",
+        {"parseReflection": reflection_upstream_order},
     ),
     (
         "eng-scope-blank-kept",

@@ -18,6 +18,7 @@ from reference.memory.reflection import (
     redact_secrets,
     should_reflect,
 )
+from reference.memory.scoring import collapse_whitespace
 
 #: the reference rules the judges below add to the seed's (``widened``)
 REFLECT_SPACES = ("MEM-REFLECT.12",)
@@ -79,6 +80,14 @@ def keep_inner_whitespace(text: str) -> str:
     return redact_secrets(js_trim(text))
 
 
+def redact_then_collapse(text: str) -> str:
+    """A reflected text redacted, then collapsed and trimmed, and not redacted again: the
+    upstream bot's order.  A secret only the collapsing joins (``Bearer``, a line break, a
+    token) stays; which shapes are secrets is the reference's list, not the memory seed's, so
+    the seed allows this reading and the reference's second pass is MEM-REFLECT.14's."""
+    return collapse_whitespace(redact_secrets(text))
+
+
 def _parse_reflection(a: Args, clean: Callable[[str], str] = clean_reflection_text) -> JSON:
     res = parse_reflection(
         a["raw"], list(a.get("shownIds", [])), a["threadKey"], a.get("runId"), clean=clean
@@ -124,7 +133,9 @@ def _parse_reflection_judge(a: Args) -> Judged:
     """The reference's reading; a fence other than ```json + newline … newline + ``` may be
     unwrapped or refused whatever the reference does (MEM-REFLECT.7; the reference's own
     forms: MEM-REFLECT.13); a text's inner whitespace runs may come back kept, only trimmed,
-    where the reference collapses them (MEM-REFLECT.12)."""
+    where the reference collapses them (MEM-REFLECT.12); a secret only the collapsing joins may
+    come back as the upstream's order leaves it, where the reference redacts once more
+    (MEM-REFLECT.14: which shapes are secrets is the reference's list)."""
     ref, *fences = _readings(a, clean_reflection_text)
     judged = Judged([ref])
     if any(w not in judged.allowed for w in fences):
@@ -132,6 +143,9 @@ def _parse_reflection_judge(a: Args) -> Judged:
     kept = _readings(a, keep_inner_whitespace)
     if any(k not in judged.allowed for k in kept):
         judged = widened(judged, REFLECT_SPACES, kept, None, SPACES_NOTE)
+    upstream = _readings(a, redact_then_collapse)
+    if any(u not in judged.allowed for u in upstream):
+        judged = widened(judged, REFLECT_PATTERNS, upstream, None, PATTERNS_NOTE)
     return judged
 
 
@@ -325,8 +339,8 @@ _CANDIDATE_FIELDS = (
 
 def _reflection_blame(a: Args, got: JSON, ref: JSON) -> tuple[str, ...]:
     """The envelope read otherwise (a reply rejected or accepted): MEM-REFLECT.7; another number
-    of facts or another summary presence: MEM-REFLECT.8; a text still holding a credential-shaped
-    span: MEM-REFLECT.10; else the clauses of the candidate fields that differ."""
+    of facts or another summary presence: MEM-REFLECT.8; else the clauses of the candidate
+    fields that differ."""
     value, want = (o.get("ok") if isinstance(o, dict) else None for o in (got, ref))
     if (value is None) != (want is None):
         return ("MEM-REFLECT.7",)
@@ -340,13 +354,6 @@ def _reflection_blame(a: Args, got: JSON, ref: JSON) -> tuple[str, ...]:
         return ("MEM-REFLECT.8",)
     if want["summary"] is not None:
         pairs.append((value["summary"], want["summary"]))
-    if any(
-        isinstance(c, dict)
-        and isinstance(c.get("text"), str)
-        and redact_secrets(c["text"]) != c["text"]
-        for c, _ in pairs
-    ):
-        return ("MEM-REFLECT.10",)  # a credential-shaped text came back unredacted
     out: list[str] = []
     for fields, clause in _CANDIDATE_FIELDS:
         for c, w in pairs:
@@ -413,7 +420,7 @@ FUNCTIONS: tuple[Fn, ...] = (
         ),
         _reflection_boundaries,
         _parse_reflection_judge,
-        references=("MEM-REFLECT.12", "MEM-REFLECT.13"),
+        references=("MEM-REFLECT.12", "MEM-REFLECT.13", "MEM-REFLECT.14"),
         blame=_reflection_blame,
     ),
     fn(
