@@ -18,7 +18,6 @@ scenarios), never failed.  A host that hangs, floods or crashes makes the step
 from __future__ import annotations
 
 import copy
-import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace

@@ -94,6 +94,18 @@ MAX_TIMEOUT_S = 86400.0
 _NO_BODY = object()
 
 
+class _EmptyBody:
+    """A JSON request sent with an empty body (``Content-Length: 0``): no params at all."""
+
+    def __repr__(self) -> str:
+        return "EMPTY_BODY"
+
+
+#: The ``body`` of a request whose body is empty (a method called without params): not the
+#: JSON ``{}`` and not ``null``, nothing.
+EMPTY_BODY: Any = _EmptyBody()
+
+
 def token_refused(config: TargetConfig, where: str) -> TokenRefused:
     source = config.token_source or "the token"
     return TokenRefused(f"{source} was refused (401 on {where}) by {config.url}")
@@ -700,7 +712,10 @@ class HttpTarget:  # long: the connection, TLS, deadline watchdog and pipelining
         hdrs = dict(headers or {})
         payload: bytes | None = content
         described: Any = None
-        if body is not _NO_BODY:
+        if body is EMPTY_BODY:
+            payload = b""
+            hdrs.setdefault("Content-Type", "application/json")
+        elif body is not _NO_BODY:
             payload = _to_json(body).encode("utf-8")
             hdrs.setdefault("Content-Type", "application/json")
             described = body
@@ -839,7 +854,7 @@ class HttpTarget:  # long: the connection, TLS, deadline watchdog and pipelining
 
     def _prepared(self, method: str, path: str, body: Any) -> bytes | None:
         """The bytes :meth:`request` would write for a JSON ``body`` (None: not sendable)."""
-        data = _to_json(body).encode("utf-8")
+        data = b"" if body is EMPTY_BODY else _to_json(body).encode("utf-8")
         head = self._head(
             method,
             path,

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from conformance.commands.target import start_bundled_store
+from conformance.targets.ledger import NO_PARAMS, LedgerTarget
 from conformance.vocabulary import Secret, TargetConfig
 from reference.ledger.outcome import INVALID_PARAMS, REFUSED, Ok, Refused
 from reference.ledger.records import empty_state
@@ -69,8 +70,11 @@ def test_an_unknown_session_or_an_unoffered_harness_may_be_refused_as_a_departur
     assert all(isinstance(o, Ok) for _st, o in allowed(state, SAVE, {"body": "x"}, T0))
 
 
-@pytest.mark.parametrize("variant", ["ledger-known-sessions-only", "ledger-one-harness"])
-@pytest.mark.clause("LED-WIRE.14", "LED-WIRE.15")
+@pytest.mark.parametrize(
+    "variant",
+    ["ledger-known-sessions-only", "ledger-one-harness", "ledger-paramless-refuses-empty-object"],
+)
+@pytest.mark.clause("LED-WIRE.14", "LED-WIRE.15", "LED-WIRE.12")
 def test_a_store_knowing_no_session_or_one_harness_is_conformant(variant: str) -> None:
     token = secrets.token_urlsafe(24)
     handle = start_bundled_store(token, quirks=frozenset({variant}))
@@ -88,3 +92,34 @@ def test_a_store_knowing_no_session_or_one_harness_is_conformant(variant: str) -
     if variant == "ledger-known-sessions-only":
         named = {c for d in res.data["deviations"] for c in d["clauses"]}
         assert named == {"LED-WIRE.14"}, named
+
+
+@pytest.mark.clause("LED-WIRE.12")
+def test_a_method_without_params_is_called_with_none_and_the_store_takes_absent_or_null() -> None:
+    """memspec calls a method without params with an empty body (never ``{}``); the bundled
+    store takes an empty body and ``null``, and its variant built like the real ledger refuses
+    ``{}`` with -32602 while still taking both."""
+    token = secrets.token_urlsafe(24)
+    for quirks in (frozenset(), frozenset({"ledger-paramless-refuses-empty-object"})):
+        handle = start_bundled_store(token, quirks=quirks)
+        t = LedgerTarget(TargetConfig(handle.url, Secret(token), 10.0))
+        try:
+            got = t.call("memory/get_consolidation_settings", NO_PARAMS)
+            assert got.status == 200 and got.body["scopeKey"] == "account:local"
+            assert got.request_body is None  # nothing sent: not {}
+            assert t.test("packet", NO_PARAMS).status == 200
+            assert t.test("reset", NO_PARAMS).body == {"ok": True}
+            for method in ("memory/get_consolidation_settings", "_test/packet"):
+                assert t.post_bytes(method, b"null").status == 200
+            empty = t.call("memory/get_consolidation_settings", {})
+            if quirks:
+                assert empty.status == 400 and empty.body["error"]["code"] == INVALID_PARAMS
+                assert t.test("packet", {}).status == 400
+            else:
+                assert empty.status == 200
+            # a method that takes params still finds them missing in null
+            missing = t.post_bytes("memory/save_memory_record", b"null")
+            assert missing.status == 400 and missing.body["error"]["code"] == INVALID_PARAMS
+        finally:
+            t.close()
+            handle.stop()

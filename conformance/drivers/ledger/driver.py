@@ -17,6 +17,10 @@ Ops (``Step.op``) and their ``args`` (the method's params, camelCase, sent as wr
 ``raw {method, params}`` | ``{method, text}`` any params value (not an object, unknown names,
                                              …) or a body that is not JSON, to any method
 
+A method that takes no params (``get_settings``, ``reset``, ``packet``) is called without any
+when its ``args`` are empty (an empty body; no ``params`` member over JSON-RPC), never with
+``{}``, which a real ledger refuses (LED-WIRE.12); a ``raw`` step sends ``{}`` on purpose.
+
 Values are expanded before sending: a ``recordId`` or a consolidation ``targets`` entry
 ``"$r1"`` is the record bound to ``r1`` (its model id for the model, its target id for the
 target); ``{"$repeat": "x", "times": 4001}`` and ``{"$concat": [...]}`` build long strings.
@@ -89,6 +93,7 @@ from conformance.drivers.ledger.steps import (
     clock_target,
     infer_requires,
     step_requires,
+    takes_no_params,
 )
 from conformance.errors import TargetError
 from conformance.jsonutil import short_json
@@ -103,7 +108,7 @@ from conformance.oracle.ledger.worlds import (
 from conformance.scenario import Scenario, Step
 from conformance.sources import blamed
 from conformance.targets.jsonrpc import ledger_target
-from conformance.targets.ledger import CLOCK, TEST_CONTROL, LedgerClient
+from conformance.targets.ledger import CLOCK, NO_PARAMS, TEST_CONTROL, LedgerClient
 from conformance.vocabulary import SPACING_S, Exchange, RunContext, StepError, StepOutcome
 from reference.ledger.outcome import Ok, Outcome
 from reference.ledger.records import SCOPE_LOCAL, LedgerState, empty_state
@@ -196,7 +201,7 @@ class LedgerDriver:  # long: the model, its correspondences, its clock and the w
         at :data:`START_MS`, empty symbol table and correspondences."""
         self._setup_error = None
         if self.control:
-            ex = self.target.test("reset", {})
+            ex = self.target.test("reset", NO_PARAMS)
             if ex.status != 200 or ex.body != {"ok": True}:
                 self._setup_error = (
                     f"_test/reset answered {ex.status} {short_json(ex.body or ex.transport_error)}"
@@ -207,7 +212,7 @@ class LedgerDriver:  # long: the model, its correspondences, its clock and the w
         if not self.control:
             # The model starts from the settings the target has now (a harness or model name a
             # scenario set cannot be unset through the binding, so it may outlive the scenario).
-            ex = self.target.call("memory/get_consolidation_settings", {})
+            ex = self.target.call("memory/get_consolidation_settings", NO_PARAMS)
             if ex.status == 200 and isinstance(ex.body, dict):
                 self.model = model_with_settings(ex.body)
             elif self._setup_error is None:
@@ -424,6 +429,11 @@ class LedgerDriver:  # long: the model, its correspondences, its clock and the w
                 raw_text = args["text"]
             params_m: Any = self._expand(args.get("params"), "model")
             params_t: Any = self._expand(args.get("params"), "target")
+        elif not args and takes_no_params(op.method):
+            # Absent params, as a method without params is called (LED-WIRE.12): an empty
+            # body, no ``params`` member over JSON-RPC.  ``{}`` goes out only from a raw step.
+            method = op.method
+            params_m, params_t = None, NO_PARAMS
         else:
             method = op.method
             params_m = self._expand(args, "model")
@@ -704,7 +714,7 @@ class LedgerDriver:  # long: the model, its correspondences, its clock and the w
             return
         self._make_room()
         requests: list[tuple[str, str, Any]] = [
-            ("POST", "/ledger/_test/reset", {}),
+            ("POST", "/ledger/_test/reset", NO_PARAMS),
             ("POST", "/ledger/_test/set_clock", {"now": format_rfc3339(START_MS)}),
         ]
         if not self.target.write_ahead(requests):

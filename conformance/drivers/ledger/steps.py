@@ -18,6 +18,7 @@ from conformance.scenario import Scenario, Step
 from conformance.targets.ledger import CLOCK, TEST_CONTROL
 from conformance.vocabulary import Exchange, StepError, StepOutcome
 from reference.ledger.timefmt import parse_rfc3339
+from reference.ledger.wire import METHODS, TEST_METHODS
 
 #: Where every scenario's clock starts (a fixed instant: runs are reproducible).
 START_MS = parse_rfc3339("2026-03-02T09:00:00.000Z") or 0
@@ -55,6 +56,13 @@ OPS: dict[str, Op] = {
     "set_clock": Op("_test/set_clock", control=True, places_instant=True),
     "raw": Op("", mutating=True),
 }
+
+
+def takes_no_params(method: str) -> bool:
+    """Whether ``method`` takes no params: it is then called without any (LED-WIRE.12), never
+    with ``{}`` -- only a ``raw`` step sends ``{}`` to it, on purpose."""
+    spec = METHODS.get(method) or TEST_METHODS.get(method)
+    return spec is not None and not spec.params
 
 
 def step_requires(step: Step) -> set[str]:
