@@ -14,7 +14,8 @@ import pytest
 from conformance.commands.target import start_bundled_store
 from conformance.targets.ledger import NO_PARAMS, LedgerTarget
 from conformance.vocabulary import Secret, TargetConfig
-from reference.ledger.outcome import INVALID_PARAMS, REFUSED, Ok, Refused
+from conformance.oracle import ledger as oracle
+from reference.ledger.outcome import INVALID_PARAMS, INVALID_REQUEST, REFUSED, Ok, Refused
 from reference.ledger.records import empty_state
 from reference.ledger.wire import allowed
 from tests.common.engine import run_engine
@@ -123,3 +124,29 @@ def test_a_method_without_params_is_called_with_none_and_the_store_takes_absent_
         finally:
             t.close()
             handle.stop()
+
+
+def _judged(method: str, params: Any, code: int) -> str:
+    """The verdict on an answer ``{"error": {code, …}}`` (HTTP 400) to ``method`` with
+    ``params`` on an empty ledger."""
+    ctx = oracle.Context(oracle.Ids(), oracle.Times(exact=True, anchor=T0), frozenset())
+    body = {"error": {"code": code, "message": "no"}}
+    options = [o for _st, o in allowed(empty_state(), method, params, T0)]
+    return oracle.judge_any(method, options, 400, body, ctx)[0].verdict
+
+
+@pytest.mark.clause("LED-WIRE.2", "LED-WIRE.21")
+@pytest.mark.parametrize("params", ["x", 3, 2.5, True])
+def test_params_neither_object_nor_array_may_be_an_invalid_request(params: Any) -> None:
+    """A daemon answers -32600 to params JSON-RPC does not allow; -32602 is still accepted."""
+    for method in (SAVE, "memory/list_memory_records", "memory/get_consolidation_settings"):
+        assert _judged(method, params, INVALID_REQUEST) == "pass"
+        assert _judged(method, params, INVALID_PARAMS) == "pass"
+        assert _judged(method, params, REFUSED) == "diverge"
+
+
+@pytest.mark.clause("LED-WIRE.2", "LED-WIRE.11")
+def test_an_object_or_an_array_as_params_is_never_an_invalid_request() -> None:
+    assert _judged(SAVE, {"body": "x", "tags": []}, INVALID_REQUEST) == "diverge"
+    assert _judged(SAVE, ["a", "b", "c", "d"], INVALID_REQUEST) == "diverge"
+    assert _judged(SAVE, ["a", "b", "c", "d"], INVALID_PARAMS) == "pass"
