@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from conformance.commands.target import start_bundled_store
+from conformance.oracle import ledger as oracle
 from conformance.targets.ledger import NO_PARAMS, LedgerTarget
 from conformance.vocabulary import Secret, TargetConfig
-from conformance.oracle import ledger as oracle
 from reference.ledger.outcome import INVALID_PARAMS, INVALID_REQUEST, REFUSED, Ok, Refused
 from reference.ledger.records import empty_state
 from reference.ledger.wire import allowed
