@@ -12,7 +12,10 @@ from typing import Any
 import pytest
 
 from conformance.commands.target import start_bundled_store
+from conformance.drivers.ledger.steps import with_known_values
+from conformance.errors import TargetError
 from conformance.oracle import ledger as oracle
+from conformance.targets.base import load_target_profile
 from conformance.targets.ledger import NO_PARAMS, LedgerTarget
 from conformance.vocabulary import Secret, TargetConfig
 from reference.ledger.outcome import INVALID_PARAMS, INVALID_REQUEST, REFUSED, Ok, Refused
@@ -150,3 +153,51 @@ def test_an_object_or_an_array_as_params_is_never_an_invalid_request() -> None:
     assert _judged(SAVE, {"body": "x", "tags": []}, INVALID_REQUEST) == "diverge"
     assert _judged(SAVE, ["a", "b", "c", "d"], INVALID_REQUEST) == "diverge"
     assert _judged(SAVE, ["a", "b", "c", "d"], INVALID_PARAMS) == "pass"
+
+
+@pytest.mark.clause("LED-WIRE.14", "LED-WIRE.15")
+def test_the_profile_values_replace_the_invented_ones(tmp_path: Any) -> None:
+    """``[ledger]`` in a target profile: its session, harness and model go out instead of
+    memspec's, in the params and in what a step expects, on the model's side too."""
+    profile = tmp_path / "p.toml"
+    profile.write_text('[ledger]\nsession = "sess-known"\nharness = "codex"\nmodel = "o4"\n')
+    values = load_target_profile(profile).ledger_values
+    assert values == (("session", "sess-known"), ("harness", "codex"), ("model", "o4"))
+    known = dict(values)
+    args = {"body": "x", "sessionId": "s-1", "harness": "claude", "model": "haiku"}
+    assert with_known_values(args, known) == {
+        "body": "x", "sessionId": "sess-known", "harness": "codex", "model": "o4"
+    }  # fmt: skip
+    # a blank session, another harness or a value of the wrong type is the step's point: kept
+    kept = {"sessionId": "", "harness": "", "model": 3, "rationale": "claude"}
+    assert with_known_values(kept, known) == kept
+    assert with_known_values({"body": {"sourceSessionId": "s-3"}}, known) == {
+        "body": {"sourceSessionId": "sess-known"}
+    }
+    assert with_known_values(args, {}) == args
+    for bad in ('[ledger]\nsession = ""\n', "[ledger]\nsession = 3\n", '[ledger]\nuser = "x"\n'):
+        profile.write_text(bad)
+        with pytest.raises(TargetError):
+            load_target_profile(profile)
+
+
+@pytest.mark.clause("LED-WIRE.14", "LED-WIRE.15", "LED-CONS.2", "LED-SAVE.1")
+def test_a_run_with_declared_values_sends_them_and_expects_them_back() -> None:
+    """The corpus run with a declared session, harness and model: the store keeps what it is
+    sent, so every hand-written expectation (``sourceSessionId``, the settings' harness and
+    model) must name the declared values too, or the run diverges."""
+    token = secrets.token_urlsafe(24)
+    handle = start_bundled_store(token)
+    values = (("session", "sess-known"), ("harness", "codex"), ("model", "o4"))
+    try:
+        res = run_engine(
+            TargetConfig(handle.url, Secret(token), 10.0, ledger_values=values),
+            spec="ledger",
+            machines=False,
+            quiet=True,
+            out=io.StringIO(),
+        )
+    finally:
+        handle.stop()
+    assert res.exit_code == 0, res.data["divergences"]
+    assert not res.data["deviations"], res.data["deviations"]

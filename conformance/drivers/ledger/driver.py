@@ -17,6 +17,10 @@ Ops (``Step.op``) and their ``args`` (the method's params, camelCase, sent as wr
 ``raw {method, params}`` | ``{method, text}`` any params value (not an object, unknown names,
                                              …) or a body that is not JSON, to any method
 
+Values a ledger must know: when the target profile's ``[ledger]`` names a ``session``, every
+non-blank ``sessionId`` a step sends (and ``sourceSessionId`` it expects) is that session; its
+``harness`` and ``model`` replace memspec's ``claude`` and ``haiku`` (LED-WIRE.14, LED-WIRE.15).
+
 A method that takes no params (``get_settings``, ``reset``, ``packet``) is called without any
 when its ``args`` are empty (an empty body; no ``params`` member over JSON-RPC), never with
 ``{}``, which a real ledger refuses (LED-WIRE.12); a ``raw`` step sends ``{}`` on purpose.
@@ -94,6 +98,7 @@ from conformance.drivers.ledger.steps import (
     infer_requires,
     step_requires,
     takes_no_params,
+    with_known_values,
 )
 from conformance.errors import TargetError
 from conformance.jsonutil import short_json
@@ -134,6 +139,8 @@ class LedgerDriver:  # long: the model, its correspondences, its clock and the w
     def __init__(self, ctx: RunContext, *, target: LedgerClient | None = None) -> None:
         self.ctx = ctx
         self.target = target if target is not None else ledger_target(ctx.target)
+        # Values the ledger knows (the target profile's ``[ledger]``), sent instead of memspec's.
+        self._known: dict[str, str] = dict(self.target.config.ledger_values)
         try:
             self._caps = self.target.probe()
             self.clock = CLOCK in self._caps
@@ -412,7 +419,7 @@ class LedgerDriver:  # long: the model, its correspondences, its clock and the w
     def _prepare(self, index: int, step: Step, op: Op, base: tuple[str, ...]) -> Call | StepOutcome:
         """Everything about a call that is known before it is sent: the params on both sides,
         the expectation, the clock pin to send with it (an outcome: the call cannot go)."""
-        args = dict(step.args)
+        args = with_known_values(dict(step.args), self._known)
         raw_text: str | None = None
         if step.op == "raw":
             method = args.get("method")
@@ -439,7 +446,11 @@ class LedgerDriver:  # long: the model, its correspondences, its clock and the w
             params_m = self._expand(args, "model")
             params_t = self._expand(args, "target")
         params_t = self._to_target_time(params_t, method)
-        expect = self._expand_expect(step.expect) if step.expect else None
+        expect = (
+            self._expand_expect(with_known_values(step.expect, self._known))
+            if step.expect
+            else None
+        )
         pin: int | None = None  # a clock pin to send along with the call (one round trip)
         if op.mutating:
             problem = self._before_mutation(defer=raw_text is None)
