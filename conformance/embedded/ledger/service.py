@@ -89,7 +89,7 @@ __all__ = ["LedgerError", "LedgerService", "record_to_wire"]
 _STRUCTURAL = re.compile(
     r"unknown param|missing required|cannot be null|must be an? (?:string|boolean|array)"
     r"|must be an integer(?! from)"
-    r"|params must be a JSON object|cannot be sent on save|lone surrogate"
+    r"|params must be a JSON object|cannot be sent on save|lone surrogate|takes no params"
     r"|must be an RFC 3339 date-time string"  # an instant of the wrong JSON type
 )
 
