@@ -120,6 +120,9 @@ class TargetConfig:
     #: a JSON-RPC target's handshake: (method, params as JSON text, "" for none), sent once
     #: after connecting (``[jsonrpc.initialize]`` in a target profile)
     initialize: tuple[str, str] | None = None
+    #: values the ledger knows (``[ledger]`` in a target profile): ``session``, ``harness``,
+    #: ``model`` -- used instead of the ones memspec would invent
+    ledger_values: tuple[tuple[str, str], ...] = ()
 
     def public(self) -> dict[str, Any]:
         """What a report may say about the target (never the token)."""
@@ -130,6 +133,7 @@ class TargetConfig:
             "timeout_s": self.timeout_s,
             "ca_cert": self.ca_file,
             "initialize": self.initialize[0] if self.initialize else None,
+            "ledger_values": dict(self.ledger_values),
             "declared": sorted(self.declared),
             "denied": sorted(self.denied),
         }

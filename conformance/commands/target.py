@@ -63,6 +63,7 @@ class _Asked:
     declared: frozenset[str]
     denied: frozenset[str]
     initialize: tuple[str, str] | None = None
+    ledger_values: tuple[tuple[str, str], ...] = ()
 
 
 @contextmanager
@@ -132,7 +133,8 @@ def _asked(args: argparse.Namespace) -> _Asked:
         raise TargetError(
             "[jsonrpc.initialize] is for a JSON-RPC target (ws://, wss://, ws+unix://)"
         )
-    return _Asked(url, token, source, timeout, ca_file, declared, denied, initialize)
+    values = profile.ledger_values if profile else ()
+    return _Asked(url, token, source, timeout, ca_file, declared, denied, initialize, values)
 
 
 def _remote(asked: _Asked, url: str, extra_urls: list[str]) -> TargetSession:
@@ -141,6 +143,7 @@ def _remote(asked: _Asked, url: str, extra_urls: list[str]) -> TargetSession:
             u, asked.token, asked.timeout, declared=asked.declared, denied=asked.denied,
             label=u, ca_file=asked.ca_file, token_source=asked.source,
             initialize=asked.initialize if is_socket_url(u) else None,
+            ledger_values=asked.ledger_values,
         )  # fmt: skip
 
     config = remote(url)
@@ -171,7 +174,7 @@ def _bundled(asked: _Asked, jobs: int) -> Iterator[TargetSession]:
             return TargetConfig(
                 h.url, Secret(secret), asked.timeout, declared=asked.declared,
                 denied=asked.denied, label="bundled store",
-                token_source="the bundled store's token",
+                token_source="the bundled store's token", ledger_values=asked.ledger_values,
             )  # fmt: skip
 
         yield TargetSession(bundled(handles[0]), ledger_extra=[bundled(h) for h in handles[1:]])

@@ -65,11 +65,12 @@ class SetupError(RuntimeError):
 def _setup(config: TargetConfig, protocol: str) -> None:
     if protocol != "ledger":
         return
-    from conformance.targets.base import HttpTarget
+    from conformance.targets.base import EMPTY_BODY, HttpTarget
 
     with HttpTarget(config) as target:
         for method, params in ledger_model.SETUP:
-            ex = target.request("POST", f"/ledger/{method}", params)
+            body = EMPTY_BODY if params is None else params  # no params: an empty body
+            ex = target.request("POST", f"/ledger/{method}", body)
             if ex.status != 200:
                 raise SetupError(
                     f"ledger concurrent check needs {method}"

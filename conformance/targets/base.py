@@ -94,6 +94,18 @@ MAX_TIMEOUT_S = 86400.0
 _NO_BODY = object()
 
 
+class _EmptyBody:
+    """A JSON request sent with an empty body (``Content-Length: 0``): no params at all."""
+
+    def __repr__(self) -> str:
+        return "EMPTY_BODY"
+
+
+#: The ``body`` of a request whose body is empty (a method called without params): not the
+#: JSON ``{}`` and not ``null``, nothing.
+EMPTY_BODY: Any = _EmptyBody()
+
+
 def token_refused(config: TargetConfig, where: str) -> TokenRefused:
     source = config.token_source or "the token"
     return TokenRefused(f"{source} was refused (401 on {where}) by {config.url}")
@@ -211,6 +223,11 @@ class TargetProfile:
     [jsonrpc.initialize]              # a JSON-RPC target only: sent once after connecting
     method = "initialize"
     params = { client = "memspec" }   # a table or an array; left out: no params member
+
+    [ledger]                          # values the ledger knows, used instead of invented ones
+    session = "8f0c…"                 # a session id it knows (saves and proposals name it)
+    harness = "claude"                # the consolidation harness it offers
+    model = "haiku"                   # the model that harness runs
     ```
     """
 
@@ -222,6 +239,8 @@ class TargetProfile:
     denied: frozenset[str] = frozenset()
     #: ``[jsonrpc.initialize]``: (method, params as JSON text or "" for none)
     initialize: tuple[str, str] | None = None
+    #: ``[ledger]``: a session the ledger knows, the harness and model it offers
+    ledger_values: tuple[tuple[str, str], ...] = ()
 
 
 def load_target_profile(path: str | Path) -> TargetProfile:
@@ -232,7 +251,7 @@ def load_target_profile(path: str | Path) -> TargetProfile:
         raise TargetError(f"cannot read target profile {p}: {exc.strerror or exc}") from exc
     except tomllib.TOMLDecodeError as exc:
         raise TargetError(f"target profile {p} is not TOML: {exc}") from exc
-    unknown = set(data) - {"target", "capabilities", "jsonrpc"}
+    unknown = set(data) - {"target", "capabilities", "jsonrpc", "ledger"}
     if unknown:
         raise TargetError(f"target profile {p}: unknown table(s) {sorted(unknown)}")
     target = data.get("target", {})
@@ -262,6 +281,7 @@ def load_target_profile(path: str | Path) -> TargetProfile:
             raise TargetError(f"target profile {p}: {key} must be a string")
     return TargetProfile(
         initialize=_initialize(p, data.get("jsonrpc", {})),
+        ledger_values=_ledger_values(p, data.get("ledger", {})),
         url=target.get("url"),
         token_env=target.get("token_env"),
         token_file=target.get("token_file"),
@@ -269,6 +289,23 @@ def load_target_profile(path: str | Path) -> TargetProfile:
         declared=frozenset(k for k, v in caps.items() if v),
         denied=frozenset(k for k, v in caps.items() if not v),
     )
+
+
+#: The keys of a profile's ``[ledger]`` table.
+LEDGER_VALUES = ("session", "harness", "model")
+
+
+def _ledger_values(p: Path, table: Any) -> tuple[tuple[str, str], ...]:
+    """A profile's ``[ledger]``: each of ``session``, ``harness``, ``model`` a non-blank string."""
+    if not isinstance(table, dict) or set(table) - set(LEDGER_VALUES):
+        raise TargetError(f"target profile {p}: [ledger] holds only {', '.join(LEDGER_VALUES)}")
+    for key, value in table.items():
+        if not isinstance(value, str) or not value.strip() or len(value) > 200:
+            raise TargetError(
+                f"target profile {p}: [ledger] {key} must be a non-blank string (at most 200"
+                " characters)"
+            )
+    return tuple((k, table[k]) for k in LEDGER_VALUES if k in table)
 
 
 def _initialize(p: Path, table: Any) -> tuple[str, str] | None:
@@ -700,7 +737,10 @@ class HttpTarget:  # long: the connection, TLS, deadline watchdog and pipelining
         hdrs = dict(headers or {})
         payload: bytes | None = content
         described: Any = None
-        if body is not _NO_BODY:
+        if body is EMPTY_BODY:
+            payload = b""
+            hdrs.setdefault("Content-Type", "application/json")
+        elif body is not _NO_BODY:
             payload = _to_json(body).encode("utf-8")
             hdrs.setdefault("Content-Type", "application/json")
             described = body
@@ -839,7 +879,7 @@ class HttpTarget:  # long: the connection, TLS, deadline watchdog and pipelining
 
     def _prepared(self, method: str, path: str, body: Any) -> bytes | None:
         """The bytes :meth:`request` would write for a JSON ``body`` (None: not sendable)."""
-        data = _to_json(body).encode("utf-8")
+        data = b"" if body is EMPTY_BODY else _to_json(body).encode("utf-8")
         head = self._head(
             method,
             path,

@@ -64,7 +64,7 @@ from conformance.targets.base import (
     parse_answer,
     redact_url,
 )
-from conformance.targets.ledger import LedgerClient, LedgerTarget
+from conformance.targets.ledger import NO_PARAMS, LedgerClient, LedgerTarget
 from conformance.vocabulary import CUT_EXCERPT_CHARS, KEEP_PASSED, Exchange, TargetConfig
 
 __all__ = [
@@ -215,6 +215,8 @@ class LedgerSocketTarget(LedgerClient):  # long: the connection, its ids and the
     def call(self, method: str, params: Any, *, auth: Auth = True) -> Exchange:
         """``method`` with ``params`` as one JSON-RPC request (``auth`` other than ``True``:
         on a connection of its own whose upgrade carries that ``Authorization``)."""
+        if params is NO_PARAMS:  # no ``params`` member at all (LED-WIRE.12)
+            return self._rpc(method, None, "", auth)
         return self._rpc(method, params, _json_text(params), auth)
 
     def test(self, name: str, params: Any) -> Exchange:

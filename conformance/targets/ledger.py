@@ -7,7 +7,8 @@ deadline on every whole request, bounded answers, no redirects, the bearer token
 Capabilities a ledger target can have (probed; a declaration in the target profile wins):
 
 ``ledger.test_control``  the ``/ledger/_test/*`` controls exist — probed with
-                         ``POST /ledger/_test/packet {}``: 200 → present, 404 → absent
+                         ``POST /ledger/_test/packet`` without params: 200 → present,
+                         404 → absent
 ``ledger.clock``         ``_test/set_clock`` pins the store's clock: probed by setting an
                          instant, reading the echo, and handing the clock back to real time
 
@@ -19,7 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from conformance.errors import TargetError
-from conformance.targets.base import Auth, HttpTarget, token_refused
+from conformance.targets.base import EMPTY_BODY, Auth, HttpTarget, token_refused
 from conformance.vocabulary import Exchange, TargetConfig
 from reference.ledger.timefmt import parse_rfc3339
 from reference.ledger.wire import answer_instant, same_instant
@@ -29,7 +30,11 @@ CLOCK = "ledger.clock"
 
 _PROBE_INSTANT = "2001-02-03T04:05:06.789Z"
 
-__all__ = ["CLOCK", "TEST_CONTROL", "LedgerClient", "LedgerTarget", "TargetError"]
+#: The params of a call to a method that takes none: absent (LED-WIRE.12) -- over HTTP an empty
+#: body, over JSON-RPC no ``params`` member.  Never ``{}``, which a real ledger may refuse.
+NO_PARAMS: Any = EMPTY_BODY
+
+__all__ = ["CLOCK", "NO_PARAMS", "TEST_CONTROL", "LedgerClient", "LedgerTarget", "TargetError"]
 
 
 class LedgerClient:
@@ -48,7 +53,7 @@ class LedgerClient:
     _caps: frozenset[str] | None
 
     def call(self, method: str, params: Any, *, auth: Auth = True) -> Exchange:
-        """One binding method with ``params``."""
+        """One binding method with ``params`` (:data:`NO_PARAMS`: without params)."""
         raise NotImplementedError
 
     def test(self, name: str, params: Any) -> Exchange:
@@ -111,7 +116,7 @@ class LedgerClient:
             raise TargetError(
                 f"{self.url}: no ledger binding (404 on /ledger/memory/list_memory_records)"
             )
-        packet = self.test("packet", {})
+        packet = self.test("packet", NO_PARAMS)
         if packet.status == 200 and isinstance(packet.body, dict):
             caps.add(TEST_CONTROL)
             pinned = self.test("set_clock", {"now": _PROBE_INSTANT})

@@ -18,6 +18,8 @@ REFUSED: Final = 1000
 """A request refused with a message for a person (LED-WIRE.3)."""
 INVALID_PARAMS: Final = -32602
 METHOD_NOT_FOUND: Final = -32601
+INVALID_REQUEST: Final = -32600
+"""JSON-RPC 2.0's code for a request that is not one: params neither an object nor an array."""
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,12 @@ def refusal(message: str, *, exact: bool = False) -> Refused:
 def bad_value(message: str, *, code: int = INVALID_PARAMS) -> Refused:
     """A well-typed parameter with a value outside its domain: 1000 or -32602 (LED-WIRE.3)."""
     return Refused(code, message, frozenset({REFUSED, INVALID_PARAMS}))
+
+
+def not_structured(message: str) -> Refused:
+    """Params that are neither an object nor an array (a string, a number, a boolean): -32602,
+    or -32600, as JSON-RPC 2.0 calls such a request invalid (LED-WIRE.2)."""
+    return Refused(INVALID_PARAMS, message, frozenset({INVALID_PARAMS, INVALID_REQUEST}))
 
 
 def invalid_params(message: str) -> Refused:

@@ -24,7 +24,7 @@ from conformance.targets.jsonrpc import (
     check_target_url,
     ledger_target,
 )
-from conformance.targets.ledger import LedgerTarget
+from conformance.targets.ledger import NO_PARAMS, LedgerTarget
 from conformance.vocabulary import Secret, TargetConfig
 from tests.common.jsonrpc_daemon import Daemon, Honest
 
@@ -61,6 +61,17 @@ def test_each_call_is_a_request_of_the_same_name_and_params_with_the_token_on_th
     assert "params" not in third  # empty params text: no params member
     assert daemon.connections == 1  # one connection carries every call
     assert daemon.headers[0]["Authorization"] == f"Bearer {TOKEN}"
+
+
+@pytest.mark.clause("LED-WIRE.20", "LED-WIRE.12")
+def test_a_method_without_params_goes_out_without_a_params_member(daemon: Daemon) -> None:
+    with _target(daemon.url) as t:
+        assert t.test("reset", NO_PARAMS).body == {"ok": True}
+        assert t.call("memory/get_consolidation_settings", NO_PARAMS).status == 200
+        t.probe()  # probes the controls with _test/packet, without params
+    sent = {r["method"]: r for r in daemon.requests}
+    for method in ("_test/reset", "memory/get_consolidation_settings", "_test/packet"):
+        assert "params" not in sent[method], sent[method]
 
 
 @pytest.mark.clause("LED-WIRE.21")

@@ -257,9 +257,9 @@ def _assignments(
 
 #: Calls made (sequentially) before a concurrent ledger round, on the target and the model:
 #: an empty ledger (needs the ``ledger.test_control`` capability) with a budget of 2, so that
-#: budget races happen within a few saves.
-SETUP: tuple[tuple[str, dict[str, Any]], ...] = (
-    ("_test/reset", {}),
+#: budget races happen within a few saves.  ``None``: the method is called without params.
+SETUP: tuple[tuple[str, dict[str, Any] | None], ...] = (
+    ("_test/reset", None),
     ("memory/update_consolidation_settings", {"mode": "off", "maxRecords": 2}),
 )
 

@@ -17,6 +17,14 @@ Ops (``Step.op``) and their ``args`` (the method's params, camelCase, sent as wr
 ``raw {method, params}`` | ``{method, text}`` any params value (not an object, unknown names,
                                              …) or a body that is not JSON, to any method
 
+Values a ledger must know: when the target profile's ``[ledger]`` names a ``session``, every
+non-blank ``sessionId`` a step sends (and ``sourceSessionId`` it expects) is that session; its
+``harness`` and ``model`` replace memspec's ``claude`` and ``haiku`` (LED-WIRE.14, LED-WIRE.15).
+
+A method that takes no params (``get_settings``, ``reset``, ``packet``) is called without any
+when its ``args`` are empty (an empty body; no ``params`` member over JSON-RPC), never with
+``{}``, which a real ledger refuses (LED-WIRE.12); a ``raw`` step sends ``{}`` on purpose.
+
 Values are expanded before sending: a ``recordId`` or a consolidation ``targets`` entry
 ``"$r1"`` is the record bound to ``r1`` (its model id for the model, its target id for the
 target); ``{"$repeat": "x", "times": 4001}`` and ``{"$concat": [...]}`` build long strings.
@@ -89,6 +97,8 @@ from conformance.drivers.ledger.steps import (
     clock_target,
     infer_requires,
     step_requires,
+    takes_no_params,
+    with_known_values,
 )
 from conformance.errors import TargetError
 from conformance.jsonutil import short_json
@@ -103,7 +113,7 @@ from conformance.oracle.ledger.worlds import (
 from conformance.scenario import Scenario, Step
 from conformance.sources import blamed
 from conformance.targets.jsonrpc import ledger_target
-from conformance.targets.ledger import CLOCK, TEST_CONTROL, LedgerClient
+from conformance.targets.ledger import CLOCK, NO_PARAMS, TEST_CONTROL, LedgerClient
 from conformance.vocabulary import SPACING_S, Exchange, RunContext, StepError, StepOutcome
 from reference.ledger.outcome import Ok, Outcome
 from reference.ledger.records import SCOPE_LOCAL, LedgerState, empty_state
@@ -129,6 +139,8 @@ class LedgerDriver:  # long: the model, its correspondences, its clock and the w
     def __init__(self, ctx: RunContext, *, target: LedgerClient | None = None) -> None:
         self.ctx = ctx
         self.target = target if target is not None else ledger_target(ctx.target)
+        # Values the ledger knows (the target profile's ``[ledger]``), sent instead of memspec's.
+        self._known: dict[str, str] = dict(self.target.config.ledger_values)
         try:
             self._caps = self.target.probe()
             self.clock = CLOCK in self._caps
@@ -196,7 +208,7 @@ class LedgerDriver:  # long: the model, its correspondences, its clock and the w
         at :data:`START_MS`, empty symbol table and correspondences."""
         self._setup_error = None
         if self.control:
-            ex = self.target.test("reset", {})
+            ex = self.target.test("reset", NO_PARAMS)
             if ex.status != 200 or ex.body != {"ok": True}:
                 self._setup_error = (
                     f"_test/reset answered {ex.status} {short_json(ex.body or ex.transport_error)}"
@@ -207,7 +219,7 @@ class LedgerDriver:  # long: the model, its correspondences, its clock and the w
         if not self.control:
             # The model starts from the settings the target has now (a harness or model name a
             # scenario set cannot be unset through the binding, so it may outlive the scenario).
-            ex = self.target.call("memory/get_consolidation_settings", {})
+            ex = self.target.call("memory/get_consolidation_settings", NO_PARAMS)
             if ex.status == 200 and isinstance(ex.body, dict):
                 self.model = model_with_settings(ex.body)
             elif self._setup_error is None:
@@ -407,7 +419,7 @@ class LedgerDriver:  # long: the model, its correspondences, its clock and the w
     def _prepare(self, index: int, step: Step, op: Op, base: tuple[str, ...]) -> Call | StepOutcome:
         """Everything about a call that is known before it is sent: the params on both sides,
         the expectation, the clock pin to send with it (an outcome: the call cannot go)."""
-        args = dict(step.args)
+        args = with_known_values(dict(step.args), self._known)
         raw_text: str | None = None
         if step.op == "raw":
             method = args.get("method")
@@ -424,12 +436,21 @@ class LedgerDriver:  # long: the model, its correspondences, its clock and the w
                 raw_text = args["text"]
             params_m: Any = self._expand(args.get("params"), "model")
             params_t: Any = self._expand(args.get("params"), "target")
+        elif not args and takes_no_params(op.method):
+            # Absent params, as a method without params is called (LED-WIRE.12): an empty
+            # body, no ``params`` member over JSON-RPC.  ``{}`` goes out only from a raw step.
+            method = op.method
+            params_m, params_t = None, NO_PARAMS
         else:
             method = op.method
             params_m = self._expand(args, "model")
             params_t = self._expand(args, "target")
         params_t = self._to_target_time(params_t, method)
-        expect = self._expand_expect(step.expect) if step.expect else None
+        expect = (
+            self._expand_expect(with_known_values(step.expect, self._known))
+            if step.expect
+            else None
+        )
         pin: int | None = None  # a clock pin to send along with the call (one round trip)
         if op.mutating:
             problem = self._before_mutation(defer=raw_text is None)
@@ -704,7 +725,7 @@ class LedgerDriver:  # long: the model, its correspondences, its clock and the w
             return
         self._make_room()
         requests: list[tuple[str, str, Any]] = [
-            ("POST", "/ledger/_test/reset", {}),
+            ("POST", "/ledger/_test/reset", NO_PARAMS),
             ("POST", "/ledger/_test/set_clock", {"now": format_rfc3339(START_MS)}),
         ]
         if not self.target.write_ahead(requests):

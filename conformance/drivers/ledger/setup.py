@@ -10,7 +10,7 @@ from typing import Any
 from conformance.drivers.ledger.steps import START_MS
 from conformance.errors import TargetError
 from conformance.jsonutil import short_json
-from conformance.targets.ledger import LedgerClient
+from conformance.targets.ledger import NO_PARAMS, LedgerClient
 from reference.ledger.outcome import Ok
 from reference.ledger.records import SCOPE_LOCAL, LedgerState, empty_state, settings_for
 from reference.ledger.wire import handle, settings_to_wire
@@ -42,7 +42,7 @@ def check_clean(
     baseline: dict[str, Any] | None = None
     foreign: frozenset[str] = frozenset()
     if not control:
-        ex = target.call("memory/get_consolidation_settings", {})
+        ex = target.call("memory/get_consolidation_settings", NO_PARAMS)
         if ex.status == 200 and isinstance(ex.body, dict):
             baseline = ex.body
         if held:
@@ -97,7 +97,7 @@ def forget_previous(
                 if done.status != 200:
                     return f"{method} {rid} answered {done.status}"
     wanted = baseline or settings_to_wire(SCOPE_LOCAL, settings_for(empty_state(), SCOPE_LOCAL))
-    now = target.call("memory/get_consolidation_settings", {})
+    now = target.call("memory/get_consolidation_settings", NO_PARAMS)
     # Only the settings the update takes: an answer may carry more (heldRecords, LED-CONS.2).
     settable = ("mode", "harness", "model", "maxRecords", "allowRemoval", "debounceSeconds")
     wanted = {k: v for k, v in wanted.items() if k in settable or k == "scopeKey"}

@@ -18,6 +18,7 @@ from conformance.scenario import Scenario, Step
 from conformance.targets.ledger import CLOCK, TEST_CONTROL
 from conformance.vocabulary import Exchange, StepError, StepOutcome
 from reference.ledger.timefmt import parse_rfc3339
+from reference.ledger.wire import METHODS, TEST_METHODS
 
 #: Where every scenario's clock starts (a fixed instant: runs are reproducible).
 START_MS = parse_rfc3339("2026-03-02T09:00:00.000Z") or 0
@@ -55,6 +56,40 @@ OPS: dict[str, Op] = {
     "set_clock": Op("_test/set_clock", control=True, places_instant=True),
     "raw": Op("", mutating=True),
 }
+
+
+#: The values memspec writes where a ledger needs one it knows, by the field that carries them,
+#: and the key of the target profile's ``[ledger]`` table that replaces them.
+_KNOWN: dict[str, str] = {"sessionId": "session", "sourceSessionId": "session"}
+#: Harness and model are replaced only where memspec names its own (a blank or malformed one
+#: is a step's point, and stays).
+_OWN: dict[tuple[str, str], str] = {("harness", "claude"): "harness", ("model", "haiku"): "model"}
+
+
+def with_known_values(value: Any, known: dict[str, str], key: str | None = None) -> Any:
+    """``value`` (a step's args or expectation) with the values the target profile declares
+    (``[ledger]``: ``session``, ``harness``, ``model``) in place of memspec's own: every
+    non-blank ``sessionId``/``sourceSessionId`` is the declared session, the harness ``claude``
+    and the model ``haiku`` the declared ones (LED-WIRE.14, LED-WIRE.15)."""
+    if not known:
+        return value
+    if isinstance(value, str) and key is not None:
+        name = _KNOWN.get(key) or _OWN.get((key, value))
+        if name in known and (value.strip() or name != "session"):
+            return known[name]
+        return value
+    if isinstance(value, list):
+        return [with_known_values(v, known) for v in value]
+    if isinstance(value, dict):
+        return {k: with_known_values(v, known, k) for k, v in value.items()}
+    return value
+
+
+def takes_no_params(method: str) -> bool:
+    """Whether ``method`` takes no params: it is then called without any (LED-WIRE.12), never
+    with ``{}`` -- only a ``raw`` step sends ``{}`` to it, on purpose."""
+    spec = METHODS.get(method) or TEST_METHODS.get(method)
+    return spec is not None and not spec.params
 
 
 def step_requires(step: Step) -> set[str]:

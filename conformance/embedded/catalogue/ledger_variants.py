@@ -153,4 +153,9 @@ ENTRIES: tuple[Entry, ...] = (
         ("LED-WIRE.11",),
         "params given as a JSON array are filled by position, as JSON-RPC allows",
     ),
+    _v(
+        "ledger-paramless-refuses-empty-object",
+        ("LED-WIRE.12",),
+        "a method without params takes absent or null params and refuses {} with -32602",
+    ),
 )

@@ -75,8 +75,10 @@ def _reject_constant(token: str) -> Any:
 
 
 def parse_params(raw_body: bytes) -> dict[str, Any]:
-    """The request body as a params object.  An empty body means no params (``{}``)."""
-    if raw_body.strip() == b"":
+    """The request body as a params object.  An empty body or JSON ``null`` means no params
+    (``{}``), as a method without params accepts both (LED-WIRE.12); a method that needs
+    params then finds them missing."""
+    if raw_body.strip() in (b"", b"null"):
         return {}
     try:
         value = json.loads(raw_body.decode("utf-8"), parse_constant=_reject_constant)

@@ -89,11 +89,17 @@ __all__ = ["LedgerError", "LedgerService", "record_to_wire"]
 _STRUCTURAL = re.compile(
     r"unknown param|missing required|cannot be null|must be an? (?:string|boolean|array)"
     r"|must be an integer(?! from)"
-    r"|params must be a JSON object|cannot be sent on save|lone surrogate"
+    r"|params must be a JSON object|cannot be sent on save|lone surrogate|takes no params"
     r"|must be an RFC 3339 date-time string"  # an instant of the wrong JSON type
 )
 
 Handler = Callable[[dict[str, Any], int], dict[str, Any]]
+
+
+def _paramless(method: str) -> bool:
+    """Whether ``method`` takes no params (LED-WIRE.12)."""
+    spec = METHODS.get(method) or TEST_METHODS.get(method)
+    return spec is not None and not spec.params
 
 
 class LedgerService(LedgerControls):
@@ -152,7 +158,7 @@ class LedgerService(LedgerControls):
             return 404, {
                 "error": {"code": METHOD_NOT_FOUND, "message": f"Method not found: {method}"}
             }
-        return self._run(handler, self._by_name(method, raw_body))
+        return self._run(handler, self._by_name(method, raw_body), method)
 
     def handle_test(self, name: str, raw_body: bytes) -> tuple[int, dict[str, Any]]:
         """Answer one ``POST /ledger/_test/<name>`` (404 unless built with ``test_control``)."""
@@ -161,7 +167,7 @@ class LedgerService(LedgerControls):
             return 404, {
                 "error": {"code": METHOD_NOT_FOUND, "message": f"Method not found: _test/{name}"}
             }
-        return self._run(handler, self._by_name(f"_test/{name}", raw_body))
+        return self._run(handler, self._by_name(f"_test/{name}", raw_body), f"_test/{name}")
 
     def _by_name(self, method: str, raw_body: bytes) -> bytes:
         """The variant ``ledger-params-by-position`` reads a JSON array of params by position,
@@ -178,8 +184,13 @@ class LedgerService(LedgerControls):
         names = list(spec.params)[: len(values)]
         return json.dumps(dict(zip(names, values, strict=True))).encode()
 
-    def _run(self, handler: Handler, raw_body: bytes) -> tuple[int, dict[str, Any]]:
+    def _run(self, handler: Handler, raw_body: bytes, method: str) -> tuple[int, dict[str, Any]]:
         try:
+            if self.quirks("ledger-paramless-refuses-empty-object") and _paramless(method):
+                # variant: as the real ledger, a method without params takes absent or null
+                # params and refuses any object, {} included (LED-WIRE.12)
+                if raw_body.lstrip().startswith(b"{"):
+                    raise invalid(f"{method} takes no params: send none, not an object")
             params = parse_params(raw_body)
             bad_text = surrogate_param(params)
             if bad_text is not None:

@@ -154,7 +154,10 @@ def read_extras(
     state: LedgerState, method: str, params: Any, outcome: Outcome
 ) -> tuple[list[dict[str, Any]] | None, PacketModel | None]:
     """What the oracle needs beyond the answer, as the reference declares it: a listing's
-    full order (LED-LIST.2), a packet's ranks (LED-PACKET.3)."""
+    full order (LED-LIST.2), a packet's ranks (LED-PACKET.3).  ``None`` params are absent ones
+    (a method without params, LED-WIRE.12)."""
+    if params is None:
+        params = {}
     if not isinstance(outcome, Ok) or not isinstance(params, dict):
         return None, None
     if method == "memory/list_memory_records":

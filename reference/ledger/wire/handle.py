@@ -18,6 +18,7 @@ from reference.ledger.outcome import (
     Refused,
     bad_value,
     invalid_params,
+    not_structured,
 )
 from reference.ledger.records import (
     LedgerState,
@@ -72,6 +73,8 @@ def check_params(
     if params is None:
         params = {}
     if not isinstance(params, dict):
+        if not isinstance(params, list):  # neither object nor array: JSON-RPC's -32600 too
+            return not_structured("params must be a JSON object.")
         return invalid_params("params must be a JSON object.")
     bad_text = lone_surrogate_param(params) if text_only else None
     if bad_text is not None:
