@@ -10,8 +10,8 @@ Ops (``Step.op``) and their ``args`` (the method's params, camelCase, sent as wr
 ``list_as_of {scopeKey, at}``                ``memory/list_memory_records_as_of``
 ``get_settings {}``                          ``memory/get_consolidation_settings``
 ``update_settings {mode, …}``                ``memory/update_consolidation_settings``
-``reset {}``, ``sweep {at}``, ``propose {body, …}``, ``set_expiry {recordId, expiresAt}``,
-``consolidate {operations}``, ``packet {}``  the ``_test/*`` controls (``ledger.test_control``)
+``reset {}``, ``sweep {at}``, ``propose {body, …}``, ``consolidate {operations}``,
+``packet {}``                                the ``_test/*`` controls (``ledger.test_control``)
 ``set_clock {now}`` | ``{advance_ms}`` | ``{advance: "5m"}``  move the run's clock forward
                                              (``ledger.clock``; units ms, s, m, h, d)
 ``raw {method, params}`` | ``{method, text}`` any params value (not an object, unknown names,
@@ -59,7 +59,7 @@ START + k s.  With ``ledger.clock`` the target's clock is pinned to that instant
 mutating step, and every time is compared exactly.  Without it the target stamps with its own
 clock, mutating steps are kept ≥ 3 ms apart in real time, and times are compared through a
 monotone correspondence (see :mod:`conformance.oracle.ledger`); steps that place an instant of
-their own (``set_clock``, ``sweep``, ``set_expiry``) then need ``ledger.clock`` and are skipped.
+their own (``set_clock``, ``sweep``) then need ``ledger.clock`` and are skipped.
 
 Window (``--window N``, :meth:`LedgerDriver.ahead`): with ``ledger.clock`` and
 ``ledger.test_control``, a step may go out before the answers to earlier ones are back -- it is
