@@ -861,11 +861,12 @@ class HttpTarget:  # long: the connection, TLS, deadline watchdog and pipelining
                 "not answered: the connection was lost with this request pipelined behind"
                 " another (not sent again: it may have been carried out)",
             )  # fmt: skip
-        data = _to_json(body).encode("utf-8")
+        empty = body is EMPTY_BODY  # a method called without params: no body at all
+        data = b"" if empty else _to_json(body).encode("utf-8")
         headers = [("Content-Type", "application/json"), ("Content-Length", str(len(data)))]
         more = bool(self._ahead)
         ex = self._send(
-            method, path, headers, data, True, body,
+            method, path, headers, data, True, None if empty else body,
             chunked=False, keep=True, then=b"+" if more else b"", sent=True,
         )  # fmt: skip
         lost = ex.status is None or (more and self._inflight is None)
