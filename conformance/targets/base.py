@@ -403,6 +403,31 @@ def auth_header(secret: Secret | None, auth: Auth) -> str | None:
     raise ValueError(f"unknown auth form {auth!r}")
 
 
+def unanswered(
+    method: str,
+    path: str,
+    described: Any,
+    started: float,
+    error: str,
+    headers: Any = (),
+    *,
+    timed_out: bool = False,
+) -> Exchange:
+    """The exchange of a request that got no answer (``transport_error`` says why), whichever
+    transport sent it."""
+    return Exchange(
+        method=method,
+        path=path,
+        request_body=described,
+        status=None,
+        body=None,
+        transport_error=error,
+        elapsed_ms=(time.perf_counter() - started) * 1000,
+        request_headers=tuple(headers or ()),
+        timed_out=timed_out,
+    )
+
+
 class _Watchdog:
     """Ends a request at its deadline: one thread per target shuts the socket down when the
     whole request (connect, send, status line, headers, body) has taken longer than allowed —
@@ -1298,17 +1323,7 @@ class HttpTarget:  # long: the connection, TLS, deadline watchdog and pipelining
         *,
         timeout: bool = False,
     ) -> Exchange:
-        return Exchange(
-            method=method,
-            path=path,
-            request_body=described,
-            status=None,
-            body=None,
-            transport_error=error,
-            elapsed_ms=(time.perf_counter() - started) * 1000,
-            request_headers=tuple(headers or ()),
-            timed_out=timeout,
-        )
+        return unanswered(method, path, described, started, error, headers, timed_out=timeout)
 
     def close(self) -> None:
         self._drop()

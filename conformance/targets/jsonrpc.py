@@ -63,6 +63,7 @@ from conformance.targets.base import (
     check_url,
     parse_answer,
     redact_url,
+    unanswered,
 )
 from conformance.targets.ledger import NO_PARAMS, LedgerClient, LedgerTarget
 from conformance.vocabulary import CUT_EXCERPT_CHARS, KEEP_PASSED, Exchange, TargetConfig
@@ -458,17 +459,7 @@ class LedgerSocketTarget(LedgerClient):  # long: the connection, its ids and the
         *,
         timed_out: bool = False,
     ) -> Exchange:
-        return Exchange(
-            method=RPC,
-            path=method,
-            request_body=described,
-            status=None,
-            body=None,
-            transport_error=error,
-            elapsed_ms=(time.perf_counter() - started) * 1000,
-            request_headers=headers,
-            timed_out=timed_out,
-        )
+        return unanswered(RPC, method, described, started, error, headers, timed_out=timed_out)
 
     def _drop(self) -> None:
         if self._conn is not None:
